@@ -1,0 +1,16 @@
+# defsent-plus: DefSent+ (dictionary definitions projected into a frozen entry space) as a Snakemake workflow.
+# The rule files follow Figure 1 of the paper: dictionary -> entry space -> training -> best -> next step.
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/dictionary.smk"
+include: "rules/entry_space.smk"
+include: "rules/training.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,116 @@
+"""Entry embeddings (000, Eq. 2/4/7/10): AC and AMP vectors for every entry of a dataset.
+
+AC is the mean over an entry's definitions of the last-layer CLS vector, AMP the mean of the
+attention-masked mean-pooled vector. All definitions of the dataset go through one length-sorted,
+dynamically padded encoding pass that produces both poolings; the per-entry average is one segment mean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .dictionary import definition_pairs, read_dataset
+from .encoding import encode
+from .errors import DefSentError
+from .io import read_npy, write_json, write_npy
+from .models import device_for_run, load_encoder
+
+log = logging.getLogger(__name__)
+
+ENTRY_POOLINGS = {"ac": "cls", "amp": "mean"}
+SPACE_BASES = tuple(ENTRY_POOLINGS)
+
+
+def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> np.ndarray:
+    """Mean of ``vectors`` rows per entry id (ids ascending and contiguous, every entry present)."""
+    counts = np.bincount(entry_ids, minlength=n_entries)
+    if (counts == 0).any():
+        raise ValueError(f"entry {int(np.argmin(counts))} has no definition")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    sums = np.add.reduceat(vectors.astype(np.float64), starts, axis=0)
+    return (sums / counts[:, None]).astype(np.float32)
+
+
+def entry_embeddings(
+    model, tokenizer, frame: pd.DataFrame, batch_size: int = 128, max_length: int = 128, progress: bool = False
+) -> dict[str, np.ndarray]:
+    """AC and AMP matrices ``[n_entries, hidden]`` (row i = entry id i) from one pass over all definitions."""
+    texts, entry_ids = definition_pairs(frame)
+    pooled = encode(
+        model, tokenizer, texts, poolings=tuple(ENTRY_POOLINGS.values()), batch_size=batch_size,
+        max_length=max_length, progress=progress, desc="entry space",
+    )
+    return {name: segment_mean(pooled[pooling], entry_ids, len(frame)) for name, pooling in ENTRY_POOLINGS.items()}
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_entry_space(
+    encoder_path: str | Path,
+    dataset_path: str | Path,
+    outputs: dict[str, str | Path],
+    meta_path: str | Path,
+    batch_size: int = 128,
+    max_length: int = 128,
+    encoder_name: str | None = None,
+) -> dict:
+    """Build and write the AC/AMP spaces of a dataset with an encoder, and a JSON naming their provenance."""
+    frame = read_dataset(dataset_path)
+    encoder = load_encoder(encoder_path)
+    device = device_for_run()
+    encoder.to(device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+    n_definitions = int(frame["definitions"].map(len).sum())
+    log.info("encoding %d definitions of %d entries on %s", n_definitions, len(frame), device)
+    start = time.perf_counter()
+    spaces = entry_embeddings(encoder.model, encoder.tokenizer, frame, batch_size, max_length, progress=True)
+    seconds = time.perf_counter() - start
+    for name, matrix in spaces.items():
+        check_space(matrix, len(frame), f"{name} space of {encoder_path}")
+        write_npy(outputs[name], matrix)
+    meta = {
+        "encoder": encoder_name or str(encoder_path),
+        "encoder_path": str(encoder_path),
+        "dataset": str(dataset_path),
+        "dataset_sha256": file_sha256(dataset_path),
+        "entries": len(frame),
+        "definitions": n_definitions,
+        "hidden_size": encoder.hidden_size,
+        "device": device.type,
+        "seconds": round(seconds, 2),
+        "definitions_per_second": round(n_definitions / max(seconds, 1e-9), 1),
+    }
+    log.info("entry space: %s", meta)
+    write_json(meta_path, meta)
+    return meta
+
+
+def check_space(matrix: np.ndarray, n_entries: int, where: str | Path) -> np.ndarray:
+    """Fail unless ``matrix`` is a finite 2-d space with one row per entry."""
+    if matrix.ndim != 2:
+        raise DefSentError(where, f"expected a 2-d entry space, got shape {matrix.shape}")
+    if matrix.shape[0] != n_entries:
+        raise DefSentError(where, f"entry space has {matrix.shape[0]} rows but the dataset has {n_entries} entries")
+    bad = ~np.isfinite(matrix).all(axis=1)
+    if bad.any():
+        raise DefSentError(where, f"entry space contains NaN/inf at row {int(np.argmax(bad))}")
+    return matrix
+
+
+def load_space(path: str | Path, n_entries: int) -> np.ndarray:
+    """A checked float32 entry space from ``.npy``."""
+    return check_space(read_npy(path).astype(np.float32, copy=False), n_entries, path)

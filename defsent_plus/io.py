@@ -1,0 +1,63 @@
+"""Small file helpers: atomic writes (a killed job never leaves complete-looking output) and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DefSentError
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path``; it is renamed onto ``path`` only if the block succeeds.
+
+    Works for files and directories; the temporary is removed on failure.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)) / path.name
+    try:
+        yield tmp
+        if path.is_dir():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp.parent, ignore_errors=True)
+
+
+def write_json(path: str | Path, data: dict) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def read_json(path: str | Path) -> dict:
+    """Read a JSON file, naming the file when it is missing or not valid JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise DefSentError(path, "file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DefSentError(path, f"invalid JSON: {err.msg}", line=err.lineno) from err
+
+
+def write_npy(path: str | Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.save(handle, array)
+
+
+def read_npy(path: str | Path) -> np.ndarray:
+    """Load an .npy array without ever unpickling."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise DefSentError(path, f"cannot read as a .npy array: {err}") from err

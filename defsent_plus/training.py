@@ -1,0 +1,244 @@
+"""Training against a frozen entry space (000, Eq. 5) and the pieces of Progressive Separate Training.
+
+The loop is objective-agnostic: an objective maps a batch's encoder outputs to a loss plus named
+sub-losses for logging. :class:`EntryProjection` is DefSent+'s: pooled sentence → pooler → logits against
+the frozen entry matrix → cross-entropy on the definition's entry id.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from .dictionary import definition_pairs, read_dataset
+from .encoding import get_pooling
+from .entry_space import load_space
+from .errors import DefSentError
+from .io import atomic_path, read_json, write_json
+from .models import Encoder, Pooler, autocast_for, device_for_run, load_encoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyperparameters of one training run (defaults from 000, Appendix A)."""
+
+    lr: float = 5e-5
+    batch_size: int = 32
+    seed: int = 0
+    max_length: int = 128
+    pooling: str = "cls"
+    weight_decay: float = 0.0
+    adam_eps: float = 1e-6
+    max_grad_norm: float = 1.0
+    bucket_by_length: bool = False
+    log_every: int = 50
+
+
+@dataclass
+class Batch:
+    """What an objective sees of one batch."""
+
+    hidden: torch.Tensor  # last hidden states [batch, tokens, hidden]
+    attention_mask: torch.Tensor
+    input_ids: torch.Tensor
+    entry_ids: torch.Tensor
+
+
+class Objective(Protocol):
+    """Maps a batch's encoder outputs to a loss and named sub-losses (for logging)."""
+
+    def parameters(self): ...
+
+    def __call__(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]: ...
+
+
+class EntryProjection(nn.Module):
+    """DefSent+'s objective: softmax over a frozen entry space of the pooled, pooler-projected sentence."""
+
+    def __init__(self, entry_space: torch.Tensor, pooler: Pooler, pooling: str):
+        super().__init__()
+        self.register_buffer("entry_space", entry_space.float(), persistent=False)
+        self.entry_space.requires_grad_(False)
+        self.pooler = pooler
+        self.pooling = get_pooling(pooling)
+
+    def logits(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        h = self.pooler(self.pooling.pool(hidden, attention_mask, None))
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            return h.float() @ self.entry_space.T
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        loss = F.cross_entropy(self.logits(batch.hidden, batch.attention_mask), batch.entry_ids)
+        return loss, {"entry_ce": loss.item()}
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
+def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator, bucket: bool) -> list[np.ndarray]:
+    """Shuffled batches of example indices; with ``bucket``, lengths are similar within a batch.
+
+    Bucketing sorts chunks of 50 batches by length, then shuffles the batches, so every epoch still
+    sees every example once and batch composition stays seeded.
+    """
+    order = torch.randperm(len(lengths), generator=generator).numpy()
+    if bucket:
+        chunk = batch_size * 50
+        parts = np.split(order, range(chunk, len(order), chunk))
+        order = np.concatenate([part[np.argsort(-lengths[part], kind="stable")] for part in parts])
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if bucket:
+        perm = torch.randperm(len(batches), generator=generator).numpy()
+        batches = [batches[i] for i in perm]
+    return batches
+
+
+def train_epoch(
+    encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
+    progress: bool = True,
+) -> dict:
+    """One epoch of AdamW + linear decay (no warm-up) + gradient clipping; returns a summary of the run."""
+    if len(texts) == 0:
+        raise DefSentError("training data", "no training examples")
+    seed_everything(cfg.seed)
+    device = next(encoder.model.parameters()).device
+    objective.to(device)
+    tokenized = encoder.tokenizer(list(texts), truncation=True, max_length=cfg.max_length)["input_ids"]
+    lengths = np.array([len(ids) for ids in tokenized])
+    batches = batch_order(lengths, cfg.batch_size, torch.Generator().manual_seed(cfg.seed), cfg.bucket_by_length)
+    params = [p for p in list(encoder.model.parameters()) + list(objective.parameters()) if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=len(batches))
+    encoder.model.train()
+    objective.train()
+    losses: list[float] = []
+    start = time.perf_counter()
+    with tqdm(total=len(texts), desc="training", unit="sent", disable=not progress, mininterval=5) as bar:
+        for step, idx in enumerate(batches):
+            loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss)
+            bar.update(len(idx))
+            if step % cfg.log_every == 0 or step == len(batches) - 1:
+                rate = bar.n / max(time.perf_counter() - start, 1e-9)
+                bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
+                log.info("step %d/%d loss %.4f %s %.1f sent/s", step + 1, len(batches), loss, parts, rate)
+    seconds = time.perf_counter() - start
+    return summarise(losses, len(texts), seconds, cfg)
+
+
+def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg) -> tuple[float, dict]:
+    features = encoder.tokenizer.pad({"input_ids": [tokenized[i] for i in idx]}, return_tensors="pt").to(device)
+    with autocast_for(device):
+        hidden = encoder.model(**features).last_hidden_state
+    batch = Batch(hidden.float(), features["attention_mask"], features["input_ids"],
+                  torch.as_tensor(entry_ids[idx], device=device))
+    loss, parts = objective(batch)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+    return loss.item(), parts
+
+
+def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConfig) -> dict:
+    """Loss curve summary (first, last, mean and ten segment means), examples, seconds, throughput."""
+    segments = np.array_split(np.asarray(losses), min(10, len(losses)))
+    return {
+        "config": asdict(cfg),
+        "examples": examples,
+        "steps": len(losses),
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "loss_mean": float(np.mean(losses)),
+        "loss_curve": [float(s.mean()) for s in segments],
+        "seconds": round(seconds, 2),
+        "sentences_per_second": round(examples / max(seconds, 1e-9), 2),
+    }
+
+
+def check_entry_ids(entry_ids: np.ndarray, n_entries: int, where: str) -> None:
+    if len(entry_ids) and (entry_ids.min() < 0 or entry_ids.max() >= n_entries):
+        raise DefSentError(where, f"entry id out of range [0, {n_entries}): {int(entry_ids.max())}")
+
+
+def train_on_space(
+    base_model: str | Path,
+    dataset_path: str | Path,
+    space_path: str | Path,
+    model_out: str | Path,
+    summary_out: str | Path,
+    cfg: TrainConfig,
+) -> dict:
+    """Train the ORIGINAL base encoder for one epoch on a frozen entry space and save encoder + pooler."""
+    frame = read_dataset(dataset_path)
+    space = load_space(space_path, len(frame))
+    texts, entry_ids = definition_pairs(frame)
+    check_entry_ids(entry_ids, len(space), str(dataset_path))
+    encoder = load_encoder(base_model, pooler_seed=cfg.seed)
+    if space.shape[1] != encoder.hidden_size:
+        raise DefSentError(space_path, f"entry space has width {space.shape[1]}, encoder hidden size is "
+                                       f"{encoder.hidden_size}")
+    device = device_for_run()
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    encoder.to(device)
+    objective = EntryProjection(torch.from_numpy(space), encoder.pooler, cfg.pooling)
+    log.info("training %s on %d definitions of %d entries (%s) on %s", base_model, len(texts), len(frame),
+             space_path, device)
+    summary = train_epoch(encoder, texts, entry_ids, objective, cfg)
+    summary.update(base_model=str(base_model), dataset=str(dataset_path), entry_space=str(space_path),
+                   device=device.type)
+    with atomic_path(model_out) as tmp:
+        encoder.save(tmp)
+    write_json(summary_out, summary)
+    return summary
+
+
+# ------------------------------------------------------------------------------------ PST selection
+
+
+def select_best(candidates: Sequence[dict]) -> dict:
+    """The candidate with the highest dev score; ties go to the earlier candidate (config order)."""
+    if not candidates:
+        raise DefSentError("best selection", "no trained candidates to choose from")
+    for candidate in candidates:
+        if not math.isfinite(candidate["dev_score"]):
+            raise DefSentError(candidate.get("dev_json", "dev score"), "dev score is not a finite number")
+    return max(candidates, key=lambda c: c["dev_score"])
+
+
+def write_best(dev_jsons: Sequence[str | Path], model_dirs: Sequence[str | Path], best_json: str | Path,
+               best_dir: str | Path) -> dict:
+    """Pick the step's best (space, seed) by dev score and copy its model to ``best_dir`` (no symlink)."""
+    candidates = []
+    for dev_json, model_dir in zip(dev_jsons, model_dirs, strict=True):
+        dev = read_json(dev_json)
+        candidates.append({**dev, "dev_json": str(dev_json), "model": str(model_dir)})
+    best = select_best(candidates)
+    with atomic_path(best_dir) as tmp:
+        shutil.copytree(best["model"], tmp)
+    result = {"best": best, "candidates": candidates}
+    write_json(best_json, result)
+    log.info("best: %s (dev %.2f)", best["model"], best["dev_score"])
+    return result

@@ -1,0 +1,109 @@
+# Input functions and config helpers: the only place that turns config into paths.
+import os
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from defsent_plus.models import resolve_model
+
+validate(config, "../workflow/schemas/config.schema.yaml")
+
+
+wildcard_constraints:
+    run=r"[A-Za-z0-9_-]+",
+    encoder=r"[A-Za-z0-9_.-]+",
+    dataset=r"[A-Za-z0-9_-]+",
+    base="ac|amp",
+    transform="center|whiten|ica",
+    space=r"(ac|amp)(\.(center|whiten|ica))?",
+    step=r"\d+",
+    seed=r"\d+",
+
+
+GPU = config["resources"]["gpu"]
+THREADS = config["resources"]["threads"]
+SPACE_DIR = "results/entry_spaces/{encoder}/{dataset}"
+
+
+def senteval_dir():
+    """SentEval data: $DEFSENT_SENTEVAL, else config senteval_dir."""
+    return os.environ.get("DEFSENT_SENTEVAL", config["senteval_dir"])
+
+
+def model_path(name):
+    """The local directory (or hub id) of a configured model."""
+    return resolve_model(config["models"][name])
+
+
+def model_input(name):
+    """A configured model as a Snakemake input: its directory when local, nothing for hub ids."""
+    path = model_path(name)
+    return [path] if Path(path).exists() else []
+
+
+def run_cfg(wildcards):
+    return config["runs"][wildcards.run]
+
+
+def step_cfg(wildcards):
+    return run_cfg(wildcards)["steps"][int(wildcards.step) - 1]
+
+
+def dataset_path(name):
+    """Parquet of dataset a, b, c or of a configured subset."""
+    if name in config.get("subsets", {}):
+        return f"results/dictionary/subsets/{name}.parquet"
+    return f"results/dictionary/{name}.parquet"
+
+
+def encoder_of_step(run, step):
+    """Who builds step k's entry space: the base model at step 1, step k-1's best encoder after."""
+    return config["runs"][run]["model"] if int(step) == 1 else f"{run}.step{int(step) - 1}"
+
+
+def encoder_dir(encoder):
+    """Directory of an encoder name used in entry-space paths."""
+    if encoder in config["models"]:
+        return model_path(encoder)
+    run, step = encoder.rsplit(".step", 1)
+    return f"results/{run}/step{step}/best"
+
+
+def encoder_input(wildcards):
+    if wildcards.encoder in config["models"]:
+        return model_input(wildcards.encoder)
+    return encoder_dir(wildcards.encoder)
+
+
+def space_path(run, step, space):
+    cfg = config["runs"][run]
+    return f"results/entry_spaces/{encoder_of_step(run, step)}/{cfg['dataset']}/{space}.npy"
+
+
+def step_candidates(run, step):
+    """(space, seed) pairs trained at a step, in config order."""
+    cfg = config["runs"][run]
+    return [(space, seed) for space in cfg["steps"][int(step) - 1]["spaces"] for seed in cfg["seeds"]]
+
+
+def candidate_files(wildcards, name):
+    return [
+        f"results/{wildcards.run}/step{wildcards.step}/{space}/seed{seed}/{name}"
+        for space, seed in step_candidates(wildcards.run, wildcards.step)
+    ]
+
+
+def isotropy_targets(run):
+    cfg = config["runs"][run]
+    return [
+        f"results/entry_spaces/{encoder_of_step(run, step)}/{cfg['dataset']}/isotropy.json"
+        for step in range(1, len(cfg["steps"]) + 1)
+    ]
+
+
+def all_targets():
+    targets = ["results/dictionary/stats.tsv"]
+    for run, cfg in config["runs"].items():
+        targets.append(f"results/{run}/step{len(cfg['steps'])}/best.json")
+        targets += isotropy_targets(run)
+    return targets

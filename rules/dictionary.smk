@@ -1,0 +1,44 @@
+rule dictionary:
+    input:
+        tokenizer=model_input(config["dictionary"]["tokenizer"]),
+    output:
+        a="results/dictionary/a.parquet",
+        b="results/dictionary/b.parquet",
+        c="results/dictionary/c.parquet",
+        stats="results/dictionary/stats.tsv",
+    params:
+        sources=config["dictionary"]["sources"],
+        primary=config["dictionary"]["primary"],
+        lowercase=config["dictionary"]["lowercase"],
+        on_malformed=config["dictionary"]["on_malformed"],
+        tokenizer=lambda w, input: input.tokenizer or model_path(config["dictionary"]["tokenizer"]),
+    log:
+        "logs/dictionary/dictionary.log",
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=30,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/dictionary.py"
+
+
+rule dictionary_subset:
+    input:
+        lambda w: dataset_path(config["subsets"][w.dataset]["dataset"]),
+    output:
+        "results/dictionary/subsets/{dataset}.parquet",
+    params:
+        max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
+        seed=lambda w: config["subsets"][w.dataset]["seed"],
+    log:
+        "logs/dictionary/subset_{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/dictionary_subset.py"

@@ -1,0 +1,67 @@
+rule train:
+    input:
+        base=lambda w: model_input(run_cfg(w)["model"]),
+        dataset=lambda w: dataset_path(run_cfg(w)["dataset"]),
+        space=lambda w: space_path(w.run, w.step, w.space),
+    output:
+        model=directory("results/{run}/step{step}/{space}/seed{seed}/model"),
+        summary="results/{run}/step{step}/{space}/seed{seed}/train.json",
+    params:
+        base=lambda w: model_path(run_cfg(w)["model"]),
+        lr=lambda w: step_cfg(w)["lr"],
+        batch_size=lambda w: run_cfg(w)["batch_size"],
+        pooling=lambda w: run_cfg(w)["training_pooling"],
+        options=config["training"],
+    log:
+        "logs/{run}/step{step}/{space}/seed{seed}/train.log",
+    threads: THREADS
+    resources:
+        gpu=GPU,
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/train.py"
+
+
+rule dev_score:
+    input:
+        model="results/{run}/step{step}/{space}/seed{seed}/model",
+    output:
+        "results/{run}/step{step}/{space}/seed{seed}/dev.json",
+    params:
+        senteval_dir=senteval_dir(),
+        pooling=config["evaluation"]["dev_pooling"],
+        batch_size=config["evaluation"]["batch_size"],
+        max_length=config["evaluation"]["max_length"],
+    log:
+        "logs/{run}/step{step}/{space}/seed{seed}/dev.log",
+    threads: THREADS
+    resources:
+        gpu=GPU,
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/dev_score.py"
+
+
+rule select_best:
+    input:
+        dev=lambda w: candidate_files(w, "dev.json"),
+        models=lambda w: candidate_files(w, "model"),
+    output:
+        best="results/{run}/step{step}/best.json",
+        model=directory("results/{run}/step{step}/best"),
+    log:
+        "logs/{run}/step{step}/select_best.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/select_best.py"

@@ -1,0 +1,229 @@
+"""Dictionary readers, normalisation, merge semantics and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import FIXTURES, REPO
+
+from defsent_plus.dictionary import (
+    DropCounts,
+    build_datasets,
+    dataset_stats,
+    detokenize_oxford,
+    read_gcide,
+    read_oxford,
+    read_tsv,
+    read_wordnet,
+    subsample_entries,
+    write_dictionary_stage,
+)
+from defsent_plus.errors import DefSentError
+from defsent_plus.models import load_tokenizer
+
+OXFORD = {"name": "oxford", "type": "oxford", "path": str(FIXTURES / "oxford")}
+GCIDE = {"name": "gcide", "type": "gcide", "path": str(FIXTURES / "gcide")}
+TSV = {"name": "mine", "type": "tsv", "path": str(FIXTURES / "tsv" / "extra.tsv")}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_path):
+    return load_tokenizer(minilm_path)
+
+
+@pytest.mark.parametrize(
+    ("tokenised", "expected"),
+    [
+        ("move at a speed , never stopping .", "move at a speed, never stopping."),
+        ("a long neck ( the tallest animal ) .", "a long neck (the tallest animal)."),
+        ("someone 's friend ; a star .", "someone's friend; a star."),
+        ("`` tall '' friend", "Tall friend"),
+    ],
+)
+def test_detokenize_oxford_undoes_moses_tokenisation(tokenised, expected):
+    assert detokenize_oxford(tokenised) == expected
+
+
+def test_oxford_reader_reads_all_splits_and_strips_sense_suffix():
+    drops = DropCounts()
+    records = list(read_oxford(FIXTURES / "oxford", "oxford", "error", drops))
+    assert [r.entry for r in records] == ["giraffe", "run", "giraffe", "lion", "dog", "New York"]
+    assert records[0].text == "a large african mammal with a very long neck (the tallest living animal)."
+    assert records[2].text == "someone's Tall friend; a constellation."
+    assert drops.counts[("oxford", "blank_line")] == 1
+
+
+def test_gcide_reader_reads_every_definition_across_parts_of_speech():
+    records = list(read_gcide(FIXTURES / "gcide", "gcide", "error", DropCounts()))
+    assert [(r.entry, r.text) for r in records][:2] == [
+        ("dog", "A carnivorous animal kept as a pet."),
+        ("Giraffe", "An African ruminant (Giraffa camelopardalis), the tallest of all animals."),
+    ]
+    assert [r.text for r in records if r.entry == "game"] == ["Sport of any kind.", "To play at any sport.", "   "]
+
+
+def test_gcide_reader_default_is_the_packaged_dictionary():
+    records = read_gcide(None, "gcide", "error", DropCounts())
+    first = next(records)
+    assert first.entry and first.text
+
+
+def test_merge_dedupes_keeps_first_seen_order_and_sorts_entries(tokenizer):
+    datasets = build_datasets([OXFORD, GCIDE, TSV], tokenizer)
+    a = datasets.frames["a"]
+    assert list(a["entry"]) == sorted(a["entry"])
+    giraffe = a.set_index("entry").loc["giraffe"]
+    assert giraffe["definitions"] == [
+        "a large african mammal with a very long neck (the tallest living animal).",
+        "someone's Tall friend; a constellation.",
+        "An African ruminant (Giraffa camelopardalis), the tallest of all animals.",
+        "an animal with a long neck",
+    ]  # gcide's whitespace-padded copy of the oxford definition is a duplicate after normalisation
+    assert giraffe["sources"] == ["oxford", "oxford", "gcide", "mine"]
+    assert datasets.drops.counts[("gcide", "duplicate_definition")] == 1
+    assert datasets.drops.counts[("gcide", "empty_definition")] == 1
+    assert "new york" in set(a["entry"])
+
+
+def test_datasets_are_nested_and_b_is_the_primary_source(tokenizer):
+    frames = build_datasets([GCIDE, OXFORD, TSV], tokenizer).frames  # oxford is primary although not first
+    a, b, c = (set(frames[k]["entry"]) for k in "abc")
+    assert c <= b <= a
+    assert b == {"giraffe", "run", "lion", "dog", "new york"}
+    assert all(s == ["oxford"] for s in frames["b"]["sources"].map(sorted).map(set).map(list))
+    assert c == {"run", "lion", "dog"}  # "new york" is two tokens, "giraffe" three word pieces
+
+
+def test_primary_source_can_be_configured(tokenizer):
+    frames = build_datasets([OXFORD, TSV], tokenizer, primary="mine").frames
+    assert set(frames["b"]["entry"]) == {"giraffe", "cat"}
+
+
+def test_single_token_filter_uses_the_real_minilm_vocabulary(tokenizer):
+    frame = pd.DataFrame({"entry": ["giraffe", "dog", "lion", "animal", "new york", "ʘʘ"],
+                          "definitions": [["d"]] * 6, "sources": [["s"]] * 6})
+    from defsent_plus.dictionary import single_token_entries
+
+    kept = set(single_token_entries(frame, tokenizer)["entry"])
+    assert kept == {"dog", "lion", "animal"}  # giraffe: gi ##raf ##fe; ʘʘ: [UNK]
+
+
+def test_lowercasing_is_configurable(tokenizer):
+    frames = build_datasets([OXFORD], tokenizer, lowercase=False).frames
+    assert "New York" in set(frames["a"]["entry"])
+
+
+def test_stats_table_reports_table1_columns_and_drops(tokenizer):
+    datasets = build_datasets([OXFORD, GCIDE], tokenizer)
+    stats = dataset_stats(datasets, tokenizer).set_index(["scope", "metric"])["value"]
+    assert stats[("dataset:a", "entries")] == len(datasets.frames["a"])
+    assert stats[("dataset:b", "sources")] == "oxford"
+    assert stats[("dataset:c", "definitions")] == sum(map(len, datasets.frames["c"]["definitions"]))
+    assert stats[("source:gcide", "dropped_empty_definition")] == 1
+    assert stats[("dataset:a", "max_length_tokens")] >= stats[("dataset:a", "median_length_tokens")]
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def write(path: Path, content: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    bad = write(tmp_path / "bad.tsv", "cat\ta small animal\ndog without a tab\n")
+    with pytest.raises(DefSentError, match=r"bad.tsv:2: expected at least 2 tab-separated columns, found 1"):
+        list(read_tsv(bad, "mine", "error", DropCounts()))
+
+
+def test_malformed_lines_can_be_skipped_and_are_counted(tmp_path, caplog):
+    bad = write(tmp_path / "bad.tsv", "cat\ta small animal\ndog without a tab\n")
+    drops = DropCounts()
+    assert [r.entry for r in read_tsv(bad, "mine", "skip", drops)] == ["cat"]
+    assert drops.counts[("mine", "malformed_line")] == 1
+    assert "bad.tsv:2: skipped" in caplog.text
+
+
+def test_oxford_line_with_too_few_columns(tmp_path):
+    root = tmp_path / "oxford"
+    shutil.copytree(FIXTURES / "oxford", root)
+    write(root / "valid.txt", "lion%oxford.0\tnoun\n")
+    with pytest.raises(DefSentError, match=r"valid.txt:1: expected at least 4 tab-separated columns, found 2"):
+        list(read_oxford(root, "oxford", "error", DropCounts()))
+
+
+def test_non_utf8_byte_names_file_and_line(tmp_path):
+    bad = write(tmp_path / "latin1.tsv", b"cat\ta pet\ncaf\xe9\ta place\n")
+    with pytest.raises(DefSentError, match=r"latin1.tsv:2: not valid UTF-8 \(byte 0xe9"):
+        list(read_tsv(bad, "mine", "error", DropCounts()))
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ({"type": "tsv", "path": "/nonexistent/x.tsv"}, r"/nonexistent/x.tsv: file not found"),
+        ({"type": "oxford", "path": "/nonexistent/oxford"}, r"Oxford directory not found"),
+        ({"type": "gcide", "path": "/nonexistent"}, r"no GCIDE words_\*.json"),
+        ({"type": "wordnet", "path": "/nonexistent"}, r"WordNet not found"),
+        ({"type": "webster"}, r"dictionary.sources\[0\].type: unknown source 'webster'"),
+        ({"type": "tsv"}, r"dictionary.sources\[0\].path: a tsv source needs a path"),
+    ],
+)
+def test_bad_sources_fail_with_clear_errors(tokenizer, source, message):
+    with pytest.raises(DefSentError, match=message):
+        build_datasets([source], tokenizer)
+
+
+def test_empty_source_is_an_error(tmp_path, tokenizer):
+    empty = write(tmp_path / "empty.tsv", "\n\n")
+    with pytest.raises(DefSentError, match="gave no definitions"):
+        build_datasets([{"type": "tsv", "path": str(empty)}], tokenizer)
+
+
+def test_failed_stage_leaves_no_output(tmp_path, minilm_path):
+    bad = write(tmp_path / "bad.tsv", "cat\ta pet\nbroken\n")
+    outputs = {k: tmp_path / "out" / f"{k}.parquet" for k in "abc"}
+    with pytest.raises(DefSentError):
+        write_dictionary_stage([{"type": "tsv", "path": str(bad)}], minilm_path, outputs, tmp_path / "out/stats.tsv")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_stage_writes_parquet_with_list_columns(tmp_path, minilm_path):
+    outputs = {k: tmp_path / f"{k}.parquet" for k in "abc"}
+    write_dictionary_stage([OXFORD, TSV], minilm_path, outputs, tmp_path / "stats.tsv")
+    a = pd.read_parquet(outputs["a"])
+    assert list(a.columns) == ["entry", "definitions", "sources"]
+    assert list(a.loc[a.entry == "cat", "definitions"].iloc[0]) == ["a small animal kept as a pet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet", "c.parquet", "stats.tsv"]
+
+
+def test_subsample_is_seeded_and_keeps_whole_entries(tokenizer):
+    a = build_datasets([OXFORD, GCIDE, TSV], tokenizer).frames["a"]
+    first, again = subsample_entries(a, 3, seed=1), subsample_entries(a, 3, seed=1)
+    assert first.equals(again) and len(first) == 3
+    assert list(first["entry"]) == sorted(first["entry"])
+    merged = a.set_index("entry")
+    assert all(merged.loc[e, "definitions"] == d for e, d in zip(first["entry"], first["definitions"], strict=True))
+
+
+@pytest.mark.slow
+def test_wordnet_reader_on_wordnet_30():
+    nltk_data = REPO / "nltk_data"
+    records = list(read_wordnet(nltk_data, "wordnet", "error", DropCounts()))
+    lemmas = {r.entry.lower() for r in records}
+    assert len(lemmas) == 147306
+    giraffe = [r.text for r in records if r.entry == "giraffe"]
+    assert giraffe == ["tallest living quadruped; having a spotted coat and small horns and very long neck and legs; "
+                       "of savannahs of tropical Africa"]
+    assert any(r.entry == "New York" for r in records)  # lower-cased later by normalise_records
+
+
+def test_gcide_fixture_is_valid_json():
+    for file in (FIXTURES / "gcide").glob("*.json"):
+        json.loads(file.read_text())

@@ -1,0 +1,15 @@
+"""Snakemake script: merge the configured dictionaries into datasets a, b, c (+ stats.tsv)."""
+
+from defsent_plus.dictionary import write_dictionary_stage
+from defsent_plus.logs import log_to
+
+log_to(snakemake.log[0])
+write_dictionary_stage(
+    sources=snakemake.params.sources,
+    tokenizer_path=snakemake.params.tokenizer,
+    outputs={name: snakemake.output[name] for name in ("a", "b", "c")},
+    stats_path=snakemake.output.stats,
+    primary=snakemake.params.primary,
+    lowercase=snakemake.params.lowercase,
+    on_malformed=snakemake.params.on_malformed,
+)

@@ -1,0 +1,15 @@
+"""Snakemake script: a candidate entry space (centered, PCA-whitened or ICA-transformed)."""
+
+import threadpoolctl
+
+from defsent_plus.io import read_npy, write_json, write_npy
+from defsent_plus.logs import log_to
+from defsent_plus.transforms import apply_transform
+
+log_to(snakemake.log[0])
+with threadpoolctl.threadpool_limits(snakemake.threads):
+    space, info = apply_transform(
+        read_npy(snakemake.input[0]), snakemake.wildcards.transform, **snakemake.params.options
+    )
+write_npy(snakemake.output.space, space)
+write_json(snakemake.output.info, {"input": snakemake.input[0], "transform": snakemake.wildcards.transform, **info})
