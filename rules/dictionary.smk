@@ -11,7 +11,7 @@ rule dictionary:
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],
         on_malformed=config["dictionary"]["on_malformed"],
-        tokenizer=lambda w, input: input.tokenizer or model_path(config["dictionary"]["tokenizer"]),
+        tokenizer=lambda w, input: located_model(input.tokenizer, config["dictionary"]["tokenizer"]),
     log:
         "logs/dictionary/dictionary.log",
     threads: 1

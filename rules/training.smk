@@ -7,7 +7,7 @@ rule train:
         model=directory("results/{run}/step{step}/{space}/seed{seed}/model"),
         summary="results/{run}/step{step}/{space}/seed{seed}/train.json",
     params:
-        base=lambda w: model_path(run_cfg(w)["model"]),
+        base=lambda w, input: located_model(input.base, run_cfg(w)["model"]),
         lr=lambda w: step_cfg(w)["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],

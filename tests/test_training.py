@@ -1,0 +1,227 @@
+"""The frozen-entry trainer, its pooler adapters, determinism, best selection and bad input."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+from defsent_plus.dictionary import definition_pairs
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import write_json, write_npy
+from defsent_plus.models import load_encoder
+from defsent_plus.training import Batch, EntryProjection, TrainConfig, select_best, train_on_space, write_best
+from helpers import toy_frame, write_toy_dataset
+
+
+def fixed_batch(encoder, frame):
+    texts, ids = definition_pairs(frame)
+    features = encoder.tokenizer(texts, padding=True, return_tensors="pt")
+    return features, torch.as_tensor(ids)
+
+
+def batch_loss(encoder, objective, features, ids):
+    hidden = encoder.model(**features).last_hidden_state
+    return objective(Batch(hidden, features["attention_mask"], features["input_ids"], ids))[0]
+
+
+@pytest.fixture(params=["tiny_bert", "tiny_roberta"])
+def model_dir(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_loss_equals_the_formula(model_dir):
+    encoder = load_encoder(model_dir)
+    encoder.model.eval()
+    frame = toy_frame()
+    space = torch.randn(len(frame), encoder.hidden_size, generator=torch.Generator().manual_seed(0))
+    features, ids = fixed_batch(encoder, frame)
+    for pooling in ("cls", "mean"):
+        objective = EntryProjection(space, encoder.pooler, pooling)
+        with torch.no_grad():
+            loss = batch_loss(encoder, objective, features, ids)
+            hidden = encoder.model(**features).last_hidden_state
+            mask = features["attention_mask"].unsqueeze(-1).float()
+            pooled = hidden[:, 0] if pooling == "cls" else (hidden * mask).sum(1) / mask.sum(1)
+            dense = encoder.pooler.dense
+            act = torch.tanh if encoder.family.name == "bert" else F.gelu
+            h = act(pooled @ dense.weight.T + dense.bias)
+            logits = h @ space.T
+            expected = -(logits.log_softmax(-1)[torch.arange(len(ids)), ids]).mean()
+        assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_training_steps_decrease_the_loss_and_leave_the_space_frozen(model_dir):
+    encoder = load_encoder(model_dir)
+    frame = toy_frame()
+    space = torch.randn(len(frame), encoder.hidden_size, generator=torch.Generator().manual_seed(1))
+    objective = EntryProjection(space.clone(), encoder.pooler, "cls")
+    features, ids = fixed_batch(encoder, frame)
+    params = list(encoder.model.parameters()) + list(objective.parameters())
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    encoder.model.eval()  # no dropout, so the loss is a function of the weights only
+    before = batch_loss(encoder, objective, features, ids)
+    for _ in range(3):
+        optimizer.zero_grad()
+        batch_loss(encoder, objective, features, ids).backward()
+        optimizer.step()
+    after = batch_loss(encoder, objective, features, ids)
+    assert after.item() < before.item()
+    assert torch.equal(objective.entry_space, space)
+    assert all(p is not objective.entry_space for p in objective.parameters())
+
+
+def test_roberta_pooler_takes_the_mlm_dense_layer_and_gelu(tiny_roberta):
+    encoder = load_encoder(tiny_roberta)
+    weights = load_file(str(tiny_roberta / "model.safetensors"))
+    assert torch.equal(encoder.pooler.dense.weight, weights["lm_head.dense.weight"])
+    assert torch.equal(encoder.pooler.dense.bias, weights["lm_head.dense.bias"])
+    assert encoder.pooler.activation_name == "gelu"
+
+
+def test_bert_keeps_its_pooler_and_a_pooler_less_model_gets_a_seeded_one(tiny_bert, tmp_path):
+    from tiny_models import build_tiny_bert
+
+    encoder = load_encoder(tiny_bert)
+    weights = load_file(str(tiny_bert / "model.safetensors"))
+    assert torch.equal(encoder.pooler.dense.weight, weights["pooler.dense.weight"])
+    assert encoder.pooler.activation_name == "tanh"
+    bare = build_tiny_bert(tmp_path / "bare", with_pooler=False)
+    first, again, other = load_encoder(bare, 3), load_encoder(bare, 3), load_encoder(bare, 4)
+    assert torch.equal(first.pooler.dense.weight, again.pooler.dense.weight)
+    assert not torch.equal(first.pooler.dense.weight, other.pooler.dense.weight)
+
+
+def train_toy(tmp_path: Path, model_dir: Path, seed: int = 0, name: str = "run", space=None) -> Path:
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    encoder = load_encoder(model_dir)
+    if space is None:
+        space = np.random.default_rng(0).normal(size=(6, encoder.hidden_size)).astype(np.float32)
+    write_npy(tmp_path / "space.npy", space)
+    out = tmp_path / name
+    cfg = TrainConfig(lr=1e-3, batch_size=4, seed=seed, max_length=32)
+    train_on_space(model_dir, dataset, tmp_path / "space.npy", out / "model", out / "train.json", cfg)
+    return out
+
+
+def test_same_seed_gives_identical_weights_and_a_loadable_checkpoint(tmp_path, model_dir):
+    from transformers import AutoModel
+
+    a = train_toy(tmp_path, model_dir, seed=7, name="a")
+    b = train_toy(tmp_path, model_dir, seed=7, name="b")
+    c = train_toy(tmp_path, model_dir, seed=8, name="c")
+    wa, wb, wc = (load_file(str(p / "model" / "model.safetensors")) for p in (a, b, c))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert any(not torch.equal(wa[k], wc[k]) for k in wa)
+    AutoModel.from_pretrained(a / "model")
+    trained = load_encoder(a / "model")
+    base = load_encoder(model_dir)
+    assert trained.pooler.activation_name == base.pooler.activation_name
+    assert not torch.equal(trained.pooler.dense.weight, base.pooler.dense.weight)  # the trained pooler is saved
+    summary = json.loads((a / "train.json").read_text())
+    assert summary["examples"] == 9 and summary["steps"] == 3 and summary["base_model"] == str(model_dir)
+
+
+def test_training_does_not_change_the_entry_space_file(tmp_path, tiny_bert):
+    out = train_toy(tmp_path, tiny_bert)
+    before = np.load(tmp_path / "space.npy")
+    assert (out / "model").is_dir()
+    np.testing.assert_array_equal(np.load(tmp_path / "space.npy"), before)
+
+
+def test_exploding_loss_stops_with_an_error_and_no_output(tmp_path, tiny_bert):
+    huge = np.full((6, 32), 3e38, dtype=np.float32) * np.array([[1], [-1]] * 3, dtype=np.float32)  # logits ±inf
+    with pytest.raises(FloatingPointError, match="training loss became"):
+        train_toy(tmp_path, tiny_bert, space=huge)
+    assert not (tmp_path / "run").exists()
+
+
+KILL_SCRIPT = """
+import sys, time
+import defsent_plus.training as t
+original = t._train_step
+def slow_step(*args, **kwargs):
+    print("step", flush=True)
+    time.sleep(0.5)
+    return original(*args, **kwargs)
+t._train_step = slow_step
+cfg = t.TrainConfig(lr=1e-3, batch_size=1, seed=0, max_length=32)
+t.train_on_space(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] + "/model", sys.argv[4] + "/train.json", cfg)
+"""
+
+
+def test_killed_training_leaves_no_complete_looking_output(tmp_path, tiny_bert):
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    write_npy(tmp_path / "space.npy", np.ones((6, 32), dtype=np.float32))
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(tiny_bert), str(dataset), str(tmp_path / "space.npy"), str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    assert proc.stdout.readline().strip() == "step"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not (out / "model").exists() and not (out / "train.json").exists()
+
+
+def test_best_selection_follows_dev_scores(tmp_path):
+    devs, models = [], []
+    for i, score in enumerate([70.0, 75.5, 72.0]):
+        model = tmp_path / f"m{i}"
+        model.mkdir()
+        (model / "weights.txt").write_text(str(i))
+        write_json(tmp_path / f"dev{i}.json", {"dev_score": score, "seed": i})
+        devs.append(tmp_path / f"dev{i}.json")
+        models.append(model)
+    result = write_best(devs, models, tmp_path / "best.json", tmp_path / "best")
+    assert result["best"]["seed"] == 1
+    assert (tmp_path / "best" / "weights.txt").read_text() == "1" and not (tmp_path / "best").is_symlink()
+    assert select_best([{"dev_score": 1.0, "k": "first"}, {"dev_score": 1.0, "k": "second"}])["k"] == "first"
+
+
+@pytest.mark.parametrize("problem", ["rows", "width", "entry_id", "empty", "tokenizer"])
+def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, problem):
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    model, space = tiny_bert, np.ones((6, 32), dtype=np.float32)
+    if problem == "rows":
+        space = np.ones((5, 32), dtype=np.float32)
+    elif problem == "width":
+        space = np.ones((6, 16), dtype=np.float32)
+    elif problem == "entry_id":
+        from defsent_plus import training
+
+        original = training.definition_pairs
+        training.definition_pairs = lambda frame: (original(frame)[0], original(frame)[1] + 6)
+    elif problem == "empty":
+        toy_frame().iloc[:0].to_parquet(dataset, index=False)
+    elif problem == "tokenizer":
+        model = tmp_path / "mismatch"
+        import shutil
+
+        shutil.copytree(tiny_bert, model)
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+            (model / name).unlink(missing_ok=True)
+        for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"):
+            if (tiny_roberta / name).exists():
+                shutil.copy(tiny_roberta / name, model / name)
+    write_npy(tmp_path / "space.npy", space)
+    messages = {"rows": "5 rows but the dataset has 6", "width": "width 16", "entry_id": "entry id out of range",
+                "empty": "no entries", "tokenizer": "do not match"}
+    try:
+        with pytest.raises(DefSentError, match=messages[problem]):
+            train_on_space(model, dataset, tmp_path / "space.npy", tmp_path / "out/model", tmp_path / "out/t.json",
+                           TrainConfig())
+    finally:
+        if problem == "entry_id":
+            training.definition_pairs = original
+    assert not (tmp_path / "out").exists()
