@@ -16,3 +16,9 @@ def log_to(path: str | Path | None, level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers,
                         force=True)
     logging.captureWarnings(True)
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind, error, traceback) -> None:
+    """Uncaught errors go to the job's log file too, where Snakemake tells the user to look."""
+    logging.getLogger("defsent_plus").critical("%s: %s", kind.__name__, error, exc_info=(kind, error, traceback))

@@ -25,6 +25,17 @@ WORDS = (
 ).split()
 SPECIAL_BERT = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PUNCT = list(".,;:()\"'-!?") + list("abcdefghijklmnopqrstuvwxyz0123456789")
+def vary_layer_norms(model: torch.nn.Module, seed: int) -> None:
+    """Give LayerNorms non-trivial gains and biases, as trained models have (with unit gains and zero
+    biases every hidden vector sums to zero, so the entry space would be rank-deficient)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.add_(0.2 * torch.randn(module.weight.shape, generator=generator))
+                module.bias.add_(0.2 * torch.randn(module.bias.shape, generator=generator))
+
+
 TINY_DIMS = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 
 
@@ -37,6 +48,7 @@ def build_tiny_bert(out_dir: str | Path, seed: int = 0, with_pooler: bool = True
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocab), max_position_embeddings=128, **TINY_DIMS)
     model = BertModel(config, add_pooling_layer=with_pooler)
+    vary_layer_norms(model, seed)
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return out_dir
@@ -60,6 +72,8 @@ def build_tiny_roberta(out_dir: str | Path, seed: int = 0) -> Path:
         vocab_size=tokenizer.vocab_size, max_position_embeddings=130, pad_token_id=1,
         bos_token_id=0, eos_token_id=2, **TINY_DIMS,
     )
-    RobertaForMaskedLM(config).save_pretrained(out_dir, safe_serialization=True)
+    model = RobertaForMaskedLM(config)
+    vary_layer_norms(model, seed)
+    model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return out_dir
