@@ -8,6 +8,7 @@ include: "rules/common.smk"
 include: "rules/dictionary.smk"
 include: "rules/entry_space.smk"
 include: "rules/training.smk"
+include: "rules/evaluation.smk"
 
 
 rule all:

@@ -1,5 +1,6 @@
 # Input functions and config helpers: the only place that turns config into paths.
 import os
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -66,12 +67,21 @@ def encoder_of_step(run, step):
     return config["runs"][run]["model"] if int(step) == 1 else f"{run}.step{int(step) - 1}"
 
 
+TRAINED = re.compile(r"^(?P<run>[A-Za-z0-9_-]+)\.step(?P<step>\d+)(\.(?P<space>[a-z.]+)\.seed(?P<seed>\d+))?$")
+
+
 def encoder_dir(encoder):
-    """Directory of an encoder name used in entry-space paths."""
+    """Directory of an encoder name used in result paths: a configured model, ``<run>.step<k>`` (that
+    step's best) or ``<run>.step<k>.<space>.seed<s>`` (one trained candidate)."""
     if encoder in config["models"]:
         return model_path(encoder)
-    run, step = encoder.rsplit(".step", 1)
-    return f"results/{run}/step{step}/best"
+    match = TRAINED.match(encoder)
+    if match is None:
+        raise ValueError(f"unknown encoder {encoder!r}: not a model in config nor <run>.step<k>[.<space>.seed<s>]")
+    run, step, space, seed = match.group("run", "step", "space", "seed")
+    if space is None:
+        return f"results/{run}/step{step}/best"
+    return f"results/{run}/step{step}/{space}/seed{seed}/model"
 
 
 def encoder_input(wildcards):
@@ -98,6 +108,38 @@ def candidate_files(wildcards, name):
     ]
 
 
+def final_step(run):
+    return len(config["runs"][run]["steps"])
+
+
+def evaluated_encoders(run):
+    """(encoder name, label, seed group) evaluated on STS: the base model, every candidate of the final step
+    (mean ± std over seeds; the dev-selected one is marked in the table) and, with evaluation.steps: all,
+    each earlier step's best."""
+    cfg, last = config["runs"][run], final_step(run)
+    earlier = range(1, last) if config["evaluation"]["steps"] == "all" else []
+    rows = [(cfg["model"], f"base ({cfg['model']})", "")]
+    rows += [(f"{run}.step{k}", f"step {k} best", "") for k in earlier]
+    rows += [(f"{run}.step{last}.{space}.seed{seed}", f"step {last} {space} seed {seed}", f"step {last} {space}")
+             for space, seed in step_candidates(run, last)]
+    return rows
+
+
+def senteval_encoders(run):
+    """SentEval transfer is slower: the base model and the final step's dev-selected model only."""
+    cfg = config["runs"][run]
+    return [(cfg["model"], f"base ({cfg['model']})", ""), (f"{run}.step{final_step(run)}", "final best", "")]
+
+
+def score_files(run, benchmark, encoders):
+    return [f"results/eval/{encoder}/{benchmark}_{pooling}.json"
+            for encoder, _, _ in encoders for pooling in config["evaluation"]["poolings"]]
+
+
+def score_labels(encoders, column):
+    return [row[column] for row in encoders for _ in config["evaluation"]["poolings"]]
+
+
 def isotropy_targets(run):
     cfg = config["runs"][run]
     return [
@@ -111,4 +153,5 @@ def all_targets():
     for run, cfg in config["runs"].items():
         targets.append(f"results/{run}/step{len(cfg['steps'])}/best.json")
         targets += isotropy_targets(run)
+        targets += [f"results/{run}/eval/sts.tsv", f"results/{run}/eval/steps.tsv"]
     return targets

@@ -32,9 +32,11 @@ rule dev_score:
         "results/{run}/step{step}/{space}/seed{seed}/dev.json",
     params:
         senteval_dir=senteval_dir(),
+        benchmark="dev",
         pooling=config["evaluation"]["dev_pooling"],
         batch_size=config["evaluation"]["batch_size"],
         max_length=config["evaluation"]["max_length"],
+        label=lambda w: f"{w.run}.step{w.step}.{w.space}.seed{w.seed}",
     log:
         "logs/{run}/step{step}/{space}/seed{seed}/dev.log",
     threads: THREADS
@@ -45,7 +47,7 @@ rule dev_score:
     conda:
         "../envs/defsent.yaml"
     script:
-        "../workflow/scripts/dev_score.py"
+        "../workflow/scripts/score.py"
 
 
 rule select_best:

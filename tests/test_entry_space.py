@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import toy_frame, write_toy_dataset
 
 from defsent_plus.entry_space import entry_embeddings, load_space, write_entry_space
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json, write_npy
 from defsent_plus.models import load_encoder
-from helpers import toy_frame, write_toy_dataset
 
 
 def naive_entry_embeddings(encoder, frame):

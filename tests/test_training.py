@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import toy_frame, write_toy_dataset
 from safetensors.torch import load_file
 
 from defsent_plus.dictionary import definition_pairs
@@ -20,7 +21,6 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
 from defsent_plus.training import Batch, EntryProjection, TrainConfig, select_best, train_on_space, write_best
-from helpers import toy_frame, write_toy_dataset
 
 
 def fixed_batch(encoder, frame):

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from workflow_utils import planned_jobs, snakemake, write_tiny_config
 
 pytestmark = pytest.mark.workflow

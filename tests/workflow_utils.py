@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import FIXTURES, REPO
 
 

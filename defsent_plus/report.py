@@ -1,0 +1,147 @@
+"""Evaluation stages and paper-style tables: STS / SentEval scores per (model, pooling), PST step summaries."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from .evaluation import STS_TASKS, encoder_embed, sts_scores  # noqa: E402
+from .io import atomic_path, read_json, write_json  # noqa: E402
+from .models import device_for_run, load_encoder  # noqa: E402
+from .selection import DEV_TASK  # noqa: E402
+from .senteval import TRANSFER_TASKS, senteval_scores  # noqa: E402
+
+log = logging.getLogger(__name__)
+STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
+               "STSB": "STS-B", "SICKR": "SICK-R", "avg": "Avg."}
+
+
+def write_benchmark_scores(
+    model_dir: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str, pooling: str,
+    batch_size: int = 128, max_length: int = 128, label: str | None = None,
+) -> dict:
+    """Score one encoder with one pooling on ``sts`` (the 7 STS tasks), ``senteval`` (the 7 transfer tasks)
+    or ``dev`` (STS-B dev, the only score used to select models)."""
+    encoder = load_encoder(model_dir).to(device_for_run())
+    embed = encoder_embed(encoder, pooling, batch_size, max_length, progress=True)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        if benchmark == "senteval":
+            scores = senteval_scores(embed, senteval_dir, TRANSFER_TASKS)
+        else:
+            scores = sts_scores(embed, senteval_dir, STS_TASKS if benchmark == "sts" else (DEV_TASK,))
+    result = {"model": label or str(model_dir), "model_dir": str(model_dir), "pooling": pooling,
+              "benchmark": benchmark, "scores": scores, "seconds": round(time.perf_counter() - start, 1)}
+    if benchmark == "dev":
+        result["dev_score"] = scores[DEV_TASK]
+    log.info("%s %s %s: %s", benchmark, label, pooling, {k: round(v, 2) for k, v in scores.items()})
+    write_json(out_json, result)
+    return result
+
+
+def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd.DataFrame:
+    """One row per (model, pooling) with every task's score and the average; ``dev_selected`` marks the
+    final step's model chosen on STS-B dev."""
+    chosen = Path(read_json(best_json)["best"]["model"])
+    rows = []
+    for path in score_jsons:
+        result = read_json(path)
+        model_dir = Path(result["model_dir"])
+        selected = model_dir == chosen or model_dir == chosen.parent.parent.parent / "best"
+        rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"],
+                     "dev_selected": selected})
+    return pd.DataFrame(rows)
+
+
+def seed_summary(table: pd.DataFrame, group: str = "group") -> pd.DataFrame:
+    """Mean ± std over seeds for rows sharing ``group`` (Table 2 of 000 reports 10-seed means)."""
+    numeric = [c for c in table.columns if c not in ("model", "pooling", "dev_selected", group)]
+    grouped = table.groupby([group, "pooling"], sort=False)[numeric]
+    mean, std, n = grouped.mean(), grouped.std(ddof=0), grouped.size()
+    out = mean.map(lambda v: f"{v:.2f}") + " ± " + std.map(lambda v: f"{v:.2f}")
+    out.insert(0, "seeds", n)
+    return out.reset_index()
+
+
+def markdown(table: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
+    """A markdown table with the paper's column names and two decimals."""
+    shown = table.rename(columns=columns or {})
+    return shown.to_markdown(index=False, floatfmt=".2f") + "\n"
+
+
+def write_score_tables(
+    score_jsons: Sequence[str | Path], best_json: str | Path, labels: Sequence[str], groups: Sequence[str],
+    out_tsv: str | Path, out_md: str | Path, title: str,
+) -> pd.DataFrame:
+    """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds."""
+    table = scores_table(score_jsons, best_json)
+    marks = ["*" if selected else "" for selected in table["dev_selected"]]
+    table["model"] = [f"{label} {mark}".strip() for label, mark in zip(labels, marks, strict=True)]
+    with atomic_path(out_tsv) as tmp:
+        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    text = f"# {title}\n\n* = the final step's model selected on STS-B dev\n\n" + markdown(
+        table.drop(columns="dev_selected"), STS_COLUMNS)
+    final = table.assign(group=list(groups))
+    final = final[final["group"] != ""]
+    if not final.empty:
+        text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return table
+
+
+def steps_table(best_jsons: Sequence[str | Path], train_jsons: Sequence[Sequence[str | Path]]) -> pd.DataFrame:
+    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, seconds."""
+    rows = []
+    for step, (best_json, trains) in enumerate(zip(best_jsons, train_jsons, strict=True), start=1):
+        best = read_json(best_json)
+        for candidate, train_json in zip(best["candidates"], trains, strict=True):
+            train = read_json(train_json)
+            rows.append({
+                "step": step, "space": candidate["space"], "seed": candidate["seed"],
+                "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
+                "loss_first": train["loss_first"], "loss_last": train["loss_last"],
+                "train_seconds": train["seconds"], "sentences_per_second": train["sentences_per_second"],
+            })
+    return pd.DataFrame(rows)
+
+
+def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title: str) -> None:
+    """STS-B dev score per PST step: every (space, seed) as a point, the chosen one joined by a line."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.axhline(base_dev, color="grey", linestyle="--", label="base model")
+    for space, rows in steps.groupby("space", sort=False):
+        ax.scatter(rows["step"], rows["dev_score"], label=f"{space} (each seed)", alpha=0.7)
+    chosen = steps[steps["chosen"]].sort_values("step")
+    ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
+    ax.set_xlabel("PST step")
+    ax.set_ylabel("STS-B dev Spearman × 100")
+    ax.set_xticks(sorted(steps["step"].unique()))
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def write_steps_report(
+    best_jsons: Sequence[str | Path], train_jsons: Sequence[Sequence[str | Path]], base_dev_json: str | Path,
+    out_tsv: str | Path, out_png: str | Path, title: str,
+) -> pd.DataFrame:
+    steps = steps_table(best_jsons, train_jsons)
+    base_dev = read_json(base_dev_json)["dev_score"]
+    with atomic_path(out_tsv) as tmp:
+        steps.assign(base_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    plot_steps(steps, base_dev, out_png, title)
+    return steps
+
