@@ -1,26 +1,116 @@
-"""Command-line interface: ``defsent-plus <command>``."""
+"""Command-line interface: ``defsent-plus <command>`` (encode, similarity, reverse-dictionary, export,
+setup-wordnet)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .errors import DefSentError
 
 
-def setup_wordnet(args: argparse.Namespace) -> None:
+def read_sentences(args: argparse.Namespace) -> list[str]:
+    """Sentences from the command line, or one a line from ``--file``; never empty."""
+    sentences = list(args.sentences or [])
+    if args.file:
+        path = Path(args.file)
+        if not path.is_file():
+            raise DefSentError(path, "file not found")
+        sentences += [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not sentences:
+        raise DefSentError("input", "no sentences given (pass them as arguments or with --file)")
+    return sentences
+
+
+def embed(model: str, sentences: list[str], pooling: str):
+    from .encoding import encode
+    from .models import device_for_run, load_encoder
+
+    encoder = load_encoder(model).to(device_for_run())
+    return encode(encoder.model, encoder.tokenizer, sentences, (pooling,))[pooling]
+
+
+def cmd_encode(args: argparse.Namespace) -> None:
+    from .io import write_npy
+
+    vectors = embed(args.model, read_sentences(args), args.pooling)
+    write_npy(args.output, vectors)
+    print(f"wrote {vectors.shape[0]} x {vectors.shape[1]} embeddings to {args.output}")
+
+
+def cmd_similarity(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    a, b = embed(args.model, [args.first, args.second], args.pooling)
+    print(f"{float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))):.4f}")
+
+
+def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
+    from .reverse_dictionary import ReverseDictionary
+
+    rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling)
+    for sentence, ranked in zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True):
+        print(sentence)
+        for rank, (entry, score) in enumerate(ranked, start=1):
+            print(f"  {rank:2d}. {entry}\t{score:.3f}")
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from .export import export_huggingface, export_sentence_transformers
+
+    print(export_huggingface(args.model, Path(args.output) / "huggingface"))
+    print(export_sentence_transformers(args.model, Path(args.output) / "sentence-transformers", args.pooling))
+
+
+def cmd_setup_wordnet(args: argparse.Namespace) -> None:
     from .dictionary import prepare_wordnet
 
     print(prepare_wordnet(args.target, args.source))
 
 
+def add_sentence_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sentences", nargs="*", help="sentences (or use --file)")
+    parser.add_argument("--file", help="a UTF-8 file with one sentence a line")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="defsent-plus", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+
+    encode = commands.add_parser("encode", help="sentences -> .npy embeddings")
+    encode.add_argument("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)")
+    encode.add_argument("--pooling", default="mean", choices=["cls", "mean", "prompt"])
+    encode.add_argument("--output", "-o", required=True, help="output .npy")
+    add_sentence_input(encode)
+    encode.set_defaults(func=cmd_encode)
+
+    similarity = commands.add_parser("similarity", help="cosine similarity of two sentences")
+    similarity.add_argument("--model", required=True)
+    similarity.add_argument("--pooling", default="mean", choices=["cls", "mean", "prompt"])
+    similarity.add_argument("first")
+    similarity.add_argument("second")
+    similarity.set_defaults(func=cmd_similarity)
+
+    reverse = commands.add_parser("reverse-dictionary", help="top-k entries for a definition-like sentence")
+    reverse.add_argument("--model", required=True, help="a trained model directory of this workflow")
+    reverse.add_argument("--space", help="entry space .npy (default: the one the model was trained on)")
+    reverse.add_argument("--dataset", help="dataset parquet (default: the one the model was trained on)")
+    reverse.add_argument("--pooling", choices=["cls", "mean"], help="default: the training pooling")
+    reverse.add_argument("--top-k", type=int, default=10)
+    reverse.add_argument("sentences", nargs="+")
+    reverse.set_defaults(func=cmd_reverse_dictionary)
+
+    export = commands.add_parser("export", help="Hugging Face + sentence-transformers directories")
+    export.add_argument("--model", required=True)
+    export.add_argument("--pooling", default="mean", choices=["cls", "mean"])
+    export.add_argument("--output", "-o", required=True, help="directory to create")
+    export.set_defaults(func=cmd_export)
+
     wordnet = commands.add_parser("setup-wordnet", help="copy Debian's WordNet 3.0 into an nltk_data root")
     wordnet.add_argument("--target", default="nltk_data", help="nltk_data root to create (default: nltk_data)")
     wordnet.add_argument("--source", default="/usr/share/wordnet", help="directory of WordNet's dict files")
-    wordnet.set_defaults(func=setup_wordnet)
+    wordnet.set_defaults(func=cmd_setup_wordnet)
     return parser
 
 

@@ -31,6 +31,7 @@ from .io import atomic_path, read_json, write_json
 from .models import Encoder, Pooler, autocast_for, device_for_run, load_encoder
 
 log = logging.getLogger(__name__)
+TRAINING_CARD = "defsent_training.json"  # saved in every trained model dir: what its pooler was trained against
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,8 @@ def train_on_space(
                    device=device.type)
     with atomic_path(model_out) as tmp:
         encoder.save(tmp)
+        write_json(Path(tmp) / TRAINING_CARD, {"dataset": str(dataset_path), "entry_space": str(space_path),
+                                                "pooling": cfg.pooling, "base_model": str(base_model)})
     write_json(summary_out, summary)
     return summary
 
