@@ -25,7 +25,12 @@ def export_huggingface(model_dir: str | Path, out_dir: str | Path) -> Path:
 def export_sentence_transformers(model_dir: str | Path, out_dir: str | Path, pooling: str, max_length: int = 128
                                  ) -> Path:
     """A sentence-transformers directory whose ``encode`` gives this workflow's ``pooling`` vectors."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers >= 6 moved the modules
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:
+        from sentence_transformers import models
 
     if pooling not in ST_POOLING_MODES:
         raise DefSentError("pooling", f"sentence-transformers export supports {sorted(ST_POOLING_MODES)}, "

@@ -1,0 +1,104 @@
+"""Using the encoder: prompt pooling, reverse dictionary, export round-trip, CLI, report tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_toy_dataset
+
+from defsent_plus.cli import main as cli
+from defsent_plus.encoding import PROMPT_TEMPLATE, encode
+from defsent_plus.io import write_json, write_npy
+from defsent_plus.models import load_encoder
+from defsent_plus.report import scores_table, seed_summary
+from defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits, ranking_metrics, ranks_of_targets
+from defsent_plus.training import TRAINING_CARD
+
+
+@pytest.fixture(params=["tiny_bert", "tiny_roberta"])
+def model_dir(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_prompt_pooling_takes_the_mask_tokens_hidden_state(model_dir):
+    encoder = load_encoder(model_dir)
+    encoder.model.eval()
+    sentence = "a long necked animal"
+    pooled = encode(encoder.model, encoder.tokenizer, [sentence, "dog"], ("prompt",))["prompt"][0]
+    text = PROMPT_TEMPLATE.format(sentence=sentence, mask=encoder.tokenizer.mask_token)
+    ids = encoder.tokenizer(text, return_tensors="pt")
+    position = ids["input_ids"][0].tolist().index(encoder.tokenizer.mask_token_id)
+    assert position > 3  # the mask sits after the sentence, not at [CLS]
+    with torch.no_grad():
+        expected = encoder.model(**ids).last_hidden_state[0, position].numpy()
+    np.testing.assert_allclose(pooled, expected, atol=1e-5)
+
+
+def test_ranking_metrics_on_known_ranks():
+    logits = np.array([[5.0, 1, 0], [1, 5, 6], [3, 2, 1], [0, 0, 1]])
+    ranks = ranks_of_targets(logits, np.array([0, 1, 2, 0]))
+    assert ranks.tolist() == [1, 2, 3, 3]  # a tie counts against the target
+    metrics = ranking_metrics(np.array([1, 2, 4, 20]))
+    assert metrics["mrr"] == pytest.approx((1 + 0.5 + 0.25 + 0.05) / 4)
+    assert (metrics["top1"], metrics["top3"], metrics["top10"]) == (25.0, 50.0, 75.0)
+
+
+def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_bert):
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    encoder = load_encoder(tiny_bert)
+    from defsent_plus.dictionary import read_dataset
+
+    frame = read_dataset(dataset)
+    queries = [defs[0] for defs in frame["definitions"]]
+    h = entry_logits(encoder, torch.eye(encoder.hidden_size), queries, "cls")  # the projected queries themselves
+    space = h / np.linalg.norm(h, axis=1, keepdims=True)  # q_i · e_j = |q_i| cos(q_i, q_j): largest at j = i
+    write_npy(tmp_path / "space.npy", space.astype(np.float32))
+    model = tmp_path / "model"
+    encoder.save(model)
+    write_json(model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(tmp_path / "space.npy"),
+                                       "pooling": "cls"})
+    rd = ReverseDictionary(model)
+    top = rd.query(queries, top_k=3)
+    assert [ranked[0][0] for ranked in top] == list(frame["entry"])
+    assert rd.evaluate(["dog", "lion"])["queries"] == 4
+
+
+def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    encoder = load_encoder(model_dir)
+    sentences = ["a long necked animal", "the dog can run fast in the city of new york", "red"]
+    for pooling in ("mean", "cls"):
+        assert cli(["export", "--model", str(model_dir), "--pooling", pooling, "-o", str(tmp_path / pooling)]) == 0
+        st = SentenceTransformer(str(tmp_path / pooling / "sentence-transformers"), device="cpu")
+        ours = encode(encoder.model, encoder.tokenizer, sentences, (pooling,))[pooling]
+        np.testing.assert_allclose(st.encode(sentences, convert_to_numpy=True), ours, atol=1e-5)
+        assert (tmp_path / pooling / "huggingface" / "model.safetensors").is_file()
+
+
+def test_cli_encode_similarity_and_errors(tmp_path, tiny_bert, capsys):
+    (tmp_path / "in.txt").write_text("a red dog\n\nthe night\n")
+    out = str(tmp_path / "x.npy")
+    assert cli(["encode", "--model", str(tiny_bert), "--file", str(tmp_path / "in.txt"), "-o", out]) == 0
+    assert np.load(tmp_path / "x.npy").shape == (2, 32)
+    assert cli(["similarity", "--model", str(tiny_bert), "a red dog", "a red dog"]) == 0
+    assert capsys.readouterr().out.strip().endswith("1.0000")
+    assert cli(["encode", "--model", str(tmp_path / "missing"), "-o", str(tmp_path / "y.npy"), "hi"]) == 2
+    assert "encoder directory not found" in capsys.readouterr().err
+    assert cli(["encode", "--model", str(tiny_bert), "-o", str(tmp_path / "y.npy")]) == 2
+    assert "no sentences given" in capsys.readouterr().err
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_score_tables_mark_the_dev_selected_model_and_summarise_seeds(tmp_path):
+    write_json(tmp_path / "best.json", {"best": {"model": "r/step2/amp/seed1/model"}})
+    paths = []
+    for seed, avg in ((0, 70.0), (1, 74.0)):
+        write_json(tmp_path / f"s{seed}.json", {"model": f"seed{seed}", "model_dir": f"r/step2/amp/seed{seed}/model",
+                                                "pooling": "mean", "scores": {"STS12": avg, "avg": avg}})
+        paths.append(tmp_path / f"s{seed}.json")
+    table = scores_table(paths, tmp_path / "best.json")
+    assert table["dev_selected"].tolist() == [False, True]
+    summary = seed_summary(table.assign(group="step 2 amp"))
+    assert summary.loc[0, "avg"] == "72.00 ± 2.00" and summary.loc[0, "seeds"] == 2
