@@ -232,12 +232,14 @@ def select_best(candidates: Sequence[dict]) -> dict:
 
 
 def write_best(dev_jsons: Sequence[str | Path], model_dirs: Sequence[str | Path], best_json: str | Path,
-               best_dir: str | Path) -> dict:
+               best_dir: str | Path, labels: Sequence[dict] | None = None) -> dict:
     """Pick the step's best (space, seed) by dev score and copy its model to ``best_dir`` (no symlink)."""
     candidates = []
-    for dev_json, model_dir in zip(dev_jsons, model_dirs, strict=True):
+    labels = labels or [{} for _ in dev_jsons]
+    for dev_json, model_dir, label in zip(dev_jsons, model_dirs, labels, strict=True):
         dev = read_json(dev_json)
-        candidates.append({**dev, "dev_json": str(dev_json), "model": str(model_dir)})
+        candidates.append({**label, "dev_score": dev["dev_score"], "dev_json": str(dev_json),
+                           "model": str(model_dir)})
     best = select_best(candidates)
     with atomic_path(best_dir) as tmp:
         shutil.copytree(best["model"], tmp)

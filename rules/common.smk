@@ -42,9 +42,11 @@ def model_input(name):
     return [path] if Path(path).exists() else []
 
 
-def located_model(inputs, name):
-    """The model's path as staged for the job (its input), or its hub id when it has no local files."""
-    return str(inputs[0]) if len(inputs) else model_path(name)
+def located_model(inputs, encoder):
+    """The encoder's path as staged for the job (its input), or its hub id when it has no local files."""
+    if isinstance(inputs, str):
+        return inputs
+    return str(inputs[0]) if len(inputs) else encoder_dir(encoder)
 
 
 def run_cfg(wildcards):

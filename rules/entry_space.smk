@@ -7,7 +7,7 @@ rule entry_space:
         amp=f"{SPACE_DIR}/amp.npy",
         meta=f"{SPACE_DIR}/entry_space.json",
     params:
-        encoder=lambda w: encoder_dir(w.encoder),
+        encoder=lambda w, input: located_model(input.encoder, w.encoder),
         batch_size=config["entry_space"]["batch_size"],
         max_length=config["entry_space"]["max_length"],
     log:

@@ -4,6 +4,7 @@ rule score:
     output:
         "results/eval/{encoder}/{benchmark}_{pooling}.json",
     params:
+        model=lambda w, input: located_model(input.model, w.encoder),
         senteval_dir=senteval_dir(),
         benchmark=lambda w: w.benchmark,
         pooling=lambda w: w.pooling,

@@ -31,6 +31,7 @@ rule dev_score:
     output:
         "results/{run}/step{step}/{space}/seed{seed}/dev.json",
     params:
+        model=lambda w, input: input.model,
         senteval_dir=senteval_dir(),
         benchmark="dev",
         pooling=config["evaluation"]["dev_pooling"],
@@ -54,6 +55,8 @@ rule select_best:
     input:
         dev=lambda w: candidate_files(w, "dev.json"),
         models=lambda w: candidate_files(w, "model"),
+    params:
+        candidates=lambda w: [{"space": space, "seed": seed} for space, seed in step_candidates(w.run, w.step)],
     output:
         best="results/{run}/step{step}/best.json",
         model=directory("results/{run}/step{step}/best"),

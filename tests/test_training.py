@@ -183,7 +183,8 @@ def test_best_selection_follows_dev_scores(tmp_path):
         write_json(tmp_path / f"dev{i}.json", {"dev_score": score, "seed": i})
         devs.append(tmp_path / f"dev{i}.json")
         models.append(model)
-    result = write_best(devs, models, tmp_path / "best.json", tmp_path / "best")
+    labels = [{"space": "amp", "seed": i} for i in range(3)]
+    result = write_best(devs, models, tmp_path / "best.json", tmp_path / "best", labels)
     assert result["best"]["seed"] == 1
     assert (tmp_path / "best" / "weights.txt").read_text() == "1" and not (tmp_path / "best").is_symlink()
     assert select_best([{"dev_score": 1.0, "k": "first"}, {"dev_score": 1.0, "k": "second"}])["k"] == "first"

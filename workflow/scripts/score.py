@@ -8,7 +8,7 @@ from defsent_plus.report import write_benchmark_scores
 log_to(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 write_benchmark_scores(
-    snakemake.input.model, snakemake.params.senteval_dir, snakemake.output[0],
+    snakemake.params.model, snakemake.params.senteval_dir, snakemake.output[0],
     benchmark=snakemake.params.benchmark, pooling=snakemake.params.pooling,
     batch_size=snakemake.params.batch_size, max_length=snakemake.params.max_length, label=snakemake.params.label,
 )
