@@ -1,7 +1,10 @@
 # defsent-plus: DefSent+ (dictionary definitions projected into a frozen entry space) as a Snakemake workflow.
 # The rule files follow Figure 1 of the paper: dictionary -> entry space -> training -> best -> next step.
 
-configfile: "config.yaml"
+# config.yaml is the default; a --configfile given on the command line replaces it (no merging of runs).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "rules/common.smk"
