@@ -80,6 +80,11 @@ def hf_name(path: str | Path) -> str:
 
 
 def _safetensors_files(path: Path) -> list[Path]:
+    if is_hub_id(path):  # online users: the file transformers downloaded (or has cached)
+        from transformers.utils import cached_file
+
+        found = cached_file(hf_name(path), "model.safetensors", _raise_exceptions_for_missing_entries=False)
+        return [Path(found)] if found else []
     return sorted(path.glob("*.safetensors"))
 
 
@@ -188,7 +193,7 @@ def _build_pooler(path: Path, model: PreTrainedModel, family: ModelFamily, missi
 
 
 def _family_pooler_source(path: Path, family: ModelFamily) -> tuple[torch.Tensor, torch.Tensor] | None:
-    if family.pooler_init_from is None or is_hub_id(path):
+    if family.pooler_init_from is None:
         return None
     weight = _checkpoint_tensor(path, f"{family.pooler_init_from}.weight")
     bias = _checkpoint_tensor(path, f"{family.pooler_init_from}.bias")
