@@ -115,13 +115,15 @@ def final_step(run):
 
 
 def evaluated_encoders(run):
-    """(encoder name, label, seed group) evaluated on STS: the base model, every candidate of the final step
-    (mean ± std over seeds; the dev-selected one is marked in the table) and, with evaluation.steps: all,
-    each earlier step's best."""
+    """(encoder name, label, seed group) evaluated on STS: the base model, the final step's candidates (every
+    (space, seed), mean ± std over seeds, the dev-selected one marked; or with evaluation.final: best, only the
+    dev-selected model) and, with evaluation.steps: all, each earlier step's best."""
     cfg, last = config["runs"][run], final_step(run)
     earlier = range(1, last) if config["evaluation"]["steps"] == "all" else []
     rows = [(cfg["model"], f"base ({cfg['model']})", "")]
     rows += [(f"{run}.step{k}", f"step {k} best", "") for k in earlier]
+    if config["evaluation"]["final"] == "best":
+        return rows + [(f"{run}.step{last}", f"step {last} best", "")]
     rows += [(f"{run}.step{last}.{space}.seed{seed}", f"step {last} {space} seed {seed}", f"step {last} {space}")
              for space, seed in step_candidates(run, last)]
     return rows
