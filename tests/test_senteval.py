@@ -1,0 +1,159 @@
+"""SentEval transfer tasks: loaders on the real files, the classifier protocols, determinism, a toy end-to-end run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.senteval import (
+    C_GRID,
+    TRANSFER_TASKS,
+    Labelled,
+    LabelledPairs,
+    features,
+    load_mrpc,
+    load_sst2,
+    load_transfer_task,
+    load_trec,
+    senteval_scores,
+    subsample,
+    task_accuracy,
+)
+
+# SentEval's sizes (its paper's Table 1); per split, with per-class counts where informative.
+SPLIT_SIZES = {
+    "MR": {"all": 10662},
+    "CR": {"all": 3775},
+    "SUBJ": {"all": 10000},
+    "MPQA": {"all": 10606},
+    "SST2": {"train": 67349, "dev": 872, "test": 1821},
+    "TREC": {"train": 5452, "test": 500},
+    "MRPC": {"train": 4076, "test": 1725},
+}
+CLASS_COUNTS = {  # [label 0, label 1]; label 1 is the first file (pos, objective)
+    "MR": [5331, 5331], "CR": [1368, 2407], "SUBJ": [5000, 5000], "MPQA": [7294, 3312],
+}
+
+
+def bag_of_words(sentences: list[str]) -> np.ndarray:
+    """A cheap deterministic toy embedding: hashed, L2-normalised word counts."""
+    vectorizer = HashingVectorizer(n_features=2**10, alternate_sign=False, norm="l2")
+    return vectorizer.transform(sentences).toarray().astype(np.float32)
+
+
+@pytest.mark.parametrize("task", TRANSFER_TASKS)
+def test_loader_sizes_on_real_files(senteval_dir, task):
+    splits = load_transfer_task(senteval_dir, task)
+    assert {name: len(data) for name, data in splits.items()} == SPLIT_SIZES[task]
+    if task in CLASS_COUNTS:
+        assert np.bincount(splits["all"].labels).tolist() == CLASS_COUNTS[task]
+
+
+def test_trec_labels_and_latin1_training_file(senteval_dir):
+    train, test = load_trec(senteval_dir, "train"), load_trec(senteval_dir, "test")
+    assert train.sentences[0] == "How did serfdom develop in and then leave Russia ?"
+    assert train.labels[0] == 1  # DESC
+    assert sorted(set(train.labels)) == sorted(set(test.labels)) == list(range(6))
+    assert any(not s.isascii() for s in train.sentences)  # Latin-1 characters decoded, not dropped
+
+
+def test_mrpc_skips_bom_header_and_reads_columns(senteval_dir):
+    train = load_mrpc(senteval_dir, "train")
+    assert train.labels[:2].tolist() == [1, 0]
+    assert train.sentences1[0].startswith("Amrozi accused his brother")
+    assert train.sentences2[0].startswith("Referring to him as only")
+
+
+def test_sst2_keeps_literal_quotes(senteval_dir):
+    dev = load_sst2(senteval_dir, "dev")
+    assert set(dev.labels.tolist()) == {0, 1}
+    assert all(s == s.strip() for s in dev.sentences)
+
+
+def make_dirs(root: Path, *parts: str) -> Path:
+    folder = root.joinpath(*parts)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_sst2_bad_label_names_file_and_line(tmp_path):
+    folder = make_dirs(tmp_path, "SST", "binary")
+    (folder / "sentiment-dev").write_text("good film\t1\nbad film\tneg\n", encoding="utf-8")
+    with pytest.raises(DefSentError, match=r"sentiment-dev:2: expected a label"):
+        load_sst2(tmp_path, "dev")
+
+
+def test_trec_malformed_line_names_file_and_line(tmp_path):
+    folder = make_dirs(tmp_path, "TREC")
+    (folder / "TREC_10.label").write_text("NUM:dist How far ?\nno colon here\n", encoding="latin-1")
+    with pytest.raises(DefSentError, match=r"TREC_10\.label:2: expected .COARSE:fine question"):
+        load_trec(tmp_path, "test")
+
+
+def test_mrpc_wrong_field_count_names_file_and_line(tmp_path):
+    folder = make_dirs(tmp_path, "MRPC")
+    (folder / "msr_paraphrase_test.txt").write_text(
+        "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\ta\tb\n0\t3\t4\tonly one\n", encoding="utf-8"
+    )
+    with pytest.raises(DefSentError, match=r"msr_paraphrase_test\.txt:3: expected 5"):
+        load_mrpc(tmp_path, "test")
+
+
+def test_missing_file_and_unknown_task_are_user_errors(tmp_path):
+    with pytest.raises(DefSentError, match="file not found"):
+        load_transfer_task(tmp_path, "MR")
+    with pytest.raises(DefSentError, match="unknown transfer task"):
+        senteval_scores(bag_of_words, tmp_path, tasks=("SICK-E",))
+
+
+def test_pair_features_are_abs_difference_and_product():
+    pairs = LabelledPairs(["a", "b"], ["b", "b"], np.array([0, 1]))
+    vectors = {"a": np.array([1.0, -2.0]), "b": np.array([3.0, 1.0])}
+    np.testing.assert_array_equal(features(pairs, vectors), [[2.0, 3.0, 3.0, -2.0], [0.0, 0.0, 9.0, 1.0]])
+
+
+def test_subsample_is_seeded_and_keeps_order():
+    data = Labelled([str(i) for i in range(100)], np.arange(100) % 2)
+    first, again = subsample(data, 10, seed=3), subsample(data, 10, seed=3)
+    assert first.sentences == again.sentences and len(first) == 10
+    assert [int(s) for s in first.sentences] == sorted(int(s) for s in first.sentences)
+    assert subsample(data, None, seed=3) is data
+
+
+def test_c_grid_is_senteval_sklearn_grid():
+    assert C_GRID == (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def test_each_sentence_embedded_once_per_task(senteval_dir):
+    calls = []
+
+    def embed(sentences):
+        calls.append(list(sentences))
+        return bag_of_words(sentences)
+
+    task_accuracy(embed, senteval_dir, "MRPC", kfold=2, max_examples=80)
+    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0]))
+
+
+TOY_RUN = dict(tasks=("SUBJ", "SST2", "TREC"), seed=7, kfold=3, max_examples=1000)
+
+
+@pytest.fixture(scope="module")
+def toy_scores(senteval_dir):
+    return senteval_scores(bag_of_words, senteval_dir, **TOY_RUN)
+
+
+def test_toy_bag_of_words_beats_chance(toy_scores):
+    # chance / majority: SUBJ 50, SST2 50, TREC 27.6 (DESC on the test set)
+    assert toy_scores["SUBJ"] > 70
+    assert toy_scores["SST2"] > 55
+    assert toy_scores["TREC"] > 50
+    assert toy_scores["avg"] == pytest.approx(np.mean([toy_scores[t] for t in TOY_RUN["tasks"]]))
+
+
+def test_scores_are_deterministic_for_a_seed(senteval_dir, toy_scores):
+    assert senteval_scores(bag_of_words, senteval_dir, **TOY_RUN) == toy_scores
