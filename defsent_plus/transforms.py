@@ -14,12 +14,13 @@ ICA backends: ``sklearn`` is the reference; ``torch`` runs the same parallel Fas
 initial matrix ``w_init`` drawn from ``random_state``, same update, same stopping rule) with PyTorch, on the
 GPU when there is one; the tests check it against sklearn. ``auto`` (the default) picks torch when CUDA is
 available and sklearn otherwise: on CPU both are bound by the same two float64 GEMMs per iteration and
-torch was not faster (measured ~270 vs ~230 ms CPU per iteration at 20,000 x 384), so the reference runs.
+torch was not faster (1000 iterations at 20,000 x 384, one thread: 374 s vs 309 s CPU), so the reference runs.
 
-Precision: float64 by default. float32 halves the GEMM cost but is not result-preserving on real spaces: on a
-MiniLM entry space it stopped converging and ended in a different solution (see bench/bench_ica.py).
-FastICA on spaces with near-Gaussian directions is sensitive to rounding: even the BLAS thread count can
-change the float64 solution, so ``threads`` is recorded in the info dict (fix it for bit-reproducibility).
+Precision: float64 by default. float32 halves the GEMM cost but is not result-preserving on realistic spaces:
+on a MiniLM entry space it stopped converging and ended in a different solution, and on the synthetic bench
+space its components were far less non-Gaussian (see bench/bench_ica.py). FastICA on spaces with
+near-Gaussian directions is sensitive to rounding: even the BLAS thread count can change the float64
+solution, so ``threads`` is recorded in the info dict (fix it for bit-reproducibility across machines).
 """
 
 from __future__ import annotations
