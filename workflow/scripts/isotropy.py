@@ -1,8 +1,7 @@
 """Snakemake script: isotropy metrics and SVD/PCA plots of every analysed entry space."""
 
-from defsent_plus.isotropy import isotropy_metrics, plot_space
-
 from defsent_plus.io import read_npy, write_json
+from defsent_plus.isotropy import isotropy_metrics, plot_space
 from defsent_plus.logs import log_to
 
 log_to(snakemake.log[0])

@@ -1,0 +1,163 @@
+"""One GPU per job on a workstation: device slots claimed with ``flock`` lock files.
+
+Snakemake's ``--resources gpu=N`` caps how many GPU jobs run at once but does not say *which* GPU each
+job gets. :func:`gpu_slot` makes concurrent jobs agree: each job locks ``<lock_dir>/gpu<i>.lock`` for the
+devices it uses and sets ``CUDA_VISIBLE_DEVICES`` before CUDA is initialised. The kernel drops a
+``flock`` when its holder dies, so a killed job never leaves a slot taken.
+
+* A job requesting 0 GPUs gets ``CUDA_VISIBLE_DEVICES=""``: CPU jobs must not silently run on (and fill
+  the memory of) a GPU that a concurrent GPU job claimed.
+* When ``CUDA_VISIBLE_DEVICES`` is already set for a GPU job, a scheduler (SLURM with ``--gpus``/
+  ``--gres``) or the user chose the devices: they are used as they are, no lock is taken.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+GPUS_ENV = "DEFSENT_GPUS"
+VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
+NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
+
+
+def device_ids() -> list[int]:
+    """This machine's GPU ids, without initialising CUDA.
+
+    ``$DEFSENT_GPUS`` overrides detection: a count (``"2"`` = GPUs 0 and 1) or a list (``"2,3"``);
+    otherwise the NVIDIA driver's ``/proc`` entries, else ``nvidia-smi -L``, else none.
+    """
+    override = os.environ.get(GPUS_ENV, "").strip()
+    if override:
+        return _parse_ids(override)
+    if NVIDIA_PROC.is_dir():
+        return list(range(len(list(NVIDIA_PROC.iterdir()))))
+    return list(range(_nvidia_smi_count()))
+
+
+def device_count() -> int:
+    """Number of GPUs on this machine (see :func:`device_ids`)."""
+    return len(device_ids())
+
+
+def _parse_ids(text: str) -> list[int]:
+    if "," in text:
+        return [int(part) for part in text.split(",") if part.strip()]
+    return list(range(int(text)))
+
+
+def _nvidia_smi_count() -> int:
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+@contextmanager
+def gpu_slot(
+    requested: int,
+    lock_dir: str | Path = ".snakemake/gpu-slots",
+    n_devices: int | None = None,
+    poll_seconds: float = 1.0,
+) -> Iterator[str]:
+    """Run the block with ``requested`` GPUs of its own; yields the ``CUDA_VISIBLE_DEVICES`` value.
+
+    Waits (polling every ``poll_seconds``) while fewer than ``requested`` slots are free. ``n_devices``
+    restricts the pool to GPUs ``0..n-1`` (default: :func:`device_ids`). The previous environment is
+    restored on exit and the slots are released.
+    """
+    previous = os.environ.get(VISIBLE_ENV)
+    if requested > 0 and previous is not None:
+        log.info("using the GPU(s) assigned by the scheduler: %s=%s", VISIBLE_ENV, previous)
+        yield previous
+        return
+    with ExitStack() as held:
+        devices = _claim(requested, Path(lock_dir), _pool(n_devices), poll_seconds, held) if requested else []
+        visible = ",".join(str(device) for device in devices)
+        os.environ[VISIBLE_ENV] = visible
+        log.info("%s=%r (%d GPU(s) requested)", VISIBLE_ENV, visible, requested)
+        try:
+            yield visible
+        finally:
+            _restore(previous)
+
+
+_HELD = ExitStack()
+atexit.register(_HELD.close)
+
+
+def hold_gpus(requested: int, lock_dir: str | Path = ".snakemake/gpu-slots") -> str:
+    """:func:`gpu_slot` for the rest of the process (a job script's first line, before CUDA is used)."""
+    return _HELD.enter_context(gpu_slot(requested, lock_dir))
+
+
+def _pool(n_devices: int | None) -> list[int]:
+    return device_ids() if n_devices is None else list(range(n_devices))
+
+
+def _restore(previous: str | None) -> None:
+    if previous is None:
+        os.environ.pop(VISIBLE_ENV, None)
+    else:
+        os.environ[VISIBLE_ENV] = previous
+
+
+def _claim(requested: int, lock_dir: Path, pool: list[int], poll_seconds: float, held: ExitStack) -> list[int]:
+    """Lock ``requested`` devices of ``pool``; their locks are released when ``held`` closes."""
+    if requested > len(pool):
+        raise RuntimeError(
+            f"the job requests {requested} GPU(s) but this machine has {len(pool)} ({GPUS_ENV} overrides "
+            "detection); on a CPU-only machine set resources.gpu: 0 in the config or use the workstation profile"
+        )
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    waiting = False
+    while True:
+        attempt = ExitStack()
+        devices = _lock_free(requested, lock_dir, pool, attempt)
+        if len(devices) == requested:
+            held.enter_context(attempt)
+            return devices
+        attempt.close()
+        if not waiting:
+            log.info("waiting for %d free GPU slot(s) of %s in %s", requested, pool, lock_dir)
+            waiting = True
+        time.sleep(poll_seconds)
+
+
+def _lock_free(requested: int, lock_dir: Path, pool: list[int], stack: ExitStack) -> list[int]:
+    """Lock free devices of ``pool`` in order, up to ``requested`` of them."""
+    devices: list[int] = []
+    for device in pool:
+        if len(devices) == requested:
+            break
+        if _try_lock(lock_dir / f"gpu{device}.lock", stack):
+            devices.append(device)
+    return devices
+
+
+def _try_lock(path: Path, stack: ExitStack) -> bool:
+    """Take ``path``'s exclusive lock without blocking; on success ``stack`` releases it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    stack.callback(os.close, fd)
+    stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
+    return True
