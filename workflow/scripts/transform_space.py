@@ -2,11 +2,13 @@
 
 import threadpoolctl
 
+from defsent_plus.devices import hold_gpus
 from defsent_plus.io import read_npy, write_json, write_npy
 from defsent_plus.logs import log_to
 from defsent_plus.transforms import apply_transform
 
 log_to(snakemake.log[0])
+hold_gpus(getattr(snakemake.resources, "gpu", 0))  # own GPU slot (none for CPU jobs) before CUDA starts
 with threadpoolctl.threadpool_limits(snakemake.threads):
     space, info = apply_transform(
         read_npy(snakemake.input[0]), snakemake.wildcards.transform, **snakemake.params.options

@@ -1,0 +1,121 @@
+"""The SLURM profile on a real single-node SLURM cluster started on this host (root only).
+
+The tiny config, cut to one seed, one step, one pooling and two analysed spaces (12 jobs: each SLURM job
+starts Snakemake twice, ~15 s), runs once through ``--profile profiles/slurm`` and once locally;
+deterministic outputs must be identical, every SLURM job must have completed and exactly the GPU-capable
+rules must have asked SLURM for a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO
+from safetensors.numpy import load_file
+from slurm_cluster import SlurmCluster, install_reason, shadow_reason
+from workflow_utils import planned_jobs, snakemake, write_tiny_config
+
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
+
+GPU_RULES = {"entry_space", "train", "dev_score", "score"}
+EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1, "dev_score": 1,
+                 "select_best": 1, "score": 3, "sts_table": 1, "steps_report": 1}  # score: base STS and dev, final STS
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the SLURM test cluster needs root (slurmd, munged)")
+    reason = install_reason() or shadow_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def write_config(workdir: Path, model: Path) -> None:
+    config = write_tiny_config(workdir, model)
+    config["runs"]["tiny"].update(seeds=[0], steps=[{"lr": 1.0e-3, "spaces": ["amp"]}])
+    config["entry_space"]["analyse"] = ["amp", "amp.center"]
+    config["evaluation"]["poolings"] = ["mean"]
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory, tiny_bert) -> Path:
+    workdir = tmp_path_factory.mktemp("local")
+    write_config(workdir, tiny_bert)
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def slurm_run(tmp_path_factory, tiny_bert, cluster) -> tuple[Path, list[dict[str, str]]]:
+    """The workflow through the project's SLURM profile; returns the workdir and slurmctld's job records."""
+    workdir = tmp_path_factory.mktemp("slurm_run")
+    write_config(workdir, tiny_bert)
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "slurm"),
+               "--slurm-init-seconds-before-status-checks", "2", "--retries", "0"]
+    env = cluster.env | {"HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise AssertionError(f"SLURM run failed:\n{result.stderr[-6000:]}\n{cluster.logs()}")
+    return workdir, cluster.jobs()
+
+
+def job_rule(job: dict[str, str]) -> str:
+    """The rule of a job submitted by the plugin (its --comment is rule_<rule>[_wildcards_...])."""
+    return job["Comment"].removeprefix("rule_").split("_wildcards_")[0]
+
+
+def test_every_job_ran_on_slurm_and_completed(slurm_run):
+    workdir, jobs = slurm_run
+    assert jobs and {job["JobState"] for job in jobs} == {"COMPLETED"}
+    assert {job["Partition"] for job in jobs} == {SlurmCluster.partition}
+    rules = {}
+    for job in jobs:
+        rules[job_rule(job)] = rules.get(job_rule(job), 0) + 1
+    assert rules == EXPECTED_JOBS
+    assert planned_jobs(workdir) == {}
+    assert list((workdir / "logs" / "slurm" / "rule_train").rglob("*.log")), "sbatch logs under logs/slurm"
+
+
+def test_exactly_the_gpu_rules_requested_a_gpu(slurm_run):
+    _, jobs = slurm_run
+    for job in jobs:
+        asks_gpu = "gpu:1" in job.get("TresPerJob", "")
+        assert asks_gpu == (job_rule(job) in GPU_RULES), (job_rule(job), job.get("TresPerJob"))
+
+
+def test_outputs_equal_a_local_run(slurm_run, local_run):
+    workdir, _ = slurm_run
+    for name in ("a", "b", "c"):
+        pd.testing.assert_frame_equal(pd.read_parquet(workdir / f"results/dictionary/{name}.parquet"),
+                                      pd.read_parquet(local_run / f"results/dictionary/{name}.parquet"))
+    for space in ("amp", "ac", "amp.center"):
+        path = f"results/entry_spaces/tiny/a/{space}.npy"
+        np.testing.assert_array_equal(np.load(workdir / path), np.load(local_run / path), err_msg=path)
+    summary, local_summary = (json.loads((d / "results/tiny/step1/amp/seed0/train.json").read_text())
+                              for d in (workdir, local_run))
+    for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
+        assert summary[key] == local_summary[key], key
+    model, local_model = (load_file(d / "results/tiny/step1/amp/seed0/model/model.safetensors")
+                          for d in (workdir, local_run))
+    assert model.keys() == local_model.keys()
+    for name in model:
+        np.testing.assert_array_equal(model[name], local_model[name], err_msg=name)
+    best, local_best = (json.loads((d / "results/tiny/step1/best.json").read_text()) for d in (workdir, local_run))
+    assert best["best"]["dev_score"] == local_best["best"]["dev_score"]
