@@ -8,13 +8,16 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/heldout.smk"
 include: "rules/dictionary.smk"
 include: "rules/entry_space.smk"
 include: "rules/training.smk"
 include: "rules/evaluation.smk"
+include: "rules/reverse_dictionary.smk"
 
 
 rule all:
     input:
         all_targets(),
+        reverse_dictionary_targets(),
     default_target: True

@@ -24,6 +24,8 @@ from .errors import DefSentError
 log = logging.getLogger(__name__)
 
 DATASETS = ("a", "b", "c")
+SPLITS = ("train", "dev", "test")  # a subset's held-out split (column ``split``), by headword
+HELDOUT_SPLITS = ("dev", "test")
 OXFORD_SPLITS = ("train.txt", "valid.txt", "test.txt")
 WORDNET_SYSTEM_DIR = Path("/usr/share/wordnet")
 WORDNET_FILES = (
@@ -154,12 +156,25 @@ def read_gcide(path: str | Path | None, name: str, on_malformed: str, drops: Dro
     if not files:
         raise DefSentError(root, "no GCIDE words_*.json files found")
     for file in files:
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise DefSentError(file, f"not a valid UTF-8 GCIDE JSON file: {err}") from err
-        for key, record in data.items():
+        for key, record in _read_gcide_file(file).items():
             yield from _gcide_definitions(file, key, record, name, drops)
+
+
+def _read_gcide_file(file: Path) -> dict:
+    """One ``words_*.json`` file: a JSON object; bad UTF-8 or JSON is an error naming file and line."""
+    raw = file.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DefSentError(file, f"not valid UTF-8 (byte {raw[err.start]:#04x})", line=line) from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DefSentError(file, f"not valid GCIDE JSON: {err.msg} (column {err.colno})", line=err.lineno) from err
+    if not isinstance(data, dict):
+        raise DefSentError(file, f"expected a JSON object of entries, found {type(data).__name__}")
+    return data
 
 
 def _gcide_definitions(file: Path, key: str, record: dict, name: str, drops: DropCounts) -> Iterator[Definition]:
@@ -291,17 +306,19 @@ def parse_sources(config: list[dict], where: str = "config: dictionary.sources")
     """Validate the configured sources (names unique, types known, paths present where required)."""
     if not config:
         raise DefSentError(where, "expected at least one dictionary source")
-    specs = []
+    specs: list[SourceSpec] = []
     for i, item in enumerate(config):
         kind = item.get("type")
         if kind not in READERS:
             raise DefSentError(f"{where}[{i}].type", f"unknown source {kind!r}; expected one of {sorted(READERS)}")
         if kind in ("oxford", "tsv") and not item.get("path"):
             raise DefSentError(f"{where}[{i}].path", f"a {kind} source needs a path")
-        specs.append(SourceSpec(item.get("name", kind), kind, item.get("path")))
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise DefSentError(where, f"source names must be unique, got {names}")
+        name = item.get("name", kind)
+        earlier = [j for j, spec in enumerate(specs) if spec.name == name]
+        if earlier:
+            raise DefSentError(f"{where}[{i}].name", f"source name {name!r} is already used by {where}[{earlier[0]}]; "
+                                                     "names must be unique (a name defaults to the source's type)")
+        specs.append(SourceSpec(name, kind, item.get("path")))
     return specs
 
 
@@ -383,6 +400,9 @@ def check_dataset(frame: pd.DataFrame, where: str | Path) -> pd.DataFrame:
         raise DefSentError(where, f"not a dictionary dataset: missing columns {sorted(missing)}")
     if frame.empty:
         raise DefSentError(where, "dataset has no entries")
+    if "split" in frame.columns and not frame["split"].isin(SPLITS).all():
+        unknown = sorted(set(frame["split"]) - set(SPLITS))
+        raise DefSentError(where, f"unknown split values {unknown}; expected {list(SPLITS)}")
     return frame
 
 
@@ -440,12 +460,140 @@ def write_dictionary_stage(
     return stats
 
 
-def write_subset(dataset_path: str | Path, out_path: str | Path, max_entries: int | None, seed: int) -> pd.DataFrame:
-    """Write a seeded sub-sample of a dataset's entries (all definitions of each kept entry)."""
+def write_subset(
+    dataset_path: str | Path,
+    out_path: str | Path,
+    max_entries: int | None,
+    seed: int,
+    heldout: dict | None = None,
+    queries_path: str | Path | None = None,
+    where: str = "config: subsets",
+) -> pd.DataFrame:
+    """Write a seeded sub-sample of a dataset's entries (all definitions of each kept entry).
+
+    With ``heldout`` (``{dev, test, seed}``, the subset's config at ``where``), the entries are split by headword
+    (:func:`split_by_headword`) and one definition of each held-out entry becomes a reverse-dictionary query
+    (:func:`hold_out_queries`), written to ``queries_path`` and removed from the subset.
+    """
     from .io import atomic_path
 
     frame = subsample_entries(read_dataset(dataset_path), max_entries, seed)
+    tables = {out_path: frame}
+    if heldout is not None:
+        if queries_path is None:
+            raise ValueError("a held-out split needs a queries path")
+        split = parse_heldout(heldout, where)
+        frame, queries, counts = hold_out_queries(frame.assign(split=split_by_headword(frame, split, where)),
+                                                  split.seed)
+        check_queries(counts, where)
+        tables = {out_path: frame, queries_path: queries}
     log.info("subset of %s: %d entries, %d definitions", dataset_path, len(frame), frame["definitions"].map(len).sum())
-    with atomic_path(out_path) as tmp:
-        frame.to_parquet(tmp, index=False)
+    for path, table in tables.items():
+        with atomic_path(path) as tmp:
+            table.to_parquet(tmp, index=False)
     return frame
+
+
+# ----------------------------------------------------------------------- held-out split (reverse dictionary)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Fractions of a subset's headwords held out of training for dev and test, and the seed of the split."""
+
+    dev: float = 0.1
+    test: float = 0.1
+    seed: int = 0
+
+
+def parse_heldout(config: dict, where: str) -> HeldOut:
+    """A subset's ``heldout`` config; both fractions in (0, 1) and together below 1."""
+    unknown = set(config) - {"dev", "test", "seed"}
+    if unknown:
+        raise DefSentError(where, f"unknown keys {sorted(unknown)}; expected dev, test, seed")
+    split = HeldOut(**config)
+    for name in HELDOUT_SPLITS:
+        value = getattr(split, name)
+        if not 0 < value < 1:
+            raise DefSentError(f"{where}.{name}", f"expected a fraction of the entries in (0, 1), got {value}")
+    if split.dev + split.test >= 1:
+        raise DefSentError(where, f"dev + test = {split.dev + split.test:g} leaves no entries for training; "
+                                  "expected a sum below 1")
+    return split
+
+
+def _share(fraction: float, n: int) -> int:
+    return int(fraction * n + 0.5)  # half up, unlike round()
+
+
+def split_by_headword(frame: pd.DataFrame, heldout: HeldOut, where: str = "config: subsets.heldout") -> np.ndarray:
+    """``train``/``dev``/``test`` per entry: a seeded permutation of the headwords (case-folded, so case variants
+    kept apart by ``dictionary.lowercase: false`` share a split) cut into test, dev and train."""
+    keys = frame["entry"].astype(str).str.casefold().to_numpy()
+    headwords = sorted(set(keys))
+    n = len(headwords)
+    n_test, n_dev = _share(heldout.test, n), _share(heldout.dev, n)
+    if min(n_test, n_dev) < 1 or n - n_test - n_dev < 1:
+        raise DefSentError(where, f"the subset has {n} headwords, too few to hold out dev {heldout.dev:g} and test "
+                                  f"{heldout.test:g} with at least one headword each and some left for training")
+    order = np.random.default_rng(heldout.seed).permutation(n)
+    labels = np.full(n, "train", dtype=object)
+    labels[order[:n_test]] = "test"
+    labels[order[n_test : n_test + n_dev]] = "dev"
+    position = {headword: i for i, headword in enumerate(headwords)}
+    return labels[[position[key] for key in keys]].astype(str)
+
+
+def hold_out_queries(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, Counter]:
+    """Move one definition (seeded choice) of every dev/test entry out of the dataset into a query table.
+
+    Only an entry with at least two definitions can give one up (it must keep a definition for its entry
+    embedding), and only a definition no other entry has (a query text must not contribute to any entry
+    embedding). Returns the dataset without the queries, the queries (``entry_id, entry, definition, split``)
+    and counts per split: ``<split>_entries``, ``<split>_queries``, ``<split>_single_definition`` and
+    ``<split>_shared_definitions_only`` (held-out entries without a query).
+    """
+    occurrences = Counter(d for defs in frame["definitions"] for d in defs)
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the split's permutation
+    definitions, sources = list(frame["definitions"].map(list)), list(frame["sources"].map(list))
+    queries, counts = [], Counter()
+    for entry_id, (entry, split) in enumerate(zip(frame["entry"], frame["split"], strict=True)):
+        if split == "train":
+            continue
+        counts[f"{split}_entries"] += 1
+        own = [i for i, text in enumerate(definitions[entry_id]) if occurrences[text] == 1]
+        if len(definitions[entry_id]) < 2:
+            counts[f"{split}_single_definition"] += 1
+        elif not own:
+            counts[f"{split}_shared_definitions_only"] += 1
+        else:
+            chosen = own[int(rng.integers(len(own)))]
+            queries.append((entry_id, entry, definitions[entry_id].pop(chosen), split))
+            sources[entry_id].pop(chosen)
+            counts[f"{split}_queries"] += 1
+    kept = frame.assign(definitions=definitions, sources=sources)
+    table = pd.DataFrame(queries, columns=["entry_id", "entry", "definition", "split"]).astype(
+        {"entry_id": "int64", "entry": "string", "definition": "string", "split": "string"})
+    return kept, table, counts
+
+
+def check_queries(counts: Counter, where: str) -> None:
+    """Log what was held out; fail when a held-out split has no query at all."""
+    for split in HELDOUT_SPLITS:
+        log.info("%s: %d entries, %d queries; without a query: %d with a single definition, %d whose definitions "
+                 "other entries share too", split, counts[f"{split}_entries"], counts[f"{split}_queries"],
+                 counts[f"{split}_single_definition"], counts[f"{split}_shared_definitions_only"])
+        if not counts[f"{split}_queries"]:
+            raise DefSentError(where, f"no {split} entry has a definition to hold out as a query ({split} entries "
+                                      "need at least two definitions, one not shared with another entry); "
+                                      f"raise heldout.{split} or max_entries")
+
+
+def training_pairs(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """The training examples: :func:`definition_pairs` of the entries in the ``train`` split, or all of them when
+    the dataset has no split. Entry ids stay those of the whole dataset, so held-out entries remain classes."""
+    texts, ids = definition_pairs(frame)
+    if "split" not in frame.columns:
+        return texts, ids
+    keep = np.repeat(frame["split"].to_numpy() == "train", frame["definitions"].map(len).to_numpy())
+    return [text for text, kept in zip(texts, keep, strict=True) if kept], ids[keep]

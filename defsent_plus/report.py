@@ -27,16 +27,17 @@ STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "S
 
 def write_benchmark_scores(
     model_dir: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str, pooling: str,
-    batch_size: int = 128, max_length: int = 128, label: str | None = None,
+    batch_size: int = 128, max_length: int = 128, label: str | None = None, n_jobs: int | None = None,
 ) -> dict:
     """Score one encoder with one pooling on ``sts`` (the 7 STS tasks), ``senteval`` (the 7 transfer tasks)
-    or ``dev`` (STS-B dev, the only score used to select models)."""
+    or ``dev`` (STS-B dev, the only score used to select models). ``n_jobs``: parallel classifier fits of SentEval's
+    cross-validation (the results do not depend on it)."""
     encoder = load_encoder(model_dir).to(device_for_run())
     embed = encoder_embed(encoder, pooling, batch_size, max_length, progress=True)
     start = time.perf_counter()
     with torch.inference_mode():
         if benchmark == "senteval":
-            scores = senteval_scores(embed, senteval_dir, TRANSFER_TASKS)
+            scores = senteval_scores(embed, senteval_dir, TRANSFER_TASKS, n_jobs=n_jobs)
         else:
             scores = sts_scores(embed, senteval_dir, STS_TASKS if benchmark == "sts" else (DEV_TASK,))
     result = {"model": label or str(model_dir), "model_dir": str(model_dir), "pooling": pooling,
@@ -55,10 +56,8 @@ def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd
     rows = []
     for path in score_jsons:
         result = read_json(path)
-        model_dir = Path(result["model_dir"])
-        selected = model_dir == chosen or model_dir == chosen.parent.parent.parent / "best"
         rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"],
-                     "dev_selected": selected})
+                     "dev_selected": Path(result["model_dir"]) == chosen})
     return pd.DataFrame(rows)
 
 
@@ -80,9 +79,11 @@ def markdown(table: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
 
 def write_score_tables(
     score_jsons: Sequence[str | Path], best_json: str | Path, labels: Sequence[str], groups: Sequence[str],
-    out_tsv: str | Path, out_md: str | Path, title: str,
+    out_tsv: str | Path, out_md: str | Path, title: str, steps: Sequence[int] | None = None,
+    out_png: str | Path | None = None,
 ) -> pd.DataFrame:
-    """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds."""
+    """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
+    with ``steps`` (each row's PST step, 0 = base) and ``out_png``, the average per step as a plot."""
     table = scores_table(score_jsons, best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
     table["model"] = [f"{label} {mark}".strip() for label, mark in zip(labels, marks, strict=True)]
@@ -96,7 +97,30 @@ def write_score_tables(
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
+    if out_png is not None:
+        plot_average_by_step(table, steps, out_png, title)
     return table
+
+
+def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], out_png: str | Path, title: str) -> None:
+    """Average score per PST step (0 = base model) and pooling: every evaluated model as a point, the mean over
+    a step's seeds with its standard deviation as an error bar."""
+    data = table.assign(step=list(steps))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for pooling, rows in data.groupby("pooling", sort=False):
+        ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
+        spread = rows.groupby("step")["avg"].agg(["mean", "std"]).fillna(0.0)
+        ax.errorbar(spread.index, spread["mean"], yerr=spread["std"], fmt="-o", capsize=4,
+                    label=f"{pooling}: mean ± std over seeds")
+    ax.set_xlabel("PST step (0 = base model)")
+    ax.set_ylabel("average Spearman × 100")
+    ax.set_xticks(sorted(data["step"].unique()))
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
 
 
 def steps_table(best_jsons: Sequence[str | Path], train_jsons: Sequence[Sequence[str | Path]]) -> pd.DataFrame:

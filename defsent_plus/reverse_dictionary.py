@@ -1,24 +1,32 @@
 """Reverse dictionary (001, Table 2): rank every entry of an entry space for a definition-like query.
 
 A trained model's pooler projects the pooled query into the entry space it was trained against, and the
-entries are ranked by h · Eᵀ, exactly the training objective's logits.
+entries are ranked by h · Eᵀ, exactly the training objective's logits. :func:`evaluate_queries` scores the
+held-out queries of a subset (``dictionary.hold_out_queries``): definitions of dev/test entries that no entry
+embedding and no training example has seen, ranked among all entries of the space.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
-from .dictionary import definition_pairs, read_dataset
-from .encoding import get_pooling, tokenize_batch
+from .dictionary import HELDOUT_SPLITS, definition_pairs, read_dataset
+from .encoding import encode, get_pooling, tokenize_batch
 from .entry_space import load_space
 from .errors import DefSentError
-from .io import read_json
-from .models import Encoder, autocast_for, load_encoder
+from .io import atomic_path, read_json, write_json
+from .models import Encoder, autocast_for, device_for_run, load_encoder
 from .training import TRAINING_CARD
+
+log = logging.getLogger(__name__)
+QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
+METRIC_COLUMNS = ("mrr", "top1", "top3", "top10")
 
 
 @torch.inference_mode()
@@ -86,3 +94,131 @@ class ReverseDictionary:
         targets = subset.index.to_numpy()[local_ids]
         logits = entry_logits(self.encoder, self.space, texts, self.pooling)
         return ranking_metrics(ranks_of_targets(logits, targets))
+
+
+# ------------------------------------------------------------------------------- held-out evaluation
+
+
+def read_queries(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """A queries parquet of the subset stage, checked against the dataset it was held out of."""
+    path = Path(path)
+    if not path.is_file():
+        raise DefSentError(path, "queries file not found")
+    queries = pd.read_parquet(path)
+    missing = set(QUERY_COLUMNS) - set(queries.columns)
+    if missing:
+        raise DefSentError(path, f"not a queries file: missing columns {sorted(missing)}")
+    ids = queries["entry_id"].to_numpy()
+    if len(ids) and (ids.min() < 0 or ids.max() >= len(frame)):
+        raise DefSentError(path, f"entry id out of range [0, {len(frame)})")
+    wrong = queries["entry"].to_numpy() != frame["entry"].to_numpy()[ids]
+    if wrong.any():
+        row = queries.iloc[int(np.argmax(wrong))]
+        raise DefSentError(path, f"query for {row.entry!r} points to entry {row.entry_id}, which is "
+                                 f"{frame['entry'].iloc[row.entry_id]!r}: not the dataset it was held out of")
+    for split in HELDOUT_SPLITS:
+        if not (queries["split"] == split).any():
+            raise DefSentError(path, f"no {split} queries")
+    return queries
+
+
+def query_ranks(scores: Callable[[list[str]], np.ndarray], queries: pd.DataFrame, chunk: int = 128) -> np.ndarray:
+    """1-based rank of each query's entry; ``scores`` maps sentences to ``[n, n_entries]`` (chunked for memory)."""
+    texts, targets = list(queries["definition"]), queries["entry_id"].to_numpy()
+    ranks = [ranks_of_targets(scores(texts[i : i + chunk]), targets[i : i + chunk])
+             for i in range(0, len(texts), chunk)]
+    return np.concatenate(ranks) if ranks else np.empty(0, dtype=np.int64)
+
+
+def split_metrics(ranks: np.ndarray, queries: pd.DataFrame, frame: pd.DataFrame) -> dict[str, dict]:
+    """MRR, top-1/3/10 and counts per held-out split: queries, held-out entries and those without a query."""
+    result = {}
+    for split in HELDOUT_SPLITS:
+        in_split = (queries["split"] == split).to_numpy()
+        entries = int((frame["split"] == split).sum()) if "split" in frame.columns else 0
+        result[split] = {**ranking_metrics(ranks[in_split]), "entries": entries,
+                         "without_query": entries - int(in_split.sum())}
+    return result
+
+
+def trained_space(model_dir: str | Path, spaces: Sequence[str | Path], dataset_path: str | Path) -> str:
+    """The entry space a trained model's pooler was trained against (its training card), checked to be one of
+    ``spaces`` and built on ``dataset_path``."""
+    card = read_json(Path(model_dir) / TRAINING_CARD)
+    space, dataset = card.get("entry_space"), card.get("dataset")
+    if space is None or Path(space).resolve() not in {Path(p).resolve() for p in spaces}:
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"trained on entry space {space!r}, not one of "
+                                                             f"{[str(p) for p in spaces]}")
+    if dataset is None or Path(dataset).resolve() != Path(dataset_path).resolve():
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"trained on dataset {dataset!r}, not {dataset_path}")
+    return str(space)
+
+
+def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
+                     queries_path: str | Path, pooling: str | None = None, batch_size: int = 128,
+                     max_length: int = 128) -> dict:
+    """Held-out reverse dictionary of a trained model: its pooler's h · Eᵀ against the space it was trained on;
+    MRR and top-k accuracy (%) per split over all entries of the space."""
+    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling)
+    queries = read_queries(queries_path, rd.frame)
+    rd.encoder.to(device_for_run())
+    ranks = query_ranks(lambda texts: entry_logits(rd.encoder, rd.space, texts, rd.pooling, batch_size, max_length),
+                        queries, batch_size)
+    return {"model": str(model_dir), "entry_space": str(space_path), "pooling": rd.pooling, "scoring": "dot",
+            "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
+
+
+def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_path: str | Path,
+                      queries_path: str | Path, batch_size: int = 128, max_length: int = 128) -> dict:
+    """The untrained reference: the base model's mean-pooled query against its own AMP entry space (the average
+    mean-pooled definition of every entry) by cosine; no pooler, no training."""
+    frame = read_dataset(dataset_path)
+    queries = read_queries(queries_path, frame)
+    space = load_space(space_path, len(frame))
+    space = space / np.maximum(np.linalg.norm(space, axis=1, keepdims=True), 1e-12)
+    encoder = load_encoder(base_model).to(device_for_run())
+
+    @torch.inference_mode()
+    def cosines(texts: list[str]) -> np.ndarray:
+        pooled = encode(encoder.model, encoder.tokenizer, texts, ("mean",), batch_size, max_length)["mean"]
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)) @ space.T
+
+    ranks = query_ranks(cosines, queries, batch_size)
+    return {"model": str(base_model), "entry_space": str(space_path), "pooling": "mean", "scoring": "cosine",
+            "candidates": len(frame), **split_metrics(ranks, queries, frame)}
+
+
+def results_table(results: dict[str, dict]) -> pd.DataFrame:
+    """One row per (model label, split): candidates, queries, MRR and top-k accuracy."""
+    rows = [{"model": label, "split": split, "scoring": result["scoring"], "candidates": result["candidates"],
+             "queries": result[split]["queries"], **{k: result[split][k] for k in METRIC_COLUMNS}}
+            for label, result in results.items() for split in HELDOUT_SPLITS]
+    return pd.DataFrame(rows)
+
+
+def write_reverse_dictionary(
+    model_dir: str | Path, spaces: Sequence[str | Path], dataset_path: str | Path, queries_path: str | Path,
+    base_model: str | Path, base_space: str | Path, out_json: str | Path, out_tsv: str | Path, out_md: str | Path,
+    batch_size: int = 128, max_length: int = 128, title: str = "Reverse dictionary on held-out entries",
+) -> dict:
+    """Score a run's final model (and the untrained base reference) on the held-out queries; JSON, TSV and
+    markdown."""
+    space = trained_space(model_dir, spaces, dataset_path)
+    results = {
+        "trained": evaluate_queries(model_dir, space, dataset_path, queries_path, None, batch_size, max_length),
+        "base": evaluate_baseline(base_model, base_space, dataset_path, queries_path, batch_size, max_length),
+    }
+    for label, result in results.items():
+        log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in result[split].items()} for split in
+                                   HELDOUT_SPLITS})
+    table = results_table(results)
+    write_json(out_json, results)
+    with atomic_path(out_tsv) as tmp:
+        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
+                                                   "base": "base model, untrained"}))
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(f"# {title}\n\nMRR and top-k accuracy (%) of each held-out definition's entry among all "
+                       f"{results['trained']['candidates']} entries.\n\n"
+                       + shown.to_markdown(index=False, floatfmt=".3f") + "\n", encoding="utf-8")
+    return results

@@ -23,7 +23,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from .dictionary import definition_pairs, read_dataset
+from .dictionary import read_dataset, training_pairs
 from .encoding import get_pooling
 from .entry_space import load_space
 from .errors import DefSentError
@@ -193,7 +193,7 @@ def train_on_space(
     """Train the ORIGINAL base encoder for one epoch on a frozen entry space and save encoder + pooler."""
     frame = read_dataset(dataset_path)
     space = load_space(space_path, len(frame))
-    texts, entry_ids = definition_pairs(frame)
+    texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     check_entry_ids(entry_ids, len(space), str(dataset_path))
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
     if space.shape[1] != encoder.hidden_size:

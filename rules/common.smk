@@ -5,6 +5,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from defsent_plus.io import read_json
 from defsent_plus.models import resolve_model
 
 validate(config, "../workflow/schemas/config.schema.yaml")
@@ -82,8 +83,43 @@ def encoder_dir(encoder):
         raise ValueError(f"unknown encoder {encoder!r}: not a model in config nor <run>.step<k>[.<space>.seed<s>]")
     run, step, space, seed = match.group("run", "step", "space", "seed")
     if space is None:
-        return f"results/{run}/step{step}/best"
+        return selected_model(run, step)
+    return candidate_model(run, step, space, seed)
+
+
+def after_selection(run, step):
+    """No files; while step ``step``'s select_best checkpoint has yet to (re-)run, asking it makes the job wait
+    and be planned afresh once the selection is known. Every job computed from a selection declares this: a
+    job Snakemake planned only indirectly keeps its first-pass "input updated" reason even when the same
+    candidate is selected again, and would re-run (e.g. every seed of later steps after adding one seed)."""
+    if int(step) >= 1:
+        checkpoints.select_best.get(run=run, step=str(step))
+    return []
+
+
+def after_selection_of(encoder):
+    """after_selection for jobs of an encoder named ``<run>.step<k>`` (step k's selected model)."""
+    match = TRAINED.match(encoder)
+    if encoder in config["models"] or match is None or match.group("space") is not None:
+        return []
+    return after_selection(match.group("run"), match.group("step"))
+
+
+def candidate_model(run, step, space, seed):
     return f"results/{run}/step{step}/{space}/seed{seed}/model"
+
+
+def selected_model(run, step):
+    """Step k's dev-selected candidate, read from the select_best checkpoint. Later steps and evaluation take
+    this directory (not the best/ copy), so re-selecting the same candidate re-runs nothing downstream."""
+    best = read_json(checkpoints.select_best.get(run=run, step=str(step)).output.best)["best"]
+    return candidate_model(run, step, best["space"], best["seed"])
+
+
+def encoder_step(encoder):
+    """The PST step an encoder name belongs to (0 for a configured base model)."""
+    match = TRAINED.match(encoder)
+    return int(match.group("step")) if match and encoder not in config["models"] else 0
 
 
 def encoder_input(wildcards):
@@ -108,6 +144,11 @@ def candidate_files(wildcards, name):
         f"results/{wildcards.run}/step{wildcards.step}/{space}/seed{seed}/{name}"
         for space, seed in step_candidates(wildcards.run, wildcards.step)
     ]
+
+
+def scoring_option(benchmark, key):
+    """batch_size / max_length of a score job: STS-B dev scoring belongs to selection, the rest to evaluation."""
+    return config["selection" if benchmark == "dev" else "evaluation"][key]
 
 
 def final_step(run):

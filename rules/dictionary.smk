@@ -32,6 +32,8 @@ rule dictionary_subset:
     params:
         max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
         seed=lambda w: config["subsets"][w.dataset]["seed"],
+    wildcard_constraints:
+        dataset=subset_pattern(heldout=False),
     log:
         "logs/dictionary/subset_{dataset}.log",
     threads: 1
@@ -42,3 +44,15 @@ rule dictionary_subset:
         "../envs/defsent.yaml"
     script:
         "../workflow/scripts/dictionary_subset.py"
+
+
+# A subset with a held-out split (subsets.<name>.heldout): entries split by headword (8:1:1 by default), plus the
+# queries taken out of the dev/test entries' definitions for the reverse-dictionary evaluation.
+use rule dictionary_subset as heldout_subset with:
+    output:
+        subset="results/dictionary/subsets/{dataset}.parquet",
+        queries="results/dictionary/subsets/{dataset}.queries.parquet",
+    params:
+        heldout=lambda w: subset_heldout(w.dataset),
+    wildcard_constraints:
+        dataset=subset_pattern(heldout=True),

@@ -25,7 +25,8 @@ rule entry_space:
 
 rule transform_space:
     input:
-        f"{SPACE_DIR}/{{base}}.npy",
+        space=f"{SPACE_DIR}/{{base}}.npy",
+        selection=lambda w: after_selection_of(w.encoder),
     output:
         space=f"{SPACE_DIR}/{{base}}.{{transform}}.npy",
         info=f"{SPACE_DIR}/{{base}}.{{transform}}.json",
@@ -46,6 +47,7 @@ rule transform_space:
 rule isotropy:
     input:
         spaces=expand(f"{SPACE_DIR}/{{space}}.npy", space=config["entry_space"]["analyse"], allow_missing=True),
+        selection=lambda w: after_selection_of(w.encoder),
     output:
         metrics=f"{SPACE_DIR}/isotropy.json",
         plots=report(

@@ -8,8 +8,8 @@ rule score:
         senteval_dir=senteval_dir(),
         benchmark=lambda w: w.benchmark,
         pooling=lambda w: w.pooling,
-        batch_size=config["evaluation"]["batch_size"],
-        max_length=config["evaluation"]["max_length"],
+        batch_size=lambda w: scoring_option(w.benchmark, "batch_size"),
+        max_length=lambda w: scoring_option(w.benchmark, "max_length"),
         label=lambda w: w.encoder,
     wildcard_constraints:
         benchmark="sts|senteval|dev",
@@ -34,9 +34,11 @@ rule sts_table:
     output:
         tsv=report("results/{run}/eval/sts.tsv", caption="../report/sts.rst", category="STS"),
         md="results/{run}/eval/sts.md",
+        png=report("results/{run}/eval/sts_by_step.png", caption="../report/sts_plot.rst", category="STS"),
     params:
         labels=lambda w: score_labels(evaluated_encoders(w.run), 1),
         groups=lambda w: score_labels(evaluated_encoders(w.run), 2),
+        steps=lambda w: [encoder_step(e) for e in score_labels(evaluated_encoders(w.run), 0)],
         title=lambda w: f"STS (Spearman x 100 of cosine), run {w.run}",
     log:
         "logs/{run}/eval/sts_table.log",
@@ -81,7 +83,7 @@ rule steps_report:
             for k in range(1, final_step(w.run) + 1)
             for space, seed in step_candidates(w.run, k)
         ],
-        base_dev=lambda w: f"results/eval/{run_cfg(w)['model']}/dev_{config['evaluation']['dev_pooling']}.json",
+        base_dev=lambda w: f"results/eval/{run_cfg(w)['model']}/dev_{config['selection']['pooling']}.json",
     output:
         tsv=report("results/{run}/eval/steps.tsv", caption="../report/steps.rst", category="PST steps"),
         png=report("results/{run}/eval/steps.png", caption="../report/steps_plot.rst", category="PST steps"),

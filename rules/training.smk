@@ -3,6 +3,7 @@ rule train:
         base=lambda w: model_input(run_cfg(w)["model"]),
         dataset=lambda w: dataset_path(run_cfg(w)["dataset"]),
         space=lambda w: space_path(w.run, w.step, w.space),
+        selection=lambda w: after_selection(w.run, int(w.step) - 1),
     output:
         model=directory("results/{run}/step{step}/{space}/seed{seed}/model"),
         summary="results/{run}/step{step}/{space}/seed{seed}/train.json",
@@ -28,15 +29,16 @@ rule train:
 rule dev_score:
     input:
         model="results/{run}/step{step}/{space}/seed{seed}/model",
+        selection=lambda w: after_selection(w.run, int(w.step) - 1),
     output:
         "results/{run}/step{step}/{space}/seed{seed}/dev.json",
     params:
         model=lambda w, input: input.model,
         senteval_dir=senteval_dir(),
         benchmark="dev",
-        pooling=config["evaluation"]["dev_pooling"],
-        batch_size=config["evaluation"]["batch_size"],
-        max_length=config["evaluation"]["max_length"],
+        pooling=config["selection"]["pooling"],
+        batch_size=config["selection"]["batch_size"],
+        max_length=config["selection"]["max_length"],
         label=lambda w: f"{w.run}.step{w.step}.{w.space}.seed{w.seed}",
     log:
         "logs/{run}/step{step}/{space}/seed{seed}/dev.log",
@@ -51,10 +53,13 @@ rule dev_score:
         "../workflow/scripts/score.py"
 
 
-rule select_best:
+# A checkpoint: the next step's entry space and the evaluation read the selected candidate's own model
+# directory from best.json, so re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
+checkpoint select_best:
     input:
         dev=lambda w: candidate_files(w, "dev.json"),
         models=lambda w: candidate_files(w, "model"),
+        selection=lambda w: after_selection(w.run, int(w.step) - 1),
     params:
         candidates=lambda w: [{"space": space, "seed": seed} for space, seed in step_candidates(w.run, w.step)],
     output:

@@ -15,6 +15,7 @@ from defsent_plus.dictionary import (
     build_datasets,
     dataset_stats,
     detokenize_oxford,
+    parse_sources,
     read_gcide,
     read_oxford,
     read_tsv,
@@ -178,6 +179,36 @@ def test_non_utf8_byte_names_file_and_line(tmp_path):
 def test_bad_sources_fail_with_clear_errors(tokenizer, source, message):
     with pytest.raises(DefSentError, match=message):
         build_datasets([source], tokenizer)
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ([OXFORD, {**TSV, "name": "oxford"}], r"dictionary.sources\[1\].name: source name 'oxford' is already used by "
+                                              r"config: dictionary.sources\[0\]"),
+        ([{"type": "tsv", "path": "x.tsv"}, {"type": "tsv", "path": "y.tsv"}],
+         r"dictionary.sources\[1\].name: source name 'tsv' .* \(a name defaults to the source's type\)"),
+    ],
+)
+def test_duplicate_source_names_name_the_config_key(sources, message):
+    with pytest.raises(DefSentError, match=message):
+        parse_sources(sources)
+
+
+def test_gcide_file_that_is_not_json_names_file_and_line(tmp_path):
+    write(tmp_path / "words_A.json", '{\n  "apple": {"pos": []},\n  "axe": {"pos": [}\n}\n')
+    with pytest.raises(DefSentError, match=r"words_A.json:3: not valid GCIDE JSON: Expecting value \(column 19\)"):
+        list(read_gcide(tmp_path, "gcide", "error", DropCounts()))
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'{"a": {"pos": []},\n"caf\xe9": {"pos": []}}', r"words_B.json:2: not valid UTF-8 \(byte 0xe9\)"),
+    (b'["not", "an", "object"]', r"words_B.json: expected a JSON object of entries, found list"),
+])
+def test_gcide_file_with_bad_bytes_or_shape(tmp_path, content, message):
+    write(tmp_path / "words_B.json", content)
+    with pytest.raises(DefSentError, match=message):
+        list(read_gcide(tmp_path, "gcide", "error", DropCounts()))
 
 
 def test_empty_source_is_an_error(tmp_path, tokenizer):

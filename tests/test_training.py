@@ -186,7 +186,7 @@ def test_best_selection_follows_dev_scores(tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["rows", "width", "entry_id", "empty", "tokenizer"])
-def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, problem):
+def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, problem, monkeypatch):
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     model, space = tiny_bert, np.ones((6, 32), dtype=np.float32)
     if problem == "rows":
@@ -196,8 +196,8 @@ def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, prob
     elif problem == "entry_id":
         from defsent_plus import training
 
-        original = training.definition_pairs
-        training.definition_pairs = lambda frame: (original(frame)[0], original(frame)[1] + 6)
+        original = training.training_pairs
+        monkeypatch.setattr(training, "training_pairs", lambda frame: (original(frame)[0], original(frame)[1] + 6))
     elif problem == "empty":
         toy_frame().iloc[:0].to_parquet(dataset, index=False)
     elif problem == "tokenizer":
@@ -213,11 +213,7 @@ def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, prob
     write_npy(tmp_path / "space.npy", space)
     messages = {"rows": "5 rows but the dataset has 6", "width": "width 16", "entry_id": "entry id out of range",
                 "empty": "no entries", "tokenizer": "do not match"}
-    try:
-        with pytest.raises(DefSentError, match=messages[problem]):
-            train_on_space(model, dataset, tmp_path / "space.npy", tmp_path / "out/model", tmp_path / "out/t.json",
-                           TrainConfig())
-    finally:
-        if problem == "entry_id":
-            training.definition_pairs = original
+    with pytest.raises(DefSentError, match=messages[problem]):
+        train_on_space(model, dataset, tmp_path / "space.npy", tmp_path / "out/model", tmp_path / "out/t.json",
+                       TrainConfig())
     assert not (tmp_path / "out").exists()

@@ -45,7 +45,8 @@ def test_every_step_trains_from_the_base_weights_on_the_previous_steps_space(tin
         assert summary["base_model"] == str(tiny_bert)
         assert summary["entry_space"] == f"results/entry_spaces/{encoder}/a/amp.npy"
     meta = json.loads((tiny_run / "results/entry_spaces/tiny.step1/a/entry_space.json").read_text())
-    assert meta["encoder_path"] == "results/tiny/step1/best"
+    # the dev-selected candidate's own directory (not the best/ copy), so re-selecting it re-runs nothing
+    assert meta["encoder_path"] == json.loads((tiny_run / "results/tiny/step1/best.json").read_text())["best"]["model"]
     step1 = np.load(tiny_run / "results/entry_spaces/tiny/a/amp.npy")
     step2 = np.load(tiny_run / "results/entry_spaces/tiny.step1/a/amp.npy")
     assert step1.shape == step2.shape and not np.allclose(step1, step2)

@@ -13,4 +13,5 @@ write_benchmark_scores(
     snakemake.params.model, snakemake.params.senteval_dir, snakemake.output[0],
     benchmark=snakemake.params.benchmark, pooling=snakemake.params.pooling,
     batch_size=snakemake.params.batch_size, max_length=snakemake.params.max_length, label=snakemake.params.label,
+    n_jobs=snakemake.threads,
 )

@@ -11,7 +11,7 @@ log_to(snakemake.log[0])
 hold_gpus(getattr(snakemake.resources, "gpu", 0))  # own GPU slot (none for CPU jobs) before CUDA starts
 with threadpoolctl.threadpool_limits(snakemake.threads):
     space, info = apply_transform(
-        read_npy(snakemake.input[0]), snakemake.wildcards.transform, **snakemake.params.options
+        read_npy(snakemake.input.space), snakemake.wildcards.transform, **snakemake.params.options
     )
 write_npy(snakemake.output.space, space)
-write_json(snakemake.output.info, {"input": snakemake.input[0], "transform": snakemake.wildcards.transform, **info})
+write_json(snakemake.output.info, {"input": snakemake.input.space, "transform": snakemake.wildcards.transform, **info})

@@ -1,0 +1,311 @@
+"""Held-out split by headword, queries that leak into nothing, training on the train split only, and the
+reverse-dictionary evaluation of held-out queries."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from helpers import toy_frame, write_toy_dataset
+
+from defsent_plus.dictionary import (
+    HeldOut,
+    definition_pairs,
+    hold_out_queries,
+    read_dataset,
+    split_by_headword,
+    training_pairs,
+    write_subset,
+)
+from defsent_plus.encoding import encode
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import write_json, write_npy
+from defsent_plus.models import load_encoder
+from defsent_plus.reverse_dictionary import (
+    entry_logits,
+    evaluate_baseline,
+    evaluate_queries,
+    read_queries,
+    trained_space,
+    write_reverse_dictionary,
+)
+from defsent_plus.training import TRAINING_CARD, TrainConfig, train_on_space
+
+HELDOUT = {"dev": 0.1, "test": 0.1, "seed": 0}
+WHERE = "config: subsets.x.heldout"
+
+
+def synthetic_entries(n: int = 200) -> dict[str, list[str]]:
+    """``n`` headwords with 1-3 definitions each (every text unique)."""
+    return {f"w{i:03d}": [f"definition {j} of w{i:03d}" for j in range(1 + i % 3)] for i in range(n)}
+
+
+def subset_of(tmp_path: Path, entries: dict[str, list[str]], heldout: dict | None = HELDOUT, max_entries=None):
+    """Run the subset stage; returns (subset, queries or None) as read back from the parquet files."""
+    dataset = write_toy_dataset(tmp_path / "a.parquet", entries)
+    out, queries = tmp_path / "subset.parquet", tmp_path / "subset.queries.parquet"
+    write_subset(dataset, out, max_entries, 0, heldout=heldout, queries_path=queries if heldout else None,
+                 where=WHERE)
+    return read_dataset(out), (pd.read_parquet(queries) if queries.exists() else None)
+
+
+# ------------------------------------------------------------------------------------------------ split
+
+
+def test_split_is_by_headword_seeded_and_8_1_1():
+    frame = toy_frame(synthetic_entries(200))
+    labels = split_by_headword(frame, HeldOut(0.1, 0.1, 3))
+    assert Counter(labels) == {"train": 160, "dev": 20, "test": 20}
+    np.testing.assert_array_equal(labels, split_by_headword(frame, HeldOut(0.1, 0.1, 3)))
+    assert (labels != split_by_headword(frame, HeldOut(0.1, 0.1, 4))).any()
+    shuffled = frame.sample(frac=1, random_state=1)  # the split follows the headwords, not the row order
+    np.testing.assert_array_equal(split_by_headword(shuffled, HeldOut(0.1, 0.1, 3)), labels[shuffled.index])
+
+
+def test_case_variants_of_a_headword_share_a_split():
+    entries = {name: [f"{name} definition"] for name in ("Baroque", "baroque", "Dog", "dog")}
+    entries.update(synthetic_entries(40))
+    for seed in range(10):
+        frame = toy_frame(entries)
+        split = dict(zip(frame["entry"], split_by_headword(frame, HeldOut(0.2, 0.2, seed)), strict=True))
+        assert split["Baroque"] == split["baroque"] and split["Dog"] == split["dog"]
+
+
+def test_without_heldout_the_subset_is_unchanged(tmp_path):
+    subset, queries = subset_of(tmp_path, synthetic_entries(30), heldout=None, max_entries=20)
+    assert list(subset.columns) == ["entry", "definitions", "sources"] and len(subset) == 20
+    assert queries is None and sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "subset.parquet"]
+
+
+# ---------------------------------------------------------------------------------------------- queries
+
+
+def test_queries_leave_no_trace_in_the_subset_and_lose_nothing(tmp_path):
+    entries = synthetic_entries(200)
+    subset, queries = subset_of(tmp_path, entries)
+    remaining = {d for defs in subset["definitions"] for d in defs}
+    assert not set(queries["definition"]) & remaining
+    assert (subset["entry"].to_numpy()[queries["entry_id"]] == queries["entry"].to_numpy()).all()
+    assert (subset["split"].to_numpy()[queries["entry_id"]] == queries["split"].to_numpy()).all()
+    assert set(queries["split"]) == {"dev", "test"} and queries["entry_id"].is_unique
+    for entry, defs, sources, split in subset[["entry", "definitions", "sources", "split"]].itertuples(index=False):
+        held = list(queries.loc[queries["entry"] == entry, "definition"])
+        assert sorted(defs + held) == sorted(entries[entry]) and len(sources) == len(defs)
+        assert len(held) == (split != "train" and len(entries[entry]) >= 2)
+    again = tmp_path / "again"
+    again.mkdir()
+    subset2, queries2 = subset_of(again, entries)
+    assert subset2.equals(subset) and queries2.equals(queries)
+
+
+def test_a_shared_definition_is_never_a_query_and_held_out_entries_without_one_are_counted():
+    frame = toy_frame({
+        "a": ["shared", "only a"],       # test: gives "only a"
+        "b": ["shared", "also b"],       # train
+        "c": ["shared", "also b x"],     # dev: gives "also b x"
+        "d": ["shared", "also b"],       # test: every definition is another entry's too -> no query
+        "e": ["single"],                 # dev: a single definition -> no query
+    }).assign(split=["test", "train", "dev", "test", "dev"])
+    kept, queries, counts = hold_out_queries(frame, seed=0)
+    assert list(zip(queries["entry"], queries["definition"], queries["split"], strict=True)) == [
+        ("a", "only a", "test"), ("c", "also b x", "dev")]
+    assert kept["definitions"].tolist() == [["shared"], ["shared", "also b"], ["shared"], ["shared", "also b"],
+                                            ["single"]]
+    assert counts == {"test_entries": 2, "test_queries": 1, "test_shared_definitions_only": 1,
+                      "dev_entries": 2, "dev_queries": 1, "dev_single_definition": 1}
+
+
+def test_single_definition_held_out_entries_are_logged(tmp_path, caplog):
+    caplog.set_level("INFO")
+    entries = synthetic_entries(200)
+    subset, queries = subset_of(tmp_path, entries)
+    single = sum(len(entries[e]) == 1 for e in subset.loc[subset["split"] == "dev", "entry"])
+    assert 0 < single < 20
+    assert f"dev: 20 entries, {20 - single} queries; without a query: {single} with a single" in caplog.text
+
+
+# ---------------------------------------------------------------------------------------------- training
+
+
+def test_training_pairs_exclude_held_out_entries_but_keep_their_ids():
+    frame = toy_frame().assign(split=["train", "dev", "train", "test", "train", "dev"])
+    texts, ids = training_pairs(frame)
+    assert set(frame["split"].to_numpy()[ids]) == {"train"}
+    train = frame[frame["split"] == "train"]
+    assert texts == [d for defs in train["definitions"] for d in defs]
+    assert ids.tolist() == [i for i, defs in zip(train.index, train["definitions"], strict=True) for _ in defs]
+    all_texts, all_ids = definition_pairs(frame.drop(columns="split"))
+    plain_texts, plain_ids = training_pairs(frame.drop(columns="split"))
+    assert plain_texts == all_texts and (plain_ids == all_ids).all()
+
+
+def test_training_uses_the_train_split_against_all_entries(tmp_path, tiny_bert):
+    frame = toy_frame().assign(split=["train", "dev", "train", "test", "train", "dev"])
+    frame.to_parquet(tmp_path / "toy.parquet", index=False)
+    write_npy(tmp_path / "space.npy", np.random.default_rng(0).normal(size=(len(frame), 32)).astype(np.float32))
+    summary = train_on_space(tiny_bert, tmp_path / "toy.parquet", tmp_path / "space.npy", tmp_path / "model",
+                             tmp_path / "train.json", TrainConfig(batch_size=2, max_length=16))
+    assert summary["examples"] == frame.loc[frame["split"] == "train", "definitions"].map(len).sum() == 4
+
+
+# -------------------------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("heldout", "n", "message"),
+    [
+        ({"dev": 0.5, "test": 0.5}, 50, r"subsets.x.heldout: dev \+ test = 1 leaves no entries for training"),
+        ({"dev": 0.0, "test": 0.1}, 50, r"subsets.x.heldout.dev: expected a fraction of the entries in \(0, 1\)"),
+        ({"dev": 0.1, "tests": 0.1}, 50, r"subsets.x.heldout: unknown keys \['tests'\]"),
+        ({"dev": 0.1, "test": 0.1}, 4, r"subsets.x.heldout: the subset has 4 headwords, too few to hold out"),
+    ],
+)
+def test_bad_heldout_config_names_the_key_and_writes_nothing(tmp_path, heldout, n, message):
+    with pytest.raises(DefSentError, match=message):
+        subset_of(tmp_path, synthetic_entries(n), heldout=heldout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]
+
+
+def test_held_out_split_without_any_query_is_an_error(tmp_path):
+    entries = {f"w{i:02d}": [f"the only definition of w{i:02d}"] for i in range(30)}
+    with pytest.raises(DefSentError, match=r"subsets.x.heldout: no dev entry has a definition to hold out"):
+        subset_of(tmp_path, entries)
+
+
+# ----------------------------------------------------------------------------------------- evaluation
+
+
+ENTRIES = ["city", "dog", "giraffe", "lion", "night", "red"]  # toy_frame's entry ids 0..5
+SPLITS = ["train", "test", "dev", "test", "test", "train"]
+QUERIES = [(2, "giraffe", "the tall animal of africa", "dev"), (1, "dog", "a small animal that can run fast", "test"),
+           (4, "night", "the dark time of day", "test")]  # night's space row will point away from its query
+
+
+def constructed_case(tmp_path: Path, vectors) -> tuple[Path, Path, Path]:
+    """Dataset, queries and a space whose rows are the unit query vectors (night's negated), other rows random."""
+    frame = toy_frame().assign(split=SPLITS)
+    assert list(frame["entry"]) == ENTRIES
+    frame.to_parquet(tmp_path / "toy.parquet", index=False)
+    queries = pd.DataFrame(QUERIES, columns=["entry_id", "entry", "definition", "split"])
+    queries.to_parquet(tmp_path / "queries.parquet", index=False)
+    h = vectors([q[2] for q in QUERIES])
+    space = np.random.default_rng(0).normal(size=(len(ENTRIES), h.shape[1]))
+    space /= np.linalg.norm(space, axis=1, keepdims=True)  # unit rows: a query scores highest on its own direction
+    for (entry_id, entry, _, _), v in zip(QUERIES, h, strict=True):
+        space[entry_id] = (-1 if entry == "night" else 1) * v / np.linalg.norm(v)
+    write_npy(tmp_path / "space.npy", space.astype(np.float32))
+    return tmp_path / "toy.parquet", tmp_path / "queries.parquet", tmp_path / "space.npy"
+
+
+def check_constructed(result: dict) -> None:
+    """giraffe and dog rank their entry first; night's entry comes last of 6."""
+    assert result["candidates"] == 6
+    assert result["dev"] == {"mrr": 1.0, "top1": 100.0, "top3": 100.0, "top10": 100.0, "queries": 1,
+                             "entries": 1, "without_query": 0}
+    test = result["test"]
+    assert test["mrr"] == pytest.approx((1 + 1 / 6) / 2)
+    assert (test["top1"], test["top3"], test["top10"], test["queries"]) == (50.0, 50.0, 100.0, 2)
+    assert (test["entries"], test["without_query"]) == (3, 1)  # lion: in test, no query
+
+
+@pytest.fixture
+def trained_model(tmp_path, tiny_bert) -> Path:
+    model = tmp_path / "model"
+    load_encoder(tiny_bert).save(model)
+    return model
+
+
+def test_evaluate_queries_ranks_with_the_trained_pooler(tmp_path, trained_model):
+    encoder = load_encoder(trained_model)
+    dataset, queries, space = constructed_case(
+        tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
+    write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
+    check_constructed(evaluate_queries(trained_model, space, dataset, queries))
+
+
+def test_baseline_ranks_by_cosine_to_the_base_models_space(tmp_path, tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    dataset, queries, space = constructed_case(
+        tmp_path, lambda texts: encode(encoder.model, encoder.tokenizer, texts, ("mean",))["mean"])
+    check_constructed(evaluate_baseline(tiny_bert, space, dataset, queries))
+
+
+def test_the_space_comes_from_the_models_training_card(tmp_path, trained_model):
+    dataset, space = write_toy_dataset(tmp_path / "toy.parquet"), tmp_path / "amp.npy"
+    write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
+    assert trained_space(trained_model, [tmp_path / "ac.npy", space], dataset) == str(space)
+    with pytest.raises(DefSentError, match="trained on entry space .* not one of"):
+        trained_space(trained_model, [tmp_path / "ac.npy"], dataset)
+    with pytest.raises(DefSentError, match="trained on dataset"):
+        trained_space(trained_model, [space], tmp_path / "other.parquet")
+
+
+def test_queries_of_another_dataset_are_refused(tmp_path):
+    frame = toy_frame().assign(split=SPLITS)
+    pd.DataFrame([(2, "lion", "x", "dev"), (1, "dog", "y", "test")],
+                 columns=["entry_id", "entry", "definition", "split"]).to_parquet(tmp_path / "q.parquet")
+    with pytest.raises(DefSentError, match="query for 'lion' points to entry 2, which is 'giraffe'"):
+        read_queries(tmp_path / "q.parquet", frame)
+
+
+def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
+    encoder = load_encoder(trained_model)
+    dataset, queries, space = constructed_case(
+        tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
+    write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
+    out = {name: tmp_path / f"rd.{name}" for name in ("json", "tsv", "md")}
+    write_reverse_dictionary(trained_model, [space], dataset, queries, tiny_bert, space, out["json"], out["tsv"],
+                             out["md"])
+    result = json.loads(out["json"].read_text())
+    check_constructed(result["trained"])
+    table = pd.read_csv(out["tsv"], sep="\t")
+    assert list(zip(table["model"], table["split"], strict=True)) == [
+        ("trained", "dev"), ("trained", "test"), ("base", "dev"), ("base", "test")]
+    assert "among all 6 entries" in out["md"].read_text()
+
+
+# ------------------------------------------------------------------------------------------- workflow
+
+
+@pytest.mark.workflow
+def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(tmp_path, tiny_bert):
+    from workflow_utils import planned_jobs, snakemake, write_tiny_config
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    write_tiny_config(plain, tiny_bert)
+    assert not {"heldout_subset", "reverse_dictionary"} & set(planned_jobs(plain))
+
+    workdir = tmp_path / "heldout"
+    workdir.mkdir()
+    config = write_tiny_config(workdir, tiny_bert)
+    config["subsets"] = {"aheld": {"dataset": "a", "max_entries": 1000, "seed": 0,
+                                   "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}
+    run = config["runs"]["tiny"]
+    run.update(dataset="aheld", seeds=[0], steps=[run["steps"][0], run["steps"][-1]])  # the last step has 2 spaces
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    plan = planned_jobs(workdir)
+    assert plan["heldout_subset"] == plan["reverse_dictionary"] == 1 and "dictionary_subset" not in plan
+
+    target = "results/tiny/eval/reverse_dictionary.json"
+    snakemake(workdir, target)
+    result = json.loads((workdir / target).read_text())
+    subset = read_dataset(workdir / "results/dictionary/subsets/aheld.parquet")
+    queries = pd.read_parquet(workdir / "results/dictionary/subsets/aheld.queries.parquet")
+    for model in ("trained", "base"):
+        assert result[model]["candidates"] == len(subset)
+        for split in ("dev", "test"):
+            assert result[model][split]["queries"] == (queries["split"] == split).sum() > 0
+            assert result[model][split]["entries"] == (subset["split"] == split).sum()
+    best = json.loads((workdir / "results/tiny/step2/best.json").read_text())["best"]
+    assert result["trained"]["entry_space"] == f"results/entry_spaces/tiny.step1/aheld/{best['space']}.npy"
+    train = json.loads((workdir / "results/tiny/step1/amp/seed0/train.json").read_text())
+    assert train["examples"] == subset.loc[subset["split"] == "train", "definitions"].map(len).sum()
+    rerun = snakemake(workdir, "--dry-run", target)
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
