@@ -30,6 +30,8 @@ SPACE_BASES = tuple(ENTRY_POOLINGS)
 
 def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> np.ndarray:
     """Mean of ``vectors`` rows per entry id (ids ascending and contiguous, every entry present)."""
+    if np.any(np.diff(entry_ids) < 0):
+        raise ValueError("entry ids must be ascending (definitions grouped by entry)")
     counts = np.bincount(entry_ids, minlength=n_entries)
     if (counts == 0).any():
         raise ValueError(f"entry {int(np.argmin(counts))} has no definition")

@@ -19,8 +19,11 @@ torch was not faster (1000 iterations at 20,000 x 384, one thread: 374 s vs 309 
 Precision: float64 by default. float32 halves the GEMM cost but is not result-preserving on realistic spaces:
 on a MiniLM entry space it stopped converging and ended in a different solution, and on the synthetic bench
 space its components were far less non-Gaussian (see bench/bench_ica.py). FastICA on spaces with
-near-Gaussian directions is sensitive to rounding: even the BLAS thread count can change the float64
-solution, so ``threads`` is recorded in the info dict (fix it for bit-reproducibility across machines).
+near-Gaussian directions is sensitive to rounding: even the BLAS thread count changes the float64 solution
+(bench/bench_ica.py, 5,000 x 384 synthetic: 280 iterations on one thread, 242 on two, outputs up to 1.2e3 apart).
+So the CPU path runs on ONE BLAS thread by default: it is the reference recipe exactly, and at the sizes a CPU
+run uses it is also the fastest (idle 2-core machine: 1,000 x 384 MiniLM space 5.8 s on one thread vs 15 s on
+two; 5,000 x 384 25.7 s vs 37.8 s). ``threads`` is recorded in the info dict.
 """
 
 from __future__ import annotations
@@ -246,7 +249,8 @@ def ica(
     """StandardScaler -> FastICA -> x ``scale`` (the DefSent+ recipe); FastICA options as in scikit-learn.
 
     ``precision`` is the floating type of the ICA iterations (the paper/reference is float64);
-    ``threads`` defaults to all cores available; ``device`` (torch only) defaults to cuda when present.
+    ``threads`` defaults to 1 for sklearn (the exact reference, and the fastest on CPU at these sizes) and to all
+    cores for torch; ``device`` (torch only) defaults to cuda when present.
     """
     where = "transform 'ica'"
     require_at_least_as_many_rows_as_columns(E, where)
@@ -254,7 +258,7 @@ def ica(
         raise DefSentError(where, f"precision must be one of {list(ICA_PRECISIONS)}, got {precision!r}")
     chosen = resolve_backend(backend, whiten, fun, algorithm)
     require_no_constant_columns(E, where)
-    threads = threads or available_threads()
+    threads = threads or (1 if chosen == "sklearn" else available_threads())
     scaled = StandardScaler().fit_transform(E.astype(np.float64)).astype(precision, copy=False)
     rank = numerical_rank(np.linalg.eigvalsh(_covariance(scaled)))
     fastica_options = {

@@ -34,7 +34,7 @@ rule transform_space:
         options=lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {},
     log:
         "logs/entry_spaces/{encoder}/{dataset}/{base}.{transform}.log",
-    threads: THREADS
+    threads: 1  # FastICA on CPU runs the one-thread reference (exact, and fastest at CPU sizes)
     resources:
         mem_mb=8000,
         runtime=120,

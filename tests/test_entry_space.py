@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus.entry_space import entry_embeddings, load_space, write_entry_space
+from defsent_plus.entry_space import entry_embeddings, load_space, segment_mean, write_entry_space
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json, write_npy
 from defsent_plus.models import load_encoder
@@ -87,3 +87,13 @@ def test_row_count_mismatch_and_nan_are_errors(tmp_path):
     write_npy(tmp_path / "nan.npy", broken)
     with pytest.raises(DefSentError, match="NaN/inf at row 3"):
         load_space(tmp_path / "nan.npy", 6)
+
+
+def test_segment_mean_averages_per_entry_and_refuses_gaps_or_unsorted_ids():
+    vectors = np.arange(10, dtype=np.float32).reshape(5, 2)
+    means = segment_mean(vectors, np.array([0, 0, 1, 2, 2]), 3)
+    np.testing.assert_allclose(means, [[1, 2], [4, 5], [7, 8]])
+    with pytest.raises(ValueError, match="entry 1 has no definition"):
+        segment_mean(vectors, np.array([0, 0, 2, 2, 2]), 3)
+    with pytest.raises(ValueError, match="ascending"):
+        segment_mean(vectors, np.array([0, 1, 0, 2, 2]), 3)
