@@ -6,7 +6,8 @@
 
 Every run goes through ``defsent_plus.transforms.apply_transform(E, "ica", ...)``: StandardScaler, FastICA
 (logcosh, unit-variance, tol 1e-4, random_state 42), x 100. The reference is sklearn float64 on one BLAS
-thread (a plain run); the fast path is the default configuration (backend "auto", all cores). Prints wall and
+thread (a plain run); "default config" is what the workflow runs (backend "auto": torch on a GPU when CUDA is
+present, else sklearn on entry_space.ica.threads, default 1). Prints wall and
 CPU seconds, the speedup, iterations, the max |difference| of outputs and the mean excess kurtosis of the
 components (ICA quality). The load average is printed too: timings on shared cores vary a lot.
 """
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=1000)
     parser.add_argument("--npy", type=Path, help="load this entry space instead of a synthetic one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic space")
-    parser.add_argument("--threads", type=int, default=None, help="threads of the fast path (default: all)")
+    parser.add_argument("--threads", type=int, default=None, help="BLAS threads of the default-config run (default: the workflow's, 1 for sklearn)")
     parser.add_argument("--reference-threads", type=int, default=1, help="BLAS threads of the reference")
     parser.add_argument("--candidates", default="", help="extra runs, comma-separated backend:precision[:threads]")
     parser.add_argument("--no-default", action="store_true", help="run only the reference and --candidates")

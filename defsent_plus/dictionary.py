@@ -544,16 +544,21 @@ def split_by_headword(frame: pd.DataFrame, heldout: HeldOut, where: str = "confi
     return labels[[position[key] for key in keys]].astype(str)
 
 
+def query_key(definition: str) -> str:
+    """A definition compared for query uniqueness: case-folded, without trailing punctuation and spaces."""
+    return definition.casefold().rstrip(" .;,:")
+
+
 def hold_out_queries(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, Counter]:
     """Move one definition (seeded choice) of every dev/test entry out of the dataset into a query table.
 
     Only an entry with at least two definitions can give one up (it must keep a definition for its entry
-    embedding), and only a definition no other entry has (a query text must not contribute to any entry
-    embedding). Returns the dataset without the queries, the queries (``entry_id, entry, definition, split``)
+    embedding), and only a definition no other entry has, compared case-folded and without final punctuation
+    (a query text, or a near-copy of it, must not contribute to any entry embedding). Returns the dataset without the queries, the queries (``entry_id, entry, definition, split``)
     and counts per split: ``<split>_entries``, ``<split>_queries``, ``<split>_single_definition`` and
     ``<split>_shared_definitions_only`` (held-out entries without a query).
     """
-    occurrences = Counter(d for defs in frame["definitions"] for d in defs)
+    occurrences = Counter(query_key(d) for defs in frame["definitions"] for d in defs)
     rng = np.random.default_rng([seed, 1])  # a stream apart from the split's permutation
     definitions, sources = list(frame["definitions"].map(list)), list(frame["sources"].map(list))
     queries, counts = [], Counter()
@@ -561,7 +566,7 @@ def hold_out_queries(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.D
         if split == "train":
             continue
         counts[f"{split}_entries"] += 1
-        own = [i for i, text in enumerate(definitions[entry_id]) if occurrences[text] == 1]
+        own = [i for i, text in enumerate(definitions[entry_id]) if occurrences[query_key(text)] == 1]
         if len(definitions[entry_id]) < 2:
             counts[f"{split}_single_definition"] += 1
         elif not own:

@@ -98,25 +98,26 @@ def write_score_tables(
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if out_png is not None:
-        plot_average_by_step(table, steps, out_png, title)
+        plot_average_by_step(table, steps, groups, out_png, title)
     return table
 
 
-def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], out_png: str | Path, title: str) -> None:
-    """Average score per PST step (0 = base model) and pooling: every evaluated model as a point, the mean over
-    a step's seeds with its standard deviation as an error bar."""
-    data = table.assign(step=list(steps))
+def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], groups: Sequence[str], out_png: str | Path,
+                         title: str) -> None:
+    """Average score per PST step (0 = base model): every evaluated model as a point, and for each group of
+    seeds (a final-step space) its mean ± std (ddof 0, as in the markdown table) as an error bar."""
+    data = table.assign(step=list(steps), group=list(groups))
     fig, ax = plt.subplots(figsize=(6, 4))
     for pooling, rows in data.groupby("pooling", sort=False):
         ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
-        spread = rows.groupby("step")["avg"].agg(["mean", "std"]).fillna(0.0)
-        ax.errorbar(spread.index, spread["mean"], yerr=spread["std"], fmt="-o", capsize=4,
-                    label=f"{pooling}: mean ± std over seeds")
+        for group, seeds in rows[rows["group"] != ""].groupby("group", sort=False):
+            ax.errorbar(seeds["step"].iloc[:1], [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
+                        capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
     ax.set_xlabel("PST step (0 = base model)")
     ax.set_ylabel("average Spearman × 100")
     ax.set_xticks(sorted(data["step"].unique()))
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120)

@@ -98,11 +98,13 @@ def after_selection(run, step):
 
 
 def after_selection_of(encoder):
-    """after_selection for jobs of an encoder named ``<run>.step<k>`` (step k's selected model)."""
+    """after_selection for jobs of an encoder: ``<run>.step<k>`` is step k's selection, a candidate
+    ``<run>.step<k>.<space>.seed<s>`` was trained on step k-1's; a configured model depends on none."""
     match = TRAINED.match(encoder)
-    if encoder in config["models"] or match is None or match.group("space") is not None:
+    if encoder in config["models"] or match is None:
         return []
-    return after_selection(match.group("run"), match.group("step"))
+    step = int(match.group("step"))
+    return after_selection(match.group("run"), step if match.group("space") is None else step - 1)
 
 
 def candidate_model(run, step, space, seed):

@@ -34,8 +34,9 @@ rule transform_space:
         options=lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {},
     log:
         "logs/entry_spaces/{encoder}/{dataset}/{base}.{transform}.log",
-    threads: 1  # FastICA on CPU runs the one-thread reference (exact, and fastest at CPU sizes)
+    threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
+        gpu=GPU,  # ICA runs on the GPU when there is one (backend auto)
         mem_mb=8000,
         runtime=120,
     conda:

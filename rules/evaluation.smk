@@ -1,6 +1,7 @@
 rule score:
     input:
-        model=lambda w: model_input(w.encoder) if w.encoder in config["models"] else encoder_dir(w.encoder),
+        model=encoder_input,
+        selection=lambda w: after_selection_of(w.encoder),
     output:
         "results/eval/{encoder}/{benchmark}_{pooling}.json",
     params:

@@ -109,13 +109,13 @@ def test_a_shared_definition_is_never_a_query_and_held_out_entries_without_one_a
         "a": ["shared", "only a"],       # test: gives "only a"
         "b": ["shared", "also b"],       # train
         "c": ["shared", "also b x"],     # dev: gives "also b x"
-        "d": ["shared", "also b"],       # test: every definition is another entry's too -> no query
+        "d": ["shared", "Also b."],      # test: every definition is another's, up to case/final punctuation
         "e": ["single"],                 # dev: a single definition -> no query
     }).assign(split=["test", "train", "dev", "test", "dev"])
     kept, queries, counts = hold_out_queries(frame, seed=0)
     assert list(zip(queries["entry"], queries["definition"], queries["split"], strict=True)) == [
         ("a", "only a", "test"), ("c", "also b x", "dev")]
-    assert kept["definitions"].tolist() == [["shared"], ["shared", "also b"], ["shared"], ["shared", "also b"],
+    assert kept["definitions"].tolist() == [["shared"], ["shared", "also b"], ["shared"], ["shared", "Also b."],
                                             ["single"]]
     assert counts == {"test_entries": 2, "test_queries": 1, "test_shared_definitions_only": 1,
                       "dev_entries": 2, "dev_queries": 1, "dev_single_definition": 1}

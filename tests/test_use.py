@@ -11,7 +11,7 @@ from defsent_plus.cli import main as cli
 from defsent_plus.encoding import PROMPT_TEMPLATE, encode
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
-from defsent_plus.report import scores_table, seed_summary
+from defsent_plus.report import scores_table, seed_summary, write_score_tables
 from defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits, ranking_metrics, ranks_of_targets
 from defsent_plus.training import TRAINING_CARD
 
@@ -97,3 +97,9 @@ def test_score_tables_mark_the_dev_selected_model_and_summarise_seeds(tmp_path):
     assert table["dev_selected"].tolist() == [False, True]
     summary = seed_summary(table.assign(group="step 2 amp"))
     assert summary.loc[0, "avg"] == "72.00 ± 2.00" and summary.loc[0, "seeds"] == 2
+
+    out = {name: tmp_path / f"sts.{name}" for name in ("tsv", "md", "png")}
+    write_score_tables(paths, tmp_path / "best.json", ["step 2 amp seed 0", "step 2 amp seed 1"],
+                       ["step 2 amp", "step 2 amp"], out["tsv"], out["md"], "t", steps=[2, 2], out_png=out["png"])
+    assert "step 2 amp seed 1 *" in out["md"].read_text() and "72.00 ± 2.00" in out["md"].read_text()
+    assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out["png"].stat().st_size > 5000
