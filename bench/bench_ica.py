@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=1000)
     parser.add_argument("--npy", type=Path, help="load this entry space instead of a synthetic one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic space")
-    parser.add_argument("--threads", type=int, default=None, help="BLAS threads of the default-config run (default: the workflow's, 1 for sklearn)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS threads of the default-config run (default: the workflow's, 1 for sklearn)")
     parser.add_argument("--reference-threads", type=int, default=1, help="BLAS threads of the reference")
     parser.add_argument("--candidates", default="", help="extra runs, comma-separated backend:precision[:threads]")
     parser.add_argument("--no-default", action="store_true", help="run only the reference and --candidates")
