@@ -555,7 +555,8 @@ def hold_out_queries(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.D
     Only an entry with at least two definitions can give one up (it must keep a definition for its entry
     embedding), and only a definition no other entry has, compared case-folded and without final punctuation
     (a query text, or a near-copy of it, must not contribute to any entry embedding). Returns the dataset
-    without the queries, the queries (``entry_id, entry, definition, split``) and counts per split: ``<split>_entries``, ``<split>_queries``, ``<split>_single_definition`` and
+    without the queries, the queries (``entry_id, entry, definition, split``) and counts per split:
+    ``<split>_entries``, ``<split>_queries``, ``<split>_single_definition`` and
     ``<split>_shared_definitions_only`` (held-out entries without a query).
     """
     occurrences = Counter(query_key(d) for defs in frame["definitions"] for d in defs)
