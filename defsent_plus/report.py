@@ -113,9 +113,14 @@ def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], groups: Sequ
         for group, seeds in rows[rows["group"] != ""].groupby("group", sort=False):
             ax.errorbar(seeds["step"].iloc[:1], [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
                         capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
-    ax.set_xlabel("PST step (0 = base model)")
-    ax.set_ylabel("average Spearman × 100")
-    ax.set_xticks(sorted(data["step"].unique()))
+    save_step_plot(fig, ax, data["step"], "PST step (0 = base model)", "average Spearman × 100", title, out_png)
+
+
+def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
+    """Label a per-step plot (one tick per step), add its legend and write it as PNG atomically."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(sorted(steps.unique()))
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -148,15 +153,7 @@ def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title:
         ax.scatter(rows["step"], rows["dev_score"], label=f"{space} (each seed)", alpha=0.7)
     chosen = steps[steps["chosen"]].sort_values("step")
     ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
-    ax.set_xlabel("PST step")
-    ax.set_ylabel("STS-B dev Spearman × 100")
-    ax.set_xticks(sorted(steps["step"].unique()))
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title, out_png)
 
 
 def write_steps_report(

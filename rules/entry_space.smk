@@ -50,7 +50,12 @@ rule isotropy:
         spaces=expand(f"{SPACE_DIR}/{{space}}.npy", space=config["entry_space"]["analyse"], allow_missing=True),
         selection=lambda w: after_selection_of(w.encoder),
     output:
-        metrics=f"{SPACE_DIR}/isotropy.json",
+        metrics=report(
+            f"{SPACE_DIR}/isotropy.json",
+            caption="../report/isotropy.rst",
+            category="Entry spaces",
+            subcategory="{encoder} on {dataset}",
+        ),
         plots=report(
             expand(f"{SPACE_DIR}/plots/{{space}}.png", space=config["entry_space"]["analyse"], allow_missing=True),
             caption="../report/entry_space.rst",
