@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
 from workflow_utils import snakemake, write_tiny_config
 
@@ -224,9 +224,18 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+BULK_DEFINITIONS = 2000
+
+
 def one_sentence_batches(workdir: Path, model: Path) -> None:
-    """The tiny config with batch size 1, so step-1 training logs progress long before it ends."""
+    """The tiny config plus 2,000 seeded definitions, trained with batch size 1: thousands of optimizer steps
+    after the first progress line, so a kill lands mid-epoch even on a loaded machine."""
     config = write_tiny_config(workdir, model)
+    words = (FIXTURES / "tiny" / "dictionary.tsv").read_text().split()
+    rng = np.random.default_rng(0)
+    lines = [f"bulk{i % 500}\t{' '.join(rng.choice(words, size=8))}" for i in range(BULK_DEFINITIONS)]
+    (workdir / "bulk.tsv").write_text("\n".join(lines) + "\n")
+    config["dictionary"]["sources"].append({"name": "bulk", "type": "tsv", "path": str(workdir / "bulk.tsv")})
     config["runs"]["tiny"]["batch_size"] = 1
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
