@@ -23,6 +23,8 @@ kept as (empty) sentences, as SentEval does, so the sizes match its paper (CR 37
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,8 @@ from sklearn.multiclass import OneVsRestClassifier
 
 from .errors import DefSentError
 from .evaluation import Embed, embed_unique, normalise_space, read_tsv
+
+log = logging.getLogger(__name__)
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 """The seven transfer tasks of the paper's Table 4, in its order."""
@@ -254,8 +258,10 @@ def senteval_scores(
     unknown = [task for task in tasks if task not in TRANSFER_TASKS]
     if unknown:
         raise DefSentError("tasks", f"unknown transfer task(s) {unknown}; expected some of {list(TRANSFER_TASKS)}")
-    scores = {
-        task: task_accuracy(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs) for task in tasks
-    }
+    scores = {}
+    for task in tasks:
+        start = time.perf_counter()
+        scores[task] = task_accuracy(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs)
+        log.info("SentEval %s: %.2f%% (%.0f s)", task, scores[task], time.perf_counter() - start)
     scores["avg"] = float(np.mean([scores[task] for task in tasks]))
     return scores
