@@ -104,14 +104,17 @@ def write_score_tables(
 
 def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], groups: Sequence[str], out_png: str | Path,
                          title: str) -> None:
-    """Average score per PST step (0 = base model): every evaluated model as a point, and for each group of
-    seeds (a final-step space) its mean ± std (ddof 0, as in the markdown table) as an error bar."""
+    """Average score per PST step (0 = base model): every evaluated model as a point, a line through the steps'
+    means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown table)."""
     data = table.assign(step=list(steps), group=list(groups))
     fig, ax = plt.subplots(figsize=(6, 4))
     for pooling, rows in data.groupby("pooling", sort=False):
         ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
-        for group, seeds in rows[rows["group"] != ""].groupby("group", sort=False):
-            ax.errorbar(seeds["step"].iloc[:1], [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
+        per_step = rows.groupby("step")["avg"].mean()
+        ax.plot(per_step.index, per_step.to_numpy(), alpha=0.4, label=f"{pooling}: mean per step")
+        for i, (group, seeds) in enumerate(rows[rows["group"] != ""].groupby("group", sort=False), start=1):
+            x = seeds["step"].iloc[:1] + 0.08 * i  # side by side, right of the step's points
+            ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
                         capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
     save_step_plot(fig, ax, data["step"], "PST step (0 = base model)", "average Spearman × 100", title, out_png)
 
