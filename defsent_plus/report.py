@@ -78,35 +78,33 @@ def markdown(table: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
 
 
 def write_score_tables(
-    score_jsons: Sequence[str | Path], best_json: str | Path, labels: Sequence[str], groups: Sequence[str],
-    out_tsv: str | Path, out_md: str | Path, title: str, steps: Sequence[int] | None = None,
+    rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
     out_png: str | Path | None = None,
 ) -> pd.DataFrame:
     """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
-    with ``steps`` (each row's PST step, 0 = base) and ``out_png``, the average per step as a plot."""
-    table = scores_table(score_jsons, best_json)
+    with ``out_png``, the average per PST step as a plot. ``rows``: one record per (model, pooling) with its
+    score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model)."""
+    table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
-    table["model"] = [f"{label} {mark}".strip() for label, mark in zip(labels, marks, strict=True)]
+    table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     text = f"# {title}\n\n* = the final step's model selected on STS-B dev\n\n" + markdown(
         table.drop(columns="dev_selected"), STS_COLUMNS)
-    final = table.assign(group=list(groups))
-    final = final[final["group"] != ""]
+    grouped = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
+    final = grouped[grouped["group"] != ""].drop(columns="step")
     if not final.empty:
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if out_png is not None:
-        plot_average_by_step(table, steps, groups, out_png, title)
+        plot_average_by_step(grouped, out_png, title)
     return table
 
 
-def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], groups: Sequence[str], out_png: str | Path,
-                         title: str) -> None:
+def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) -> None:
     """Average score per PST step (0 = base model): every evaluated model as a point, a line through the steps'
     means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown table)."""
-    data = table.assign(step=list(steps), group=list(groups))
     fig, ax = plt.subplots(figsize=(6, 4))
     for pooling, rows in data.groupby("pooling", sort=False):
         ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
@@ -116,7 +114,22 @@ def plot_average_by_step(table: pd.DataFrame, steps: Sequence[int], groups: Sequ
             x = seeds["step"].iloc[:1] + 0.08 * i  # side by side, right of the step's points
             ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
                         capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
+    honest_ylim(ax, data["avg"])
     save_step_plot(fig, ax, data["step"], "PST step (0 = base model)", "average Spearman × 100", title, out_png)
+
+
+MIN_SCORE_RANGE = 4.0  # Spearman × 100 points: a plot never magnifies differences smaller than this to full height
+
+
+def honest_ylim(ax, values: pd.Series, min_range: float = MIN_SCORE_RANGE) -> None:
+    """A y-range of at least ``min_range`` points centred on the data (autoscaling would stretch a 0.05-point
+    difference over the whole plot); with errorbars already drawn, their extent is kept too."""
+    low, high = ax.get_ylim()
+    low, high = min(low, float(values.min())), max(high, float(values.max()))
+    if high - low < min_range:
+        middle = (high + low) / 2
+        low, high = middle - min_range / 2, middle + min_range / 2
+    ax.set_ylim(low, high)
 
 
 def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
@@ -132,15 +145,16 @@ def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: s
     plt.close(fig)
 
 
-def steps_table(best_jsons: Sequence[str | Path], train_jsons: Sequence[Sequence[str | Path]]) -> pd.DataFrame:
-    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, seconds."""
+def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
+    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, seconds. ``steps``: one
+    record per step with its selection file (``best``) and its candidates' training summaries (``train``)."""
     rows = []
-    for step, (best_json, trains) in enumerate(zip(best_jsons, train_jsons, strict=True), start=1):
-        best = read_json(best_json)
-        for candidate, train_json in zip(best["candidates"], trains, strict=True):
+    for record in steps:
+        best = read_json(record["best"])
+        for candidate, train_json in zip(best["candidates"], record["train"], strict=True):
             train = read_json(train_json)
             rows.append({
-                "step": step, "space": candidate["space"], "seed": candidate["seed"],
+                "step": record["step"], "space": candidate["space"], "seed": candidate["seed"],
                 "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
                 "loss_first": train["loss_first"], "loss_last": train["loss_last"],
                 "train_seconds": train["seconds"], "sentences_per_second": train["sentences_per_second"],
@@ -156,15 +170,16 @@ def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title:
         ax.scatter(rows["step"], rows["dev_score"], label=f"{space} (each seed)", alpha=0.7)
     chosen = steps[steps["chosen"]].sort_values("step")
     ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
+    honest_ylim(ax, pd.concat([steps["dev_score"], pd.Series([base_dev])]))
     save_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title, out_png)
 
 
 def write_steps_report(
-    best_jsons: Sequence[str | Path], train_jsons: Sequence[Sequence[str | Path]], base_dev_json: str | Path,
-    out_tsv: str | Path, out_png: str | Path, title: str,
+    steps: Sequence[dict], start_dev_json: str | Path, out_tsv: str | Path, out_png: str | Path, title: str,
 ) -> pd.DataFrame:
-    steps = steps_table(best_jsons, train_jsons)
-    base_dev = read_json(base_dev_json)["dev_score"]
+    """The steps table (TSV, with the starting model's dev score) and its plot."""
+    steps = steps_table(steps)
+    base_dev = read_json(start_dev_json)["dev_score"]
     with atomic_path(out_tsv) as tmp:
         steps.assign(base_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     plot_steps(steps, base_dev, out_png, title)

@@ -1,7 +1,8 @@
 """Reverse dictionary (001, Table 2): rank every entry of an entry space for a definition-like query.
 
 A trained model's pooler projects the pooled query into the entry space it was trained against, and the
-entries are ranked by h · Eᵀ, exactly the training objective's logits. :func:`evaluate_queries` scores the
+entries are ranked by h · Eᵀ: the training objective's logits, computed by the objective itself
+(:meth:`defsent_plus.training.EntryProjection.logits`). :func:`evaluate_queries` scores the
 held-out queries of a subset (``dictionary.hold_out_queries``): definitions of dev/test entries that no entry
 embedding and no training example has seen, ranked among all entries of the space.
 """
@@ -17,12 +18,12 @@ import pandas as pd
 import torch
 
 from .dictionary import HELDOUT_SPLITS, definition_pairs, read_dataset
-from .encoding import encode, get_pooling, tokenize_batch
-from .entry_space import load_space
+from .encoding import tokenize_batch
+from .entry_matrix import load_space
 from .errors import DefSentError
 from .io import atomic_path, read_json, write_json
 from .models import Encoder, autocast_for, device_for_run, load_encoder
-from .training import TRAINING_CARD
+from .training import TRAINING_CARD, EntryProjection
 
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
@@ -32,17 +33,16 @@ METRIC_COLUMNS = ("mrr", "top1", "top3", "top10")
 @torch.inference_mode()
 def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str], pooling: str,
                  batch_size: int = 128, max_length: int = 128) -> np.ndarray:
-    """``[n_sentences, n_entries]`` scores h · Eᵀ of the pooler-projected sentences."""
+    """``[n_sentences, n_entries]`` scores h · Eᵀ of the pooler-projected sentences (DefSent+'s training logits)."""
     encoder.model.eval()
     device = next(encoder.model.parameters()).device
-    space = space.to(device)
+    projection = EntryProjection(space, encoder.pooler, pooling).to(device)
     out = []
     for start in range(0, len(sentences), batch_size):
         batch = tokenize_batch(encoder.tokenizer, sentences[start : start + batch_size], max_length).to(device)
         with autocast_for(device):
             hidden = encoder.model(**batch).last_hidden_state.float()
-        h = encoder.pooler(get_pooling(pooling).pool(hidden, batch["attention_mask"], None))
-        out.append((h.float() @ space.T).cpu().numpy())
+        out.append(projection.logits(hidden, batch["attention_mask"]).cpu().numpy())
     return np.concatenate(out) if out else np.empty((0, len(space)), dtype=np.float32)
 
 
@@ -178,9 +178,8 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
     space = space / np.maximum(np.linalg.norm(space, axis=1, keepdims=True), 1e-12)
     encoder = load_encoder(base_model).to(device_for_run())
 
-    @torch.inference_mode()
     def cosines(texts: list[str]) -> np.ndarray:
-        pooled = encode(encoder.model, encoder.tokenizer, texts, ("mean",), batch_size, max_length)["mean"]
+        pooled = encoder.encode(texts, "mean", batch_size=batch_size, max_length=max_length)
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)) @ space.T
 
     ranks = query_ranks(cosines, queries, batch_size)
@@ -196,17 +195,36 @@ def results_table(results: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str) -> str:
+    """The report page: a title, what is measured, and the table with readable model labels."""
+    shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
+                                                   "base": "base model, untrained"}))
+    return (f"# {title}\n\nMRR and top-k accuracy (%) of each held-out definition's entry among all "
+            f"{results['trained']['candidates']} entries.\n\n" + shown.to_markdown(index=False, floatfmt=".3f") + "\n")
+
+
 def write_reverse_dictionary(
-    model_dir: str | Path, spaces: Sequence[str | Path], dataset_path: str | Path, queries_path: str | Path,
-    base_model: str | Path, base_space: str | Path, out_json: str | Path, out_tsv: str | Path, out_md: str | Path,
-    batch_size: int = 128, max_length: int = 128, title: str = "Reverse dictionary on held-out entries",
+    *,
+    model_dir: str | Path,
+    spaces: Sequence[str | Path],
+    dataset: str | Path,
+    queries: str | Path,
+    base_model: str | Path,
+    base_space: str | Path,
+    out_json: str | Path,
+    out_tsv: str | Path,
+    out_md: str | Path,
+    batch_size: int = 128,
+    max_length: int = 128,
+    title: str = "Reverse dictionary on held-out entries",
 ) -> dict:
-    """Score a run's final model (and the untrained base reference) on the held-out queries; JSON, TSV and
+    """Score a run's final model against the space it was trained on (one of ``spaces``), and the untrained
+    ``base_model`` against ``base_space`` by cosine, on the held-out ``queries`` of ``dataset``; JSON, TSV and
     markdown."""
-    space = trained_space(model_dir, spaces, dataset_path)
+    space = trained_space(model_dir, spaces, dataset)
     results = {
-        "trained": evaluate_queries(model_dir, space, dataset_path, queries_path, None, batch_size, max_length),
-        "base": evaluate_baseline(base_model, base_space, dataset_path, queries_path, batch_size, max_length),
+        "trained": evaluate_queries(model_dir, space, dataset, queries, None, batch_size, max_length),
+        "base": evaluate_baseline(base_model, base_space, dataset, queries, batch_size, max_length),
     }
     for label, result in results.items():
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in result[split].items()} for split in
@@ -215,10 +233,6 @@ def write_reverse_dictionary(
     write_json(out_json, results)
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
-    shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
-                                                   "base": "base model, untrained"}))
     with atomic_path(out_md) as tmp:
-        tmp.write_text(f"# {title}\n\nMRR and top-k accuracy (%) of each held-out definition's entry among all "
-                       f"{results['trained']['candidates']} entries.\n\n"
-                       + shown.to_markdown(index=False, floatfmt=".3f") + "\n", encoding="utf-8")
+        tmp.write_text(results_markdown(results, table, title), encoding="utf-8")
     return results

@@ -11,7 +11,7 @@ import logging
 import math
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,13 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
-from transformers import get_linear_schedule_with_warmup
+from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from .dictionary import read_dataset, training_pairs
 from .encoding import get_pooling
 from .entry_space import load_space
 from .errors import DefSentError
 from .io import atomic_path, read_json, write_json
+from .methods import method_of
 from .models import Encoder, Pooler, autocast_for, device_for_run, load_encoder
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class TrainConfig:
     adam_eps: float = 1e-6
     max_grad_norm: float = 1.0
     bucket_by_length: bool = False
+    schedule: str = "linear"  # linear: decay to 0 after the warm-up (DefSent+); constant: constant after it
+    warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
     log_every: int = 50
 
 
@@ -115,7 +118,7 @@ def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
     progress: bool = True,
 ) -> dict:
-    """One epoch of AdamW + linear decay (no warm-up) + gradient clipping; returns a summary of the run."""
+    """One epoch of AdamW + the configured schedule + gradient clipping; returns a summary of the run."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
     seed_everything(cfg.seed)
@@ -128,7 +131,7 @@ def train_epoch(
     # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
                                   fused=device.type in ("cpu", "cuda"))
-    scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=len(batches))
+    scheduler = learning_rate_schedule(optimizer, cfg, len(batches))
     encoder.model.train()
     objective.train()
     losses: list[float] = []
@@ -147,6 +150,20 @@ def train_epoch(
                 log.info("step %d/%d loss %.4f %s %.1f sent/s", step + 1, len(batches), loss, parts, rate)
     seconds = time.perf_counter() - start
     return summarise(losses, len(texts), seconds, cfg)
+
+
+SCHEDULES = ("linear", "constant")
+
+
+def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
+    """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate."""
+    warmup = math.ceil(cfg.warmup_ratio * steps)
+    if cfg.schedule == "linear":
+        return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=steps)
+    if cfg.schedule == "constant":
+        return get_constant_schedule_with_warmup(optimizer, num_warmup_steps=warmup)
+    raise DefSentError("config: methods.<method>.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
+                                                             f"{list(SCHEDULES)}")
 
 
 def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg) -> tuple[float, dict]:
@@ -191,6 +208,7 @@ def train_on_space(
     model_out: str | Path,
     summary_out: str | Path,
     cfg: TrainConfig,
+    method: str = "defsent_plus",
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch on a frozen entry space and save encoder + pooler."""
     frame = read_dataset(dataset_path)
@@ -206,18 +224,42 @@ def train_on_space(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
-    objective = EntryProjection(torch.from_numpy(space), encoder.pooler, cfg.pooling)
+    objective = build_objective(method, encoder, space=torch.from_numpy(space), pooling=cfg.pooling)
     log.info("training %s on %d definitions of %d entries (%s) on %s", base_model, len(texts), len(frame),
              space_path, device)
     summary = train_epoch(encoder, texts, entry_ids, objective, cfg)
-    summary.update(base_model=str(base_model), dataset=str(dataset_path), entry_space=str(space_path),
-                   device=device.type)
+    summary.update(method=method, base_model=str(base_model), dataset=str(dataset_path),
+                   entry_space=str(space_path), device=device.type)
     with atomic_path(model_out) as tmp:
         encoder.save(tmp)
-        write_json(Path(tmp) / TRAINING_CARD, {"dataset": str(dataset_path), "entry_space": str(space_path),
-                                                "pooling": cfg.pooling, "base_model": str(base_model)})
+        write_json(Path(tmp) / TRAINING_CARD, {"method": method, "dataset": str(dataset_path),
+                                                "entry_space": str(space_path), "pooling": cfg.pooling,
+                                                "base_model": str(base_model)})
     write_json(summary_out, summary)
     return summary
+
+
+def defsent_plus_objective(encoder: Encoder, space: torch.Tensor, pooling: str) -> EntryProjection:
+    return EntryProjection(space, encoder.pooler, pooling)
+
+
+# A method of defsent_plus.methods.METHODS plugs in here: its objective, built from the encoder and the job's inputs.
+OBJECTIVES: dict[str, Callable[..., nn.Module]] = {"defsent_plus": defsent_plus_objective}
+
+
+def build_objective(method: str, encoder: Encoder, **inputs) -> nn.Module:
+    """The objective of a registered training method for this encoder."""
+    method_of(method)
+    return OBJECTIVES[method](encoder, **inputs)
+
+
+def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
+                    base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
+                    model_out: str | Path, summary_out: str | Path) -> dict:
+    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>) and the run's lr,
+    batch size, pooling and seed."""
+    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, **options)
+    return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method)
 
 
 # ------------------------------------------------------------------------------------ PST selection

@@ -47,7 +47,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
 
+from . import names
+from .entry_matrix import check_entry_space, load_space
 from .errors import DefSentError
+from .io import write_json, write_npy
+from .moments import covariance
 
 log = logging.getLogger(__name__)
 
@@ -60,29 +64,8 @@ TORCH_CPU_BLOCK_ROWS = 4096
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Input checks
+# Input checks (the entry space itself: entry_matrix.check_entry_space)
 # ----------------------------------------------------------------------------------------------------------
-
-
-def check_entry_space(E: np.ndarray, where: str = "entry space") -> np.ndarray:
-    """Return E as a 2-d float array, or raise DefSentError naming the first NaN/inf (row, column)."""
-    E = np.asarray(E)
-    if E.ndim != 2:
-        raise DefSentError(where, f"entry space must be a 2-d matrix [entries, hidden], got shape {E.shape}")
-    if not np.issubdtype(E.dtype, np.floating):
-        E = E.astype(np.float32)
-    if E.shape[0] == 0 or E.shape[1] == 0:
-        raise DefSentError(where, f"entry space is empty (shape {E.shape})")
-    bad_rows = np.flatnonzero(~np.isfinite(E).all(axis=1))
-    if bad_rows.size:
-        row = int(bad_rows[0])
-        col = int(np.flatnonzero(~np.isfinite(E[row]))[0])
-        kind = "NaN" if np.isnan(E[row, col]) else "inf"
-        raise DefSentError(
-            where,
-            f"entry space contains {kind} at row {row} (column {col}); {bad_rows.size} row(s) have non-finite values",
-        )
-    return E
 
 
 def require_at_least_as_many_rows_as_columns(E: np.ndarray, where: str) -> None:
@@ -260,7 +243,7 @@ def ica(
     require_no_constant_columns(E, where)
     threads = threads or (1 if chosen == "sklearn" else available_threads())
     scaled = StandardScaler().fit_transform(E.astype(np.float64)).astype(precision, copy=False)
-    rank = numerical_rank(np.linalg.eigvalsh(_covariance(scaled)))
+    rank = numerical_rank(np.linalg.eigvalsh(covariance(scaled)))
     fastica_options = {
         "n_components": n_components or E.shape[1],
         "whiten": whiten,
@@ -301,12 +284,6 @@ def ica(
     }
     _log_ica_result(info)
     return (sources * scale).astype(np.float32), info
-
-
-def _covariance(X: np.ndarray) -> np.ndarray:
-    """Covariance of the columns of X, accumulated in float64."""
-    centered = X.astype(np.float64) - X.mean(axis=0, dtype=np.float64)
-    return centered.T @ centered / max(X.shape[0] - 1, 1)
 
 
 def _convergence_messages(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -492,12 +469,14 @@ def _sym_decorrelation(W: torch.Tensor) -> torch.Tensor:
 # Registry
 # ----------------------------------------------------------------------------------------------------------
 
-TRANSFORMS: dict[str, Callable[..., tuple[np.ndarray, dict]]] = {
-    "none": identity,
+# The candidate-space transforms of names.TRANSFORMS (the ``<base>.<transform>`` spaces), and ``none``.
+CANDIDATE_TRANSFORMS: dict[str, Callable[..., tuple[np.ndarray, dict]]] = {
     "center": center,
     "whiten": whiten,
     "ica": ica,
 }
+names.require_same_names(CANDIDATE_TRANSFORMS, names.TRANSFORMS, "transforms.CANDIDATE_TRANSFORMS")
+TRANSFORMS: dict[str, Callable[..., tuple[np.ndarray, dict]]] = {"none": identity, **CANDIDATE_TRANSFORMS}
 
 
 def apply_transform(E: np.ndarray, name: str, **params: Any) -> tuple[np.ndarray, dict]:
@@ -512,3 +491,16 @@ def apply_transform(E: np.ndarray, name: str, **params: Any) -> tuple[np.ndarray
         raise DefSentError(where, f"unknown parameter(s) {unknown}; allowed: {allowed}")
     E = check_entry_space(E, where)
     return transform(E, **params)
+
+
+def write_transform(space_path: str, transform: str, options: dict, threads: int, out_space: str,
+                    out_info: str) -> dict:
+    """Transform the entry space in ``space_path`` on at most ``threads`` CPU threads (ICA: also its own thread
+    setting) and write the result and its record (input, transform, convergence, warnings)."""
+    options = {**options, "threads": threads} if transform == "ica" else dict(options)
+    with limited_threads(threads):
+        space, info = apply_transform(load_space(space_path), transform, **options)
+    write_npy(out_space, space)
+    info = {"input": str(space_path), "transform": transform, **info}
+    write_json(out_info, info)
+    return info

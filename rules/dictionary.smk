@@ -1,19 +1,18 @@
 rule dictionary:
     input:
-        tokenizer=model_input(config["dictionary"]["tokenizer"]),
+        tokenizer=dag.pinned_model(config["dictionary"]["tokenizer"]),
     output:
-        a="results/dictionary/a.parquet",
-        b="results/dictionary/b.parquet",
-        c="results/dictionary/c.parquet",
-        stats="results/dictionary/stats.tsv",
+        a=dag.dictionary_file("a.parquet"),
+        b=dag.dictionary_file("b.parquet"),
+        c=dag.dictionary_file("c.parquet"),
+        stats=dag.dictionary_file("stats.tsv"),
     params:
         sources=config["dictionary"]["sources"],
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],
         on_malformed=config["dictionary"]["on_malformed"],
-        tokenizer=lambda w, input: located_model(input.tokenizer, config["dictionary"]["tokenizer"]),
     log:
-        "logs/dictionary/dictionary.log",
+        dag.log_file("dictionary", "dictionary"),
     threads: 1
     resources:
         mem_mb=6000,
@@ -26,16 +25,16 @@ rule dictionary:
 
 rule dictionary_subset:
     input:
-        lambda w: dataset_path(config["subsets"][w.dataset]["dataset"]),
+        dataset=lambda w: PLAN.dataset_file(config["subsets"][w.dataset]["dataset"]),
     output:
-        "results/dictionary/subsets/{dataset}.parquet",
+        subset=dag.subset_file("{dataset}"),
     params:
         max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
         seed=lambda w: config["subsets"][w.dataset]["seed"],
     wildcard_constraints:
-        dataset=subset_pattern(heldout=False),
+        dataset=PLAN.subset_pattern(heldout=False),
     log:
-        "logs/dictionary/subset_{dataset}.log",
+        dag.log_file("dictionary", "subset_{dataset}"),
     threads: 1
     resources:
         mem_mb=4000,
@@ -50,9 +49,11 @@ rule dictionary_subset:
 # queries taken out of the dev/test entries' definitions for the reverse-dictionary evaluation.
 use rule dictionary_subset as heldout_subset with:
     output:
-        subset="results/dictionary/subsets/{dataset}.parquet",
-        queries="results/dictionary/subsets/{dataset}.queries.parquet",
+        subset=dag.subset_file("{dataset}"),
+        queries=dag.subset_file("{dataset}", "queries.parquet"),
     params:
-        heldout=lambda w: subset_heldout(w.dataset),
+        max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
+        seed=lambda w: config["subsets"][w.dataset]["seed"],
+        heldout=lambda w: PLAN.heldout(w.dataset),
     wildcard_constraints:
-        dataset=subset_pattern(heldout=True),
+        dataset=PLAN.subset_pattern(heldout=True),

@@ -1,17 +1,19 @@
+# 000 Section 3.2: per entry, the mean over its definitions of the encoder's CLS (AC) or mean-pooled (AMP) vector;
+# candidate spaces transform a base space (center, whiten, ICA); the isotropy of every analysed space is measured.
+
+
 rule entry_space:
     input:
-        dataset=lambda w: dataset_path(w.dataset),
-        encoder=encoder_input,
+        unpack(lambda w: PLAN.inputs(encoder(w), dataset=PLAN.dataset_file(w.dataset))),
     output:
-        ac=f"{SPACE_DIR}/ac.npy",
-        amp=f"{SPACE_DIR}/amp.npy",
+        ac=dag.space_file("{encoder}", "{dataset}", "ac"),
+        amp=dag.space_file("{encoder}", "{dataset}", "amp"),
         meta=f"{SPACE_DIR}/entry_space.json",
     params:
-        encoder=lambda w, input: located_model(input.encoder, w.encoder),
         batch_size=config["entry_space"]["batch_size"],
         max_length=config["entry_space"]["max_length"],
     log:
-        "logs/entry_spaces/{encoder}/{dataset}/entry_space.log",
+        dag.log_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
     threads: THREADS
     resources:
         gpu=GPU,
@@ -25,15 +27,17 @@ rule entry_space:
 
 rule transform_space:
     input:
-        space=f"{SPACE_DIR}/{{base}}.npy",
-        selection=lambda w: after_selection_of(w.encoder),
+        unpack(encoder_files(space=dag.space_file("{encoder}", "{dataset}", "{base}"))),
     output:
-        space=f"{SPACE_DIR}/{{base}}.{{transform}}.npy",
-        info=f"{SPACE_DIR}/{{base}}.{{transform}}.json",
+        space=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}"),
+        info=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}", "json"),
     params:
         options=lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {},
+    wildcard_constraints:
+        base=alternatives(BASE_SPACES),
+        transform=alternatives(TRANSFORMS),
     log:
-        "logs/entry_spaces/{encoder}/{dataset}/{base}.{transform}.log",
+        dag.log_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
         gpu=GPU,  # ICA runs on the GPU when there is one (backend auto)
@@ -47,26 +51,25 @@ rule transform_space:
 
 rule isotropy:
     input:
-        spaces=expand(f"{SPACE_DIR}/{{space}}.npy", space=config["entry_space"]["analyse"], allow_missing=True),
-        selection=lambda w: after_selection_of(w.encoder),
+        unpack(encoder_files(spaces=[dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED])),
     output:
         metrics=report(
-            f"{SPACE_DIR}/isotropy.json",
+            dag.isotropy_file("{encoder}", "{dataset}"),
             caption="../report/isotropy.rst",
             category="Entry spaces",
             subcategory="{encoder} on {dataset}",
         ),
         plots=report(
-            expand(f"{SPACE_DIR}/plots/{{space}}.png", space=config["entry_space"]["analyse"], allow_missing=True),
+            [dag.space_plot("{encoder}", "{dataset}", s) for s in ANALYSED],
             caption="../report/entry_space.rst",
             category="Entry spaces",
             subcategory="{encoder} on {dataset}",
         ),
     params:
-        names=config["entry_space"]["analyse"],
+        names=ANALYSED,
         options=config["entry_space"]["isotropy"],
     log:
-        "logs/entry_spaces/{encoder}/{dataset}/isotropy.log",
+        dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
     threads: 1
     resources:
         mem_mb=4000,

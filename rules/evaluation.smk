@@ -1,22 +1,22 @@
+# One evaluator for every model: STS (and SentEval) per (encoder, pooling); STS-B dev (the selection score) per
+# encoder; the run's tables and PST steps report.
+
+
 rule score:
     input:
-        model=encoder_input,
-        selection=lambda w: after_selection_of(w.encoder),
+        unpack(encoder_inputs),
     output:
-        "results/eval/{encoder}/{benchmark}_{pooling}.json",
+        dag.score_file("{encoder}", "{benchmark}", "{pooling}"),
     params:
-        model=lambda w, input: located_model(input.model, w.encoder),
         senteval_dir=senteval_dir(),
         benchmark=lambda w: w.benchmark,
         pooling=lambda w: w.pooling,
-        batch_size=lambda w: scoring_option(w.benchmark, "batch_size"),
-        max_length=lambda w: scoring_option(w.benchmark, "max_length"),
-        label=lambda w: w.encoder,
+        batch_size=config["evaluation"]["batch_size"],
+        max_length=config["evaluation"]["max_length"],
     wildcard_constraints:
-        benchmark="sts|senteval|dev",
-        pooling="cls|mean|prompt",
+        pooling=alternatives(POOLINGS),
     log:
-        "logs/eval/{encoder}/{benchmark}_{pooling}.log",
+        dag.log_file("eval", "{encoder}", "{benchmark}_{pooling}"),
     threads: THREADS
     resources:
         gpu=GPU,
@@ -28,21 +28,37 @@ rule score:
         "../workflow/scripts/score.py"
 
 
+# STS-B dev with the selection's own options (selection:), so evaluation options never re-run a selection.
+use rule score as dev_score with:
+    output:
+        dag.dev_file("{encoder}"),
+    params:
+        senteval_dir=senteval_dir(),
+        benchmark="dev",
+        pooling=config["selection"]["pooling"],
+        batch_size=config["selection"]["batch_size"],
+        max_length=config["selection"]["max_length"],
+    log:
+        dag.log_file("eval", "{encoder}", "dev"),
+    resources:
+        gpu=GPU,
+        mem_mb=4000,
+        runtime=30,
+
+
 rule sts_table:
     input:
-        scores=lambda w: score_files(w.run, "sts", evaluated_encoders(w.run)),
-        best=lambda w: f"results/{w.run}/step{final_step(w.run)}/best.json",
+        scores=lambda w: [row["scores"] for row in PLAN.score_rows(PLAN.evaluated(w.run), "sts")],
+        best=lambda w: dag.best_json(w.run, PLAN.final_step(w.run)),
     output:
-        tsv=report("results/{run}/eval/sts.tsv", caption="../report/sts.rst", category="STS"),
-        md="results/{run}/eval/sts.md",
-        png=report("results/{run}/eval/sts_by_step.png", caption="../report/sts_plot.rst", category="STS"),
+        tsv=report(dag.run_file("{run}", "sts.tsv"), caption="../report/sts.rst", category="STS"),
+        md=dag.run_file("{run}", "sts.md"),
+        png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
-        labels=lambda w: score_labels(evaluated_encoders(w.run), 1),
-        groups=lambda w: score_labels(evaluated_encoders(w.run), 2),
-        steps=lambda w: [encoder_step(e) for e in score_labels(evaluated_encoders(w.run), 0)],
+        rows=lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts"),
         title=lambda w: f"STS (Spearman x 100 of cosine), run {w.run}",
     log:
-        "logs/{run}/eval/sts_table.log",
+        dag.log_file("{run}", "eval", "sts_table"),
     threads: 1
     resources:
         mem_mb=1000,
@@ -55,17 +71,16 @@ rule sts_table:
 
 rule senteval_table:
     input:
-        scores=lambda w: score_files(w.run, "senteval", senteval_encoders(w.run)),
-        best=lambda w: f"results/{w.run}/step{final_step(w.run)}/best.json",
+        scores=lambda w: [row["scores"] for row in PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")],
+        best=lambda w: dag.best_json(w.run, PLAN.final_step(w.run)),
     output:
-        tsv=report("results/{run}/eval/senteval.tsv", caption="../report/senteval.rst", category="SentEval"),
-        md="results/{run}/eval/senteval.md",
+        tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
+        md=dag.run_file("{run}", "senteval.md"),
     params:
-        labels=lambda w: score_labels(senteval_encoders(w.run), 1),
-        groups=lambda w: score_labels(senteval_encoders(w.run), 2),
+        rows=lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval"),
         title=lambda w: f"SentEval transfer accuracy (%), run {w.run}",
     log:
-        "logs/{run}/eval/senteval_table.log",
+        dag.log_file("{run}", "eval", "senteval_table"),
     threads: 1
     resources:
         mem_mb=1000,
@@ -78,21 +93,17 @@ rule senteval_table:
 
 rule steps_report:
     input:
-        best=lambda w: [f"results/{w.run}/step{k}/best.json" for k in range(1, final_step(w.run) + 1)],
-        train=lambda w: [
-            f"results/{w.run}/step{k}/{space}/seed{seed}/train.json"
-            for k in range(1, final_step(w.run) + 1)
-            for space, seed in step_candidates(w.run, k)
-        ],
-        base_dev=lambda w: f"results/eval/{run_cfg(w)['model']}/dev_{config['selection']['pooling']}.json",
+        best=lambda w: [record["best"] for record in PLAN.step_records(w.run)],
+        train=lambda w: [path for record in PLAN.step_records(w.run) for path in record["train"]],
+        start_dev=lambda w: PLAN.dev_of(PLAN.start(w.run)),
     output:
-        tsv=report("results/{run}/eval/steps.tsv", caption="../report/steps.rst", category="PST steps"),
-        png=report("results/{run}/eval/steps.png", caption="../report/steps_plot.rst", category="PST steps"),
+        tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
+        png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
     params:
-        steps=lambda w: [len(step_candidates(w.run, k)) for k in range(1, final_step(w.run) + 1)],
+        steps=lambda w: PLAN.step_records(w.run),
         title=lambda w: f"PST steps of run {w.run}",
     log:
-        "logs/{run}/eval/steps_report.log",
+        dag.log_file("{run}", "eval", "steps_report"),
     threads: 1
     resources:
         mem_mb=1000,

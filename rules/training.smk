@@ -1,20 +1,21 @@
+# One job per (run, step, space, seed): the run's method trains the run's STARTING weights (PST restarts every step
+# from them) against the entry space built by the previous step's dev-selected encoder; STS-B dev picks each step's best.
+
+
 rule train:
     input:
-        base=lambda w: model_input(run_cfg(w)["model"]),
-        dataset=lambda w: dataset_path(run_cfg(w)["dataset"]),
-        space=lambda w: space_path(w.run, w.step, w.space),
-        selection=lambda w: after_selection(w.run, int(w.step) - 1),
+        unpack(train_inputs),
     output:
-        model=directory("results/{run}/step{step}/{space}/seed{seed}/model"),
-        summary="results/{run}/step{step}/{space}/seed{seed}/train.json",
+        model=directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model")),
+        summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
     params:
-        base=lambda w, input: located_model(input.base, run_cfg(w)["model"]),
-        lr=lambda w: step_cfg(w)["lr"],
+        method=lambda w: PLAN.method(w.run).name,
+        options=lambda w: config["methods"][PLAN.method(w.run).name],
+        lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],
-        options=config["training"],
     log:
-        "logs/{run}/step{step}/{space}/seed{seed}/train.log",
+        dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     threads: THREADS
     resources:
         gpu=GPU,
@@ -26,47 +27,18 @@ rule train:
         "../workflow/scripts/train.py"
 
 
-rule dev_score:
-    input:
-        model="results/{run}/step{step}/{space}/seed{seed}/model",
-        selection=lambda w: after_selection(w.run, int(w.step) - 1),
-    output:
-        "results/{run}/step{step}/{space}/seed{seed}/dev.json",
-    params:
-        model=lambda w, input: input.model,
-        senteval_dir=senteval_dir(),
-        benchmark="dev",
-        pooling=config["selection"]["pooling"],
-        batch_size=config["selection"]["batch_size"],
-        max_length=config["selection"]["max_length"],
-        label=lambda w: f"{w.run}.step{w.step}.{w.space}.seed{w.seed}",
-    log:
-        "logs/{run}/step{step}/{space}/seed{seed}/dev.log",
-    threads: THREADS
-    resources:
-        gpu=GPU,
-        mem_mb=4000,
-        runtime=30,
-    conda:
-        "../envs/defsent.yaml"
-    script:
-        "../workflow/scripts/score.py"
-
-
 # A checkpoint: the next step's entry space and the evaluation read the selected candidate's own model
 # directory from best.json, so re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
 checkpoint select_best:
     input:
-        dev=lambda w: candidate_files(w, "dev.json"),
-        models=lambda w: candidate_files(w, "model"),
-        selection=lambda w: after_selection(w.run, int(w.step) - 1),
-    params:
-        candidates=lambda w: [{"space": space, "seed": seed} for space, seed in step_candidates(w.run, w.step)],
+        unpack(selection_inputs),
     output:
-        best="results/{run}/step{step}/best.json",
-        model=directory("results/{run}/step{step}/best"),
+        best=dag.best_json("{run}", "{step}"),
+        model=directory(dag.best_dir("{run}", "{step}")),
+    params:
+        candidates=lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)],
     log:
-        "logs/{run}/step{step}/select_best.log",
+        dag.log_file("{run}", "step{step}", "select_best"),
     threads: 1
     resources:
         mem_mb=2000,

@@ -37,7 +37,7 @@ def encoder(request):
 
 def test_batched_spaces_equal_the_one_entry_at_a_time_recipe(encoder):
     frame = toy_frame()
-    spaces = entry_embeddings(encoder.model, encoder.tokenizer, frame, batch_size=4)
+    spaces = entry_embeddings(encoder, frame, batch_size=4)
     ac, amp = naive_entry_embeddings(encoder, frame)
     assert spaces["ac"].shape == (len(frame), encoder.hidden_size)
     np.testing.assert_allclose(spaces["ac"], ac, atol=1e-5)
@@ -46,10 +46,10 @@ def test_batched_spaces_equal_the_one_entry_at_a_time_recipe(encoder):
 
 def test_padding_and_batch_order_do_not_change_the_spaces(encoder):
     frame = toy_frame()
-    one = entry_embeddings(encoder.model, encoder.tokenizer, frame, batch_size=1)
-    many = entry_embeddings(encoder.model, encoder.tokenizer, frame, batch_size=64)
+    one = entry_embeddings(encoder, frame, batch_size=1)
+    many = entry_embeddings(encoder, frame, batch_size=64)
     shuffled = frame.iloc[::-1].reset_index(drop=True)
-    reversed_spaces = entry_embeddings(encoder.model, encoder.tokenizer, shuffled, batch_size=3)
+    reversed_spaces = entry_embeddings(encoder, shuffled, batch_size=3)
     for name in ("ac", "amp"):
         np.testing.assert_allclose(one[name], many[name], atol=1e-5)
         np.testing.assert_allclose(one[name], reversed_spaces[name][::-1], atol=1e-5)
@@ -85,7 +85,7 @@ def test_row_count_mismatch_and_nan_are_errors(tmp_path):
     broken = np.ones((6, 4), dtype=np.float32)
     broken[3, 1] = np.nan
     write_npy(tmp_path / "nan.npy", broken)
-    with pytest.raises(DefSentError, match="NaN/inf at row 3"):
+    with pytest.raises(DefSentError, match=r"nan.npy: entry space contains NaN at row 3 \(column 1\)"):
         load_space(tmp_path / "nan.npy", 6)
 
 

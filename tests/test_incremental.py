@@ -22,10 +22,13 @@ from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
 from workflow_utils import snakemake, write_tiny_config
 
+from defsent_plus import dag
+from defsent_plus.dag import EncoderId, Plan
+
 pytestmark = pytest.mark.workflow
 
 Job = tuple[str, dict[str, str]]  # (rule, wildcards)
-TRAIN_TARGET = "results/tiny/step1/amp/seed0/train.json"
+TRAIN_TARGET = dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +85,16 @@ def plan_after(workdir: Path, change: Callable[[dict], None]) -> tuple[list[Job]
 # What the tiny config implies (the expectations follow the fixture config rather than repeating its numbers).
 
 
+def plan_of(config: dict) -> Plan:
+    return Plan(config, selection=lambda run, step: {})
+
+
 def candidates(config: dict, run: str, step: int) -> list[str]:
-    cfg = config["runs"][run]
-    spaces = cfg["steps"][step - 1]["spaces"]
-    return [f"{run}.step{step}.{space}.seed{seed}" for space in spaces for seed in cfg["seeds"]]
+    return [c.name for c in plan_of(config).candidates(run, step)]
 
 
 def final_sts_encoders(config: dict, run: str) -> set[str]:
-    last = len(config["runs"][run]["steps"])
-    if config["evaluation"].get("final", "candidates") == "best":
-        return {f"{run}.step{last}"}
-    return set(candidates(config, run, last))
+    return {row.encoder.name for row in plan_of(config).evaluated(run) if row.step > 0}
 
 
 def transforms(config: dict, run: str, step: int) -> int:
@@ -167,7 +169,7 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
 
 def best_candidates(workdir: Path, steps: int) -> dict[int, str]:
     """Step -> the model directory of its dev-selected candidate."""
-    return {step: json.loads((workdir / f"results/tiny/step{step}/best.json").read_text())["best"]["model"]
+    return {step: json.loads((workdir / dag.best_json("tiny", step)).read_text())["best"]["model"]
             for step in range(1, steps + 1)}
 
 
@@ -254,7 +256,7 @@ def interrupted(tmp_path_factory, tiny_bert) -> dict:
         # Snakemake stops with IncompleteFilesException before it even tries the lock.
         second = subprocess.run(snakemake_command(workdir, "--rerun-incomplete", TRAIN_TARGET), capture_output=True,
                                 text=True)
-        log = workdir / "logs/tiny/step1/amp/seed0/train.log"
+        log = workdir / dag.log_file("tiny", "step1", "amp", "seed0", "train")
         wait_for(lambda: log.is_file() and "step 1/" in log.read_text(), 300, "training progress in the log")
     finally:
         os.killpg(first.pid, signal.SIGKILL)

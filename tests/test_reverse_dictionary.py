@@ -14,6 +14,8 @@ import torch
 import yaml
 from helpers import toy_frame, write_toy_dataset
 
+from defsent_plus import dag
+from defsent_plus.dag import EncoderId
 from defsent_plus.dictionary import (
     HeldOut,
     definition_pairs,
@@ -23,7 +25,6 @@ from defsent_plus.dictionary import (
     training_pairs,
     write_subset,
 )
-from defsent_plus.encoding import encode
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
@@ -232,7 +233,7 @@ def test_evaluate_queries_ranks_with_the_trained_pooler(tmp_path, trained_model)
 def test_baseline_ranks_by_cosine_to_the_base_models_space(tmp_path, tiny_bert):
     encoder = load_encoder(tiny_bert)
     dataset, queries, space = constructed_case(
-        tmp_path, lambda texts: encode(encoder.model, encoder.tokenizer, texts, ("mean",))["mean"])
+        tmp_path, lambda texts: encoder.encode(texts, "mean"))
     check_constructed(evaluate_baseline(tiny_bert, space, dataset, queries))
 
 
@@ -260,14 +261,15 @@ def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
         tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
     out = {name: tmp_path / f"rd.{name}" for name in ("json", "tsv", "md")}
-    write_reverse_dictionary(trained_model, [space], dataset, queries, tiny_bert, space, out["json"], out["tsv"],
-                             out["md"])
+    write_reverse_dictionary(model_dir=trained_model, spaces=[space], dataset=dataset, queries=queries,
+                             base_model=tiny_bert, base_space=space, out_json=out["json"], out_tsv=out["tsv"],
+                             out_md=out["md"], title="Held out")
     result = json.loads(out["json"].read_text())
     check_constructed(result["trained"])
     table = pd.read_csv(out["tsv"], sep="\t")
     assert list(zip(table["model"], table["split"], strict=True)) == [
         ("trained", "dev"), ("trained", "test"), ("base", "dev"), ("base", "test")]
-    assert "among all 6 entries" in out["md"].read_text()
+    assert out["md"].read_text().startswith("# Held out\n") and "among all 6 entries" in out["md"].read_text()
 
 
 # ------------------------------------------------------------------------------------------- workflow
@@ -293,19 +295,19 @@ def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(tmp_path,
     plan = planned_jobs(workdir)
     assert plan["heldout_subset"] == plan["reverse_dictionary"] == 1 and "dictionary_subset" not in plan
 
-    target = "results/tiny/eval/reverse_dictionary.json"
+    target = dag.run_file("tiny", "reverse_dictionary.json")
     snakemake(workdir, target)
     result = json.loads((workdir / target).read_text())
-    subset = read_dataset(workdir / "results/dictionary/subsets/aheld.parquet")
-    queries = pd.read_parquet(workdir / "results/dictionary/subsets/aheld.queries.parquet")
+    subset = read_dataset(workdir / dag.subset_file("aheld"))
+    queries = pd.read_parquet(workdir / dag.subset_file("aheld", "queries.parquet"))
     for model in ("trained", "base"):
         assert result[model]["candidates"] == len(subset)
         for split in ("dev", "test"):
             assert result[model][split]["queries"] == (queries["split"] == split).sum() > 0
             assert result[model][split]["entries"] == (subset["split"] == split).sum()
-    best = json.loads((workdir / "results/tiny/step2/best.json").read_text())["best"]
-    assert result["trained"]["entry_space"] == f"results/entry_spaces/tiny.step1/aheld/{best['space']}.npy"
-    train = json.loads((workdir / "results/tiny/step1/amp/seed0/train.json").read_text())
+    best = json.loads((workdir / dag.best_json("tiny", 2)).read_text())["best"]
+    assert result["trained"]["entry_space"] == dag.space_file(EncoderId.selected("tiny", 1), "aheld", best["space"])
+    train = json.loads((workdir / dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))).read_text())
     assert train["examples"] == subset.loc[subset["split"] == "train", "definitions"].map(len).sum()
     rerun = snakemake(workdir, "--dry-run", target)
     assert "Nothing to be done" in rerun.stdout + rerun.stderr

@@ -23,11 +23,15 @@ from safetensors.numpy import load_file
 from slurm_cluster import SlurmCluster, install_reason, shadow_reason
 from workflow_utils import planned_jobs, snakemake, write_tiny_config
 
+from defsent_plus import dag
+from defsent_plus.dag import EncoderId
+
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
+CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 GPU_RULES = {"entry_space", "train", "dev_score", "score"}
-EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1, "dev_score": 1,
-                 "select_best": 1, "score": 3, "sts_table": 1, "steps_report": 1}  # score: base STS and dev, final STS
+EXPECTED_JOBS = {"pin_model": 1, "dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1,
+                 "dev_score": 2, "select_best": 1, "score": 2, "sts_table": 1, "steps_report": 1}  # base and final
 
 
 @pytest.fixture(scope="module")
@@ -103,19 +107,19 @@ def test_exactly_the_gpu_rules_requested_a_gpu(slurm_run):
 def test_outputs_equal_a_local_run(slurm_run, local_run):
     workdir, _ = slurm_run
     for name in ("a", "b", "c"):
-        pd.testing.assert_frame_equal(pd.read_parquet(workdir / f"results/dictionary/{name}.parquet"),
-                                      pd.read_parquet(local_run / f"results/dictionary/{name}.parquet"))
+        pd.testing.assert_frame_equal(pd.read_parquet(workdir / dag.dictionary_file(f"{name}.parquet")),
+                                      pd.read_parquet(local_run / dag.dictionary_file(f"{name}.parquet")))
     for space in ("amp", "ac", "amp.center"):
-        path = f"results/entry_spaces/tiny/a/{space}.npy"
+        path = dag.space_file(EncoderId.base("tiny"), "a", space)
         np.testing.assert_array_equal(np.load(workdir / path), np.load(local_run / path), err_msg=path)
-    summary, local_summary = (json.loads((d / "results/tiny/step1/amp/seed0/train.json").read_text())
+    summary, local_summary = (json.loads((d / dag.train_summary(CANDIDATE)).read_text())
                               for d in (workdir, local_run))
     for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
         assert summary[key] == local_summary[key], key
-    model, local_model = (load_file(d / "results/tiny/step1/amp/seed0/model/model.safetensors")
+    model, local_model = (load_file(d / dag.trained_model(CANDIDATE) / "model.safetensors")
                           for d in (workdir, local_run))
     assert model.keys() == local_model.keys()
     for name in model:
         np.testing.assert_array_equal(model[name], local_model[name], err_msg=name)
-    best, local_best = (json.loads((d / "results/tiny/step1/best.json").read_text()) for d in (workdir, local_run))
+    best, local_best = (json.loads((d / dag.best_json("tiny", 1)).read_text()) for d in (workdir, local_run))
     assert best["best"]["dev_score"] == local_best["best"]["dev_score"]

@@ -8,7 +8,7 @@ import torch
 from helpers import write_toy_dataset
 
 from defsent_plus.cli import main as cli
-from defsent_plus.encoding import PROMPT_TEMPLATE, encode
+from defsent_plus.encoding import PROMPT_TEMPLATE
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
 from defsent_plus.report import scores_table, seed_summary, write_score_tables
@@ -20,7 +20,7 @@ def test_prompt_pooling_takes_the_mask_tokens_hidden_state(model_dir):
     encoder = load_encoder(model_dir)
     encoder.model.eval()
     sentence = "a long necked animal"
-    pooled = encode(encoder.model, encoder.tokenizer, [sentence, "dog"], ("prompt",))["prompt"][0]
+    pooled = encoder.encode([sentence, "dog"], "prompt")[0]
     text = PROMPT_TEMPLATE.format(sentence=sentence, mask=encoder.tokenizer.mask_token)
     ids = encoder.tokenizer(text, return_tensors="pt")
     position = ids["input_ids"][0].tolist().index(encoder.tokenizer.mask_token_id)
@@ -28,6 +28,19 @@ def test_prompt_pooling_takes_the_mask_tokens_hidden_state(model_dir):
     with torch.no_grad():
         expected = encoder.model(**ids).last_hidden_state[0, position].numpy()
     np.testing.assert_allclose(pooled, expected, atol=1e-5)
+
+
+def test_encoder_encodes_one_pooling_or_several_in_one_pass(model_dir):
+    encoder = load_encoder(model_dir)
+    sentences = ["a long necked animal", "dog", "the dark time of day"]
+    forward_passes = []
+    encoder.model.register_forward_hook(lambda module, args, output: forward_passes.append(len(output[0])))
+    both = encoder.encode(sentences, ["cls", "mean"], batch_size=8)
+    assert forward_passes == [3]  # cls and mean share the one batch's forward pass
+    assert set(both) == {"cls", "mean"} and both["cls"].shape == (3, encoder.hidden_size)
+    for pooling in ("cls", "mean"):
+        np.testing.assert_array_equal(encoder.encode(sentences, pooling, batch_size=8), both[pooling])
+    assert not np.allclose(both["cls"], both["mean"])
 
 
 def test_ranking_metrics_on_known_ranks():
@@ -67,7 +80,7 @@ def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir
     for pooling in ("mean", "cls"):
         assert cli(["export", "--model", str(model_dir), "--pooling", pooling, "-o", str(tmp_path / pooling)]) == 0
         st = SentenceTransformer(str(tmp_path / pooling / "sentence-transformers"), device="cpu")
-        ours = encode(encoder.model, encoder.tokenizer, sentences, (pooling,))[pooling]
+        ours = encoder.encode(sentences, pooling)
         np.testing.assert_allclose(st.encode(sentences, convert_to_numpy=True), ours, atol=1e-5)
         assert (tmp_path / pooling / "huggingface" / "model.safetensors").is_file()
 
@@ -99,7 +112,9 @@ def test_score_tables_mark_the_dev_selected_model_and_summarise_seeds(tmp_path):
     assert summary.loc[0, "avg"] == "72.00 ± 2.00" and summary.loc[0, "seeds"] == 2
 
     out = {name: tmp_path / f"sts.{name}" for name in ("tsv", "md", "png")}
-    write_score_tables(paths, tmp_path / "best.json", ["step 2 amp seed 0", "step 2 amp seed 1"],
-                       ["step 2 amp", "step 2 amp"], out["tsv"], out["md"], "t", steps=[2, 2], out_png=out["png"])
+    rows = [{"scores": path, "label": f"step 2 amp seed {seed}", "group": "step 2 amp", "step": 2, "pooling": "mean"}
+            for seed, path in enumerate(paths)]
+    write_score_tables(rows=rows, best_json=tmp_path / "best.json", out_tsv=out["tsv"], out_md=out["md"], title="t",
+                       out_png=out["png"])
     assert "step 2 amp seed 1 *" in out["md"].read_text() and "72.00 ± 2.00" in out["md"].read_text()
     assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out["png"].stat().st_size > 5000

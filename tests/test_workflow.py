@@ -1,8 +1,10 @@
-"""The whole DAG on the tiny config: it runs, it is complete, and a rerun is a no-op."""
+"""The whole DAG on the tiny config: it runs, it is complete, a rerun is a no-op, models are pinned by identity
+and the HTML report renders."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,11 @@ import pandas as pd
 import pytest
 from workflow_utils import planned_jobs, snakemake, write_tiny_config
 
+from defsent_plus import dag
+from defsent_plus.dag import EncoderId
+
 pytestmark = pytest.mark.workflow
+RUN, STEPS = "tiny", 3
 
 
 @pytest.fixture(scope="module")
@@ -21,43 +27,85 @@ def tiny_run(tmp_path_factory, tiny_bert) -> Path:
     return workdir
 
 
+def read(workdir: Path, path: str) -> dict:
+    return json.loads((workdir / path).read_text())
+
+
 def test_dictionary_stage_outputs(tiny_run):
-    a = pd.read_parquet(tiny_run / "results/dictionary/a.parquet")
-    b = pd.read_parquet(tiny_run / "results/dictionary/b.parquet")
+    a = pd.read_parquet(tiny_run / dag.dictionary_file("a.parquet"))
+    b = pd.read_parquet(tiny_run / dag.dictionary_file("b.parquet"))
     assert set(b["entry"]) <= set(a["entry"]) and len(a) > len(b) > 32
-    stats = pd.read_csv(tiny_run / "results/dictionary/stats.tsv", sep="\t")
+    stats = pd.read_csv(tiny_run / dag.dictionary_file("stats.tsv"), sep="\t")
     assert {"dataset:a", "dataset:b", "dataset:c", "source:oxford"} <= set(stats["scope"])
 
 
 def test_every_step_has_a_dev_selected_best_model(tiny_run):
-    for step in (1, 2, 3):
-        best = json.loads((tiny_run / f"results/tiny/step{step}/best.json").read_text())
+    for step in range(1, STEPS + 1):
+        best = read(tiny_run, dag.best_json(RUN, step))
         scores = [c["dev_score"] for c in best["candidates"]]
         assert best["best"]["dev_score"] == max(scores)
-        assert (tiny_run / f"results/tiny/step{step}/best/model.safetensors").is_file()
-    spaces = {c["space"] for c in json.loads((tiny_run / "results/tiny/step3/best.json").read_text())["candidates"]}
+        assert (tiny_run / dag.best_dir(RUN, step) / "model.safetensors").is_file()
+    spaces = {c["space"] for c in read(tiny_run, dag.best_json(RUN, STEPS))["candidates"]}
     assert spaces == {"amp", "amp.ica"}
 
 
-def test_every_step_trains_from_the_base_weights_on_the_previous_steps_space(tiny_run, tiny_bert):
-    for step, encoder in ((1, "tiny"), (2, "tiny.step1"), (3, "tiny.step2")):
-        summary = json.loads((tiny_run / f"results/tiny/step{step}/amp/seed0/train.json").read_text())
-        assert summary["base_model"] == str(tiny_bert)
-        assert summary["entry_space"] == f"results/entry_spaces/{encoder}/a/amp.npy"
-    meta = json.loads((tiny_run / "results/entry_spaces/tiny.step1/a/entry_space.json").read_text())
+def test_every_step_trains_from_the_pinned_base_weights_on_the_previous_steps_space(tiny_run):
+    builders = [EncoderId.base(RUN)] + [EncoderId.selected(RUN, k) for k in range(1, STEPS)]
+    for step, builder in enumerate(builders, start=1):
+        summary = read(tiny_run, dag.train_summary(EncoderId.candidate(RUN, step, "amp", 0)))
+        assert summary["base_model"] == dag.pinned_model(RUN) and summary["method"] == "defsent_plus"
+        assert summary["entry_space"] == dag.space_file(builder, "a", "amp")
+    meta = read(tiny_run, f"{dag.space_dir(EncoderId.selected(RUN, 1), 'a')}/entry_space.json")
     # the dev-selected candidate's own directory (not the best/ copy), so re-selecting it re-runs nothing
-    assert meta["encoder_path"] == json.loads((tiny_run / "results/tiny/step1/best.json").read_text())["best"]["model"]
-    step1 = np.load(tiny_run / "results/entry_spaces/tiny/a/amp.npy")
-    step2 = np.load(tiny_run / "results/entry_spaces/tiny.step1/a/amp.npy")
+    assert meta["encoder_path"] == read(tiny_run, dag.best_json(RUN, 1))["best"]["model"]
+    step1 = np.load(tiny_run / dag.space_file(builders[0], "a", "amp"))
+    step2 = np.load(tiny_run / dag.space_file(builders[1], "a", "amp"))
     assert step1.shape == step2.shape and not np.allclose(step1, step2)
 
 
 def test_isotropy_and_plots_of_every_step(tiny_run):
     for encoder in ("tiny", "tiny.step1", "tiny.step2"):
-        metrics = json.loads((tiny_run / f"results/entry_spaces/{encoder}/a/isotropy.json").read_text())
+        metrics = read(tiny_run, dag.isotropy_file(encoder, "a"))
         assert set(metrics) == {"amp", "amp.whiten", "amp.ica"}
-        assert (tiny_run / f"results/entry_spaces/{encoder}/a/plots/amp.ica.png").stat().st_size > 1000
+        assert (tiny_run / dag.space_plot(encoder, "a", "amp.ica")).stat().st_size > 1000
 
 
 def test_rerun_is_a_no_op(tiny_run):
     assert planned_jobs(tiny_run) == {}
+
+
+def test_the_pinned_model_records_its_identity(tiny_run, tiny_bert):
+    card = read(tiny_run, f"{dag.pinned_model(RUN)}/defsent_model_source.json")
+    assert card["spec"] == str(tiny_bert) and len(card["identity"]["sha256"]) == 64
+
+
+def rewrite_model(model: Path, change: tuple[str, str] | None = None) -> None:
+    """Write every file of the model anew (a reinstall: same bytes, new times), optionally editing config.json."""
+    for file in model.iterdir():
+        data = file.read_bytes()
+        if change and file.name == "config.json":
+            data = data.replace(change[0].encode(), change[1].encode())
+        file.unlink()
+        file.write_bytes(data)
+
+
+def test_reinstalling_the_model_plans_nothing_changing_it_replans_everything(tiny_run, tiny_bert, tmp_path):
+    workdir, model = tmp_path / "run", tmp_path / "model"
+    shutil.copytree(tiny_run, workdir, symlinks=True)
+    shutil.copytree(tiny_bert, model)
+    write_tiny_config(workdir, model)  # the same model at another path: content, not path, identifies it
+    assert planned_jobs(workdir) == {}
+    rewrite_model(model)
+    assert planned_jobs(workdir) == {}
+    rewrite_model(model, ('"layer_norm_eps": 1e-12', '"layer_norm_eps": 1e-11'))
+    jobs = planned_jobs(workdir)
+    assert jobs["pin_model"] == 1 and jobs["dictionary"] == 1 and jobs["entry_space"] == 1
+    assert jobs["train"] == 2 and jobs["select_best"] == 1  # step 1; later steps wait for its selection
+
+
+def test_the_html_report_renders_every_caption(tiny_run, tmp_path):
+    result = snakemake(tiny_run, "--report", str(tmp_path / "report.html"))
+    output = result.stdout + result.stderr
+    assert "ERROR/" not in output and "WARNING/" not in output, output[-3000:]
+    html = (tmp_path / "report.html").read_text()
+    assert "Undefined substitution" not in html and "skewness" in html

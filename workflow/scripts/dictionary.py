@@ -1,12 +1,12 @@
 """Snakemake script: merge the configured dictionaries into datasets a, b, c (+ stats.tsv)."""
 
 from defsent_plus.dictionary import write_dictionary_stage
-from defsent_plus.logs import log_to
+from defsent_plus.jobs import start_job
 
-log_to(snakemake.log[0])
+start_job(snakemake)
 write_dictionary_stage(
     sources=snakemake.params.sources,
-    tokenizer_path=snakemake.params.tokenizer,
+    tokenizer_path=snakemake.input.tokenizer,
     outputs={name: snakemake.output[name] for name in ("a", "b", "c")},
     stats_path=snakemake.output.stats,
     primary=snakemake.params.primary,

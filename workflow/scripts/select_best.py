@@ -1,10 +1,13 @@
 """Snakemake script: the step's best (space, seed) by STS-B dev score, copied to best/."""
 
-from defsent_plus.logs import log_to
+from defsent_plus.jobs import start_job
 from defsent_plus.training import write_best
 
-log_to(snakemake.log[0])
+start_job(snakemake)
 write_best(
-    snakemake.input.dev, snakemake.input.models, snakemake.output.best, snakemake.output.model,
+    dev_jsons=snakemake.input.dev,
+    model_dirs=snakemake.input.models,
+    best_json=snakemake.output.best,
+    best_dir=snakemake.output.model,
     labels=snakemake.params.candidates,
 )

@@ -1,27 +1,19 @@
-"""Snakemake script: one epoch of training of the base encoder on a frozen entry space."""
+"""Snakemake script: one epoch of a run's training method from its starting weights (against a frozen entry space)."""
 
-import torch
+from defsent_plus.jobs import start_job
+from defsent_plus.training import train_candidate
 
-from defsent_plus.devices import hold_gpus
-from defsent_plus.logs import log_to
-from defsent_plus.training import TrainConfig, train_on_space
-
-log_to(snakemake.log[0])
-hold_gpus(getattr(snakemake.resources, "gpu", 0))  # own GPU slot (none for CPU jobs) before CUDA starts
-torch.set_num_threads(snakemake.threads)
-options = snakemake.params.options
-cfg = TrainConfig(
+start_job(snakemake, gpu=True)
+train_candidate(
+    method=snakemake.params.method,
+    options=snakemake.params.options,
     lr=snakemake.params.lr,
     batch_size=snakemake.params.batch_size,
-    seed=int(snakemake.wildcards.seed),
-    max_length=options["max_length"],
     pooling=snakemake.params.pooling,
-    weight_decay=options["weight_decay"],
-    adam_eps=options["adam_eps"],
-    max_grad_norm=options["max_grad_norm"],
-    bucket_by_length=options["bucket_by_length"],
-)
-train_on_space(
-    snakemake.params.base, snakemake.input.dataset, snakemake.input.space,
-    snakemake.output.model, snakemake.output.summary, cfg,
+    seed=int(snakemake.wildcards.seed),
+    base_model=snakemake.input.base,
+    dataset_path=snakemake.input.dataset,
+    space_path=snakemake.input.get("space"),
+    model_out=snakemake.output.model,
+    summary_out=snakemake.output.summary,
 )

@@ -1,0 +1,382 @@
+"""The workflow's identities and paths, in one place: rules, targets and tests use only this module.
+
+* :class:`EncoderId` names every encoder of the DAG: a configured base model (``minilm``), a run step's
+  dev-selected model (``default.step2``) or one trained candidate (``default.step3.amp.ica.seed0``).
+* The path functions give every result file; called with wildcard names (``"{run}"``) they give the rules'
+  output patterns, so each template is written once.
+* :class:`Plan` answers what the config implies: the encoder that builds a step's entry space, a step's
+  candidates, the models a run evaluates (as :class:`Evaluated` records), and the Snakemake inputs of a job
+  *including* the selections it depends on (see :meth:`Plan.inputs`).
+
+Light on purpose (no torch): Snakemake imports it while parsing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .methods import method_of
+from .names import BENCHMARKS, SPACE_PATTERN, alternatives
+
+NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
+STEP_NAME = re.compile(
+    rf"^(?P<run>{NAME})\.step(?P<step>[1-9]\d*)(?:\.(?P<space>{SPACE_PATTERN})\.seed(?P<seed>\d+))?$")
+ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{SPACE_PATTERN}\.seed\d+)?"
+MODELS_DIR = "resources/models"
+
+
+@dataclass(frozen=True, order=True)
+class EncoderId:
+    """One encoder of the DAG. Exactly one of: ``model`` (a configured base model); ``run`` + ``step`` (that
+    step's dev-selected model); ``run`` + ``step`` + ``space`` + ``seed`` (one trained candidate)."""
+
+    model: str | None = None
+    run: str | None = None
+    step: int | None = None
+    space: str | None = None
+    seed: int | None = None
+
+    @classmethod
+    def base(cls, model: str) -> EncoderId:
+        return cls(model=model)
+
+    @classmethod
+    def selected(cls, run: str, step: int) -> EncoderId:
+        return cls(run=run, step=int(step))
+
+    @classmethod
+    def candidate(cls, run: str, step: int, space: str, seed: int) -> EncoderId:
+        return cls(run=run, step=int(step), space=space, seed=int(seed))
+
+    @property
+    def kind(self) -> str:
+        """``base``, ``selected`` or ``candidate``."""
+        if self.model is not None:
+            return "base"
+        return "selected" if self.space is None else "candidate"
+
+    @property
+    def name(self) -> str:
+        """The name in result paths and wildcards."""
+        if self.kind == "base":
+            return self.model
+        if self.kind == "selected":
+            return f"{self.run}.step{self.step}"
+        return f"{self.run}.step{self.step}.{self.space}.seed{self.seed}"
+
+    @classmethod
+    def parse(cls, name: str) -> EncoderId:
+        """The inverse of :attr:`name`."""
+        if re.fullmatch(NAME, name):
+            return cls.base(name)
+        match = STEP_NAME.match(name)
+        if match is None:
+            raise ValueError(f"not an encoder name: {name!r} (expected <model>, <run>.step<k> or "
+                             f"<run>.step<k>.<space>.seed<s>)")
+        run, step, space, seed = match.group("run", "step", "space", "seed")
+        if space is None:
+            return cls.selected(run, int(step))
+        return cls.candidate(run, int(step), space, int(seed))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+WILDCARDS = {  # the workflow's wildcard_constraints
+    "run": NAME,
+    "dataset": NAME,
+    "model": NAME,
+    "encoder": ENCODER_PATTERN,
+    "space": SPACE_PATTERN,
+    "step": r"[1-9]\d*",
+    "seed": r"\d+",
+    "benchmark": alternatives(tuple(b for b in BENCHMARKS if b != "dev")),
+}
+
+
+# ------------------------------------------------------------------------------------------------ paths
+# Each takes values or wildcard names ("{run}"), so one function is both a path and a rule's output pattern.
+
+
+def pinned_model(model: str) -> str:
+    """The pinned copy of a configured model (rule pin_model)."""
+    return f"{MODELS_DIR}/{model}"
+
+
+def dictionary_file(name: str) -> str:
+    """Dataset a, b, c or stats.tsv of the dictionary stage."""
+    return f"results/dictionary/{name}"
+
+
+def subset_file(subset: str, suffix: str = "parquet") -> str:
+    """A named subset (``parquet``) or its held-out queries (``queries.parquet``)."""
+    return f"results/dictionary/subsets/{subset}.{suffix}"
+
+
+def space_dir(encoder: EncoderId | str, dataset: str) -> str:
+    """The entry spaces one encoder built from one dataset."""
+    return f"results/entry_spaces/{encoder}/{dataset}"
+
+
+def space_file(encoder: EncoderId | str, dataset: str, space: str, suffix: str = "npy") -> str:
+    """One entry space (``npy``) or a transform's record (``json``)."""
+    return f"{space_dir(encoder, dataset)}/{space}.{suffix}"
+
+
+def isotropy_file(encoder: EncoderId | str, dataset: str) -> str:
+    """Isotropy metrics of the analysed spaces an encoder built from a dataset."""
+    return f"{space_dir(encoder, dataset)}/isotropy.json"
+
+
+def space_plot(encoder: EncoderId | str, dataset: str, space: str) -> str:
+    """The SVD/PCA plot of one entry space."""
+    return f"{space_dir(encoder, dataset)}/plots/{space}.png"
+
+
+def candidate_dir(run: str, step: int | str, space: str, seed: int | str) -> str:
+    """One trained candidate of a PST step: its ``model/`` and ``train.json``."""
+    return f"results/{run}/step{step}/{space}/seed{seed}"
+
+
+def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
+    """``model`` (the trained encoder's directory) or ``train.json`` (its training summary) of a candidate."""
+    return f"{candidate_dir(run, step, space, seed)}/{name}"
+
+
+def trained_model(candidate: EncoderId) -> str:
+    return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "model")
+
+
+def train_summary(candidate: EncoderId) -> str:
+    return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "train.json")
+
+
+def best_json(run: str, step: int | str) -> str:
+    """The step's selection (checkpoint select_best): the winning candidate and every candidate's dev score."""
+    return f"results/{run}/step{step}/best.json"
+
+
+def best_dir(run: str, step: int | str) -> str:
+    """A copy of the step's winning model, for users."""
+    return f"results/{run}/step{step}/best"
+
+
+def score_file(encoder: EncoderId | str, benchmark: str, pooling: str) -> str:
+    """One encoder's scores on ``sts`` or ``senteval`` with one pooling."""
+    return f"results/eval/{encoder}/{benchmark}_{pooling}.json"
+
+
+def dev_file(encoder: EncoderId | str) -> str:
+    """One encoder's STS-B dev score (the selection's pooling and options)."""
+    return f"results/eval/{encoder}/dev.json"
+
+
+def run_file(run: str, name: str) -> str:
+    """A run's tables and plots (``sts.tsv``, ``steps.png``, ``reverse_dictionary.json``, ...)."""
+    return f"results/{run}/eval/{name}"
+
+
+def log_file(*parts: str) -> str:
+    return "logs/" + "/".join(str(part) for part in parts) + ".log"
+
+
+# ------------------------------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One model of a run's evaluation tables."""
+
+    encoder: EncoderId
+    label: str
+    group: str  # final-step candidates of one space share a group (mean ± std over seeds); "" otherwise
+    step: int  # PST step, 0 for the run's starting model
+
+
+Selection = Callable[[str, int], dict]  # (run, step) -> best.json's "best" record ({"space", "seed", "model"})
+
+
+class Plan:
+    """What a validated config implies. ``selection`` reads a step's selection; in the workflow it asks the
+    select_best checkpoint, so calling it makes a job wait for (and be re-planned after) that selection."""
+
+    def __init__(self, config: dict, selection: Selection):
+        self.config = config
+        self.selection = selection
+        for run in config["runs"]:
+            self.start(run)  # validates start_from chains
+
+    # ---------------------------------------------------------------------------------- runs and steps
+
+    def run(self, run: str) -> dict:
+        return self.config["runs"][run]
+
+    def method(self, run: str):
+        return method_of(self.run(run).get("method", "defsent_plus"), f"config: runs.{run}.method")
+
+    def final_step(self, run: str) -> int:
+        return len(self.run(run)["steps"])
+
+    def start(self, run: str, seen: tuple[str, ...] = ()) -> EncoderId:
+        """The model a run starts from: its configured ``model``, or another run's final dev-selected model
+        (``start_from``, the paper's Table 3 chain). Every PST step trains from these weights."""
+        cfg = self.run(run)
+        if "start_from" not in cfg:
+            return EncoderId.base(cfg["model"])
+        other = cfg["start_from"]
+        if other not in self.config["runs"]:
+            raise ValueError(f"config: runs.{run}.start_from: no run named {other!r}")
+        if other in seen + (run,):
+            raise ValueError(f"config: runs.{run}.start_from: runs start from each other in a cycle "
+                             f"({' -> '.join(seen + (run, other))})")
+        self.start(other, seen + (run,))
+        return EncoderId.selected(other, self.final_step(other))
+
+    def space_builder(self, run: str, step: int) -> EncoderId:
+        """Who builds step k's entry space: the run's starting model at step 1, step k-1's best after."""
+        step = int(step)
+        return self.start(run) if step == 1 else EncoderId.selected(run, step - 1)
+
+    def candidates(self, run: str, step: int) -> list[EncoderId]:
+        """The (space, seed) candidates trained at a step, in config order."""
+        cfg = self.run(run)
+        return [EncoderId.candidate(run, step, space, seed)
+                for space in cfg["steps"][int(step) - 1]["spaces"] for seed in cfg["seeds"]]
+
+    def step_of(self, encoder: EncoderId) -> int:
+        """The PST step of an encoder (0 for a base model)."""
+        return 0 if encoder.kind == "base" else encoder.step
+
+    # ------------------------------------------------------------------------------- files and inputs
+
+    def dataset_file(self, name: str) -> str:
+        """Parquet of dataset a, b, c or of a configured subset."""
+        if name in self.config.get("subsets", {}):
+            return subset_file(name)
+        return dictionary_file(f"{name}.parquet")
+
+    def run_dataset(self, run: str) -> str:
+        return self.dataset_file(self.run(run)["dataset"])
+
+    def space_of(self, run: str, step: int, space: str) -> str:
+        """The entry space a step's candidates train against."""
+        return space_file(self.space_builder(run, step), self.run(run)["dataset"], space)
+
+    def depends_on(self, encoder: EncoderId) -> list[tuple[str, int]]:
+        """The selections (run, step) an encoder comes from directly: a step's best its own step's; a candidate
+        its previous step's (at step 1: the one its run starts from, if any); a base model none."""
+        if encoder.kind == "base":
+            return []
+        if encoder.kind == "selected":
+            return [(encoder.run, encoder.step)]
+        builder = self.space_builder(encoder.run, encoder.step)
+        return [] if builder.kind == "base" else [(builder.run, builder.step)]
+
+    def model_dir(self, encoder: EncoderId) -> str:
+        """Where an encoder's weights are: the pinned copy, a candidate's model/, or, for a step's best, the
+        winning candidate's own directory (so re-selecting the same candidate re-runs nothing after it)."""
+        if encoder.kind == "base":
+            return pinned_model(encoder.model)
+        if encoder.kind == "selected":
+            return self.selection(encoder.run, encoder.step)["model"]
+        return trained_model(encoder)
+
+    def dev_of(self, encoder: EncoderId) -> str:
+        """An encoder's STS-B dev score file (a step's best: its winning candidate's)."""
+        if encoder.kind == "selected":
+            best = self.selection(encoder.run, encoder.step)
+            return dev_file(EncoderId.candidate(encoder.run, encoder.step, best["space"], best["seed"]))
+        return dev_file(encoder)
+
+    def inputs(self, encoder: EncoderId, model: bool = True, **files: str | list[str]) -> dict:
+        """Snakemake inputs of a job computed from ``encoder``: its model directory (with ``model``) and
+        ``files``. It first asks every selection the encoder comes from, so the job waits for them and is
+        planned afresh once they are known (Snakemake re-plans only a checkpoint's direct dependents; a job
+        planned indirectly keeps a stale "input updated" reason). Every rule gets its inputs through this."""
+        for run, step in self.depends_on(encoder):
+            self.selection(run, step)
+        return {**({"model": self.model_dir(encoder)} if model else {}), **files}
+
+    def train_inputs(self, candidate: EncoderId) -> dict:
+        """A candidate's training: the run's starting weights, its dataset and (for methods that use one) the
+        frozen entry space built by the previous step's best."""
+        files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.run_dataset(candidate.run)}
+        if self.method(candidate.run).uses_entry_space:
+            files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
+        return self.inputs(candidate, model=False, **files)
+
+    # ------------------------------------------------------------------------------------- evaluation
+
+    def evaluated(self, run: str) -> list[Evaluated]:
+        """The models of a run's STS table: its starting model; each earlier step's best with
+        ``evaluation.steps: all``; the final step's best (``evaluation.final: best``) or every candidate."""
+        options, last = self.config["evaluation"], self.final_step(run)
+        rows = [self._start_row(run)]
+        earlier = range(1, last) if options["steps"] == "all" else []
+        rows += [Evaluated(EncoderId.selected(run, k), f"step {k} best", "", k) for k in earlier]
+        if options["final"] == "best":
+            return rows + [Evaluated(EncoderId.selected(run, last), f"step {last} best", "", last)]
+        return rows + [Evaluated(c, f"step {last} {c.space} seed {c.seed}", f"step {last} {c.space}", last)
+                       for c in self.candidates(run, last)]
+
+    def senteval_models(self, run: str) -> list[Evaluated]:
+        """SentEval transfer is slower: the starting model and the final dev-selected model only."""
+        last = self.final_step(run)
+        return [self._start_row(run), Evaluated(EncoderId.selected(run, last), "final best", "", last)]
+
+    def _start_row(self, run: str) -> Evaluated:
+        start = self.start(run)
+        label = f"base ({start.name})" if start.kind == "base" else f"start ({start.name}, dev-selected)"
+        return Evaluated(start, label, "", 0)
+
+    def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
+        """One record per (model, pooling) of a table: its score file, label, seed group and step."""
+        return [{"scores": score_file(row.encoder, benchmark, pooling), "label": row.label, "group": row.group,
+                 "step": row.step, "pooling": pooling}
+                for row in models for pooling in self.config["evaluation"]["poolings"]]
+
+    def step_records(self, run: str) -> list[dict]:
+        """Per PST step: its selection file and every candidate's training summary (the steps report)."""
+        return [{"step": k, "best": best_json(run, k), "train": [train_summary(c) for c in self.candidates(run, k)]}
+                for k in range(1, self.final_step(run) + 1)]
+
+    def analysed_encoders(self, run: str) -> list[EncoderId]:
+        """Encoders whose entry spaces a run builds (one per step): their isotropy is measured."""
+        return [self.space_builder(run, k) for k in range(1, self.final_step(run) + 1)]
+
+    # ------------------------------------------------------------------------------------- held-out split
+
+    def heldout(self, dataset: str) -> dict | None:
+        """A subset's held-out split (subsets.<name>.heldout), or None (also for datasets a, b, c)."""
+        return self.config.get("subsets", {}).get(dataset, {}).get("heldout")
+
+    def queries_file(self, dataset: str) -> str:
+        if self.heldout(dataset) is None:
+            raise ValueError(f"dataset {dataset!r} has no held-out split: add subsets.{dataset}.heldout to the config")
+        return subset_file(dataset, "queries.parquet")
+
+    def subset_pattern(self, heldout: bool) -> str:
+        """Regex of the configured subsets with (or without) a held-out split; it matches nothing if none."""
+        names = tuple(name for name in self.config.get("subsets", {}) if (self.heldout(name) is not None) == heldout)
+        return alternatives(names) or "(?!)"
+
+    def heldout_runs(self) -> list[str]:
+        """Runs evaluated as a reverse dictionary: a held-out subset and a method that trains against entries."""
+        return [run for run, cfg in self.config["runs"].items()
+                if self.heldout(cfg["dataset"]) is not None and self.method(run).uses_entry_space]
+
+    # --------------------------------------------------------------------------------------- targets
+
+    def targets(self) -> list[str]:
+        """What ``rule all`` builds: the dictionary stats and, per run, its final selection, the isotropy of
+        every step's entry space, the STS table, the steps report and (held-out subsets) the reverse dictionary."""
+        targets = [dictionary_file("stats.tsv")]
+        for run, cfg in self.config["runs"].items():
+            targets.append(best_json(run, self.final_step(run)))
+            if self.method(run).uses_entry_space:
+                targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
+            targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
+        targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
+        return targets

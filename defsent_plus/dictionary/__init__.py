@@ -1,0 +1,96 @@
+"""Dictionary sources, the datasets a, b and c built from them, subsets with a held-out split, training pairs.
+
+Modules: :mod:`.records` (the record every reader yields, drop counts), :mod:`.sources` (readers),
+:mod:`.wordnet_setup` (WordNet for nltk), :mod:`.datasets` (merge into a/b/c, stats, the dictionary stage),
+:mod:`.table` (the dataset parquet), :mod:`.heldout` (train/dev/test by headword, queries), :mod:`.subsets`
+(the subset stage), :mod:`.pairs` ((definition, entry id) pairs). The names below are the public interface.
+"""
+
+from __future__ import annotations
+
+from .datasets import (
+    DATASETS,
+    Datasets,
+    SourceSpec,
+    build_datasets,
+    dataset_stats,
+    merge_by_entry,
+    normalise_records,
+    parse_sources,
+    primary_source,
+    single_token_entries,
+    write_dictionary_stage,
+)
+from .heldout import (
+    HELDOUT_SPLITS,
+    HeldOut,
+    check_queries,
+    hold_out_queries,
+    parse_heldout,
+    query_key,
+    split_by_headword,
+)
+from .pairs import definition_pairs, training_pairs
+from .records import Definition, DropCounts
+from .sources import (
+    OXFORD_SPLITS,
+    READERS,
+    default_gcide_dir,
+    detokenize_oxford,
+    read_gcide,
+    read_lines,
+    read_oxford,
+    read_tsv,
+    read_wordnet,
+    split_columns,
+    wordnet_reader,
+)
+from .subsets import subsample_entries, write_subset
+from .table import SPLITS, check_dataset, read_dataset
+from .wordnet_setup import LEXNAME_POS, LEXNAMES, WORDNET_FILES, WORDNET_SYSTEM_DIR, prepare_wordnet
+
+__all__ = [
+    "DATASETS",
+    "HELDOUT_SPLITS",
+    "LEXNAMES",
+    "LEXNAME_POS",
+    "OXFORD_SPLITS",
+    "READERS",
+    "SPLITS",
+    "WORDNET_FILES",
+    "WORDNET_SYSTEM_DIR",
+    "Datasets",
+    "Definition",
+    "DropCounts",
+    "HeldOut",
+    "SourceSpec",
+    "build_datasets",
+    "check_dataset",
+    "check_queries",
+    "dataset_stats",
+    "default_gcide_dir",
+    "definition_pairs",
+    "detokenize_oxford",
+    "hold_out_queries",
+    "merge_by_entry",
+    "normalise_records",
+    "parse_heldout",
+    "parse_sources",
+    "prepare_wordnet",
+    "primary_source",
+    "query_key",
+    "read_dataset",
+    "read_gcide",
+    "read_lines",
+    "read_oxford",
+    "read_tsv",
+    "read_wordnet",
+    "single_token_entries",
+    "split_by_headword",
+    "split_columns",
+    "subsample_entries",
+    "training_pairs",
+    "wordnet_reader",
+    "write_dictionary_stage",
+    "write_subset",
+]

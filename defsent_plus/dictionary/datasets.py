@@ -1,0 +1,207 @@
+"""Dictionary sources merged into the datasets a, b and c of DefSent+ (000, Table 1), and their statistics.
+
+:func:`build_datasets` normalises the records of every configured source, merges them by headword and
+returns one table per dataset: a (all sources), b (the primary source) and c (b's single-token entries).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DefSentError
+from ..io import atomic_path
+from .records import Definition, DropCounts
+from .sources import READERS
+
+log = logging.getLogger(__name__)
+
+DATASETS = ("a", "b", "c")
+SOURCES_KEY = "config: dictionary.sources"
+
+
+# ------------------------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One configured source: its name (used in tables), reader type and path."""
+
+    name: str
+    type: str
+    path: str | None = None
+
+
+def parse_sources(config: list[dict], where: str = SOURCES_KEY) -> list[SourceSpec]:
+    """Validate the configured sources (names unique, types known, paths present where required)."""
+    if not config:
+        raise DefSentError(where, "expected at least one dictionary source")
+    specs: list[SourceSpec] = []
+    for i, item in enumerate(config):
+        kind = item.get("type")
+        if kind not in READERS:
+            raise DefSentError(f"{where}[{i}].type", f"unknown source {kind!r}; expected one of {sorted(READERS)}")
+        if kind in ("oxford", "tsv") and not item.get("path"):
+            raise DefSentError(f"{where}[{i}].path", f"a {kind} source needs a path")
+        name = item.get("name", kind)
+        earlier = [j for j, spec in enumerate(specs) if spec.name == name]
+        if earlier:
+            raise DefSentError(f"{where}[{i}].name", f"source name {name!r} is already used by {where}[{earlier[0]}]; "
+                                                     "names must be unique (a name defaults to the source's type)")
+        specs.append(SourceSpec(name, kind, item.get("path")))
+    return specs
+
+
+def primary_source(specs: list[SourceSpec], configured: str | None) -> str:
+    """Dataset b's source: the configured one, else Oxford when present, else the first source."""
+    names = [s.name for s in specs]
+    if configured:
+        if configured not in names:
+            raise DefSentError("config: dictionary.primary", f"{configured!r} is not one of the sources {names}")
+        return configured
+    oxford = [s.name for s in specs if s.type == "oxford"]
+    return oxford[0] if oxford else names[0]
+
+
+# ---------------------------------------------------------------------------------------------- merge
+
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalise_records(
+    records: Iterable[Definition], lowercase: bool, drops: DropCounts
+) -> Iterator[Definition]:
+    """Headwords stripped (and lower-cased), definitions whitespace-normalised; empty ones dropped and counted."""
+    for record in records:
+        entry = _WHITESPACE.sub(" ", record.entry).strip()
+        entry = entry.lower() if lowercase else entry
+        text = _WHITESPACE.sub(" ", record.text).strip()
+        if not entry:
+            drops.add(record.source, "empty_entry")
+        elif not text:
+            drops.add(record.source, "empty_definition")
+        else:
+            yield Definition(entry, text, record.source, record.where)
+
+
+def merge_by_entry(records: Iterable[Definition], drops: DropCounts) -> pd.DataFrame:
+    """Entries with all their definitions (first-seen order, exact duplicates removed), sorted by entry."""
+    definitions: dict[str, dict[str, str]] = {}
+    for record in records:
+        seen = definitions.setdefault(record.entry, {})
+        if record.text in seen:
+            drops.add(record.source, "duplicate_definition")
+        else:
+            seen[record.text] = record.source
+    entries = sorted(definitions)
+    return pd.DataFrame(
+        {
+            "entry": pd.Series(entries, dtype="string"),
+            "definitions": [list(definitions[e]) for e in entries],
+            "sources": [list(definitions[e].values()) for e in entries],
+        }
+    )
+
+
+def single_token_entries(frame: pd.DataFrame, tokenizer) -> pd.DataFrame:
+    """Entries that are one token of the tokenizer's vocabulary (no sub-word split, not unknown): dataset c."""
+    ids = tokenizer(list(frame["entry"]), add_special_tokens=False)["input_ids"]
+    unk = tokenizer.unk_token_id
+    keep = np.array([len(t) == 1 and t[0] != unk for t in ids], dtype=bool)
+    return frame[keep].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+@dataclass
+class Datasets:
+    """The merged datasets and what was dropped while building them."""
+
+    frames: dict[str, pd.DataFrame]
+    drops: DropCounts
+    raw_counts: dict[str, int]
+
+
+def build_datasets(
+    sources: list[dict],
+    tokenizer,
+    primary: str | None = None,
+    lowercase: bool = True,
+    on_malformed: str = "error",
+) -> Datasets:
+    """Read, normalise and merge the configured sources into datasets a, b and c."""
+    specs = parse_sources(sources)
+    b_source = primary_source(specs, primary)
+    drops = DropCounts()
+    raw_counts: dict[str, int] = {}
+    records: list[Definition] = []
+    for spec in specs:
+        raw = list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
+        raw_counts[spec.name] = len(raw)
+        kept = list(normalise_records(raw, lowercase, drops))
+        if not kept:
+            raise DefSentError(spec.path or spec.name, f"source {spec.name!r} gave no definitions")
+        records.extend(kept)
+    frame_a = merge_by_entry(records, drops)
+    frame_b = merge_by_entry((r for r in records if r.source == b_source), DropCounts())
+    frame_c = single_token_entries(frame_b, tokenizer)
+    if frame_c.empty:
+        raise DefSentError("dataset c", f"no entry of {b_source!r} is a single token of the tokenizer's vocabulary")
+    return Datasets({"a": frame_a, "b": frame_b, "c": frame_c}, drops, raw_counts)
+
+
+def dataset_stats(datasets: Datasets, tokenizer) -> pd.DataFrame:
+    """Table 1 of the paper in long form (scope, metric, value), plus what was read and dropped per source."""
+    rows = []
+    unique = list(dict.fromkeys(d for frame in datasets.frames.values() for defs in frame["definitions"] for d in defs))
+    token_counts = dict(zip(unique, map(len, tokenizer(unique, add_special_tokens=True)["input_ids"]), strict=True))
+    for name, frame in datasets.frames.items():
+        definitions = [d for defs in frame["definitions"] for d in defs]
+        lengths = np.array([token_counts[d] for d in definitions])
+        used = sorted({s for sources in frame["sources"] for s in sources})
+        rows += [
+            (f"dataset:{name}", "sources", "+".join(used)),
+            (f"dataset:{name}", "definitions", len(definitions)),
+            (f"dataset:{name}", "entries", len(frame)),
+            (f"dataset:{name}", "max_length_tokens", int(lengths.max())),
+            (f"dataset:{name}", "median_length_tokens", float(np.median(lengths))),
+        ]
+    for source, n in datasets.raw_counts.items():
+        rows.append((f"source:{source}", "definitions_read", n))
+    for source, reason, n in datasets.drops.rows():
+        rows.append((f"source:{source}", f"dropped_{reason}", n))
+    return pd.DataFrame(rows, columns=["scope", "metric", "value"])
+
+
+def write_dictionary_stage(
+    sources: list[dict],
+    tokenizer_path: str | Path,
+    outputs: dict[str, str | Path],
+    stats_path: str | Path,
+    primary: str | None = None,
+    lowercase: bool = True,
+    on_malformed: str = "error",
+) -> pd.DataFrame:
+    """Build datasets a, b, c and write them and their stats; outputs appear only when all succeeded."""
+    from ..models import load_tokenizer  # torch + transformers: only when the stage runs
+
+    tokenizer = load_tokenizer(tokenizer_path)
+    datasets = build_datasets(sources, tokenizer, primary, lowercase, on_malformed)
+    stats = dataset_stats(datasets, tokenizer)
+    for name, frame in datasets.frames.items():
+        log.info("dataset %s: %d entries, %d definitions", name, len(frame), frame["definitions"].map(len).sum())
+        with atomic_path(outputs[name]) as tmp:
+            frame.to_parquet(tmp, index=False)
+    for _, row in stats.iterrows():
+        log.info("%s %s = %s", row.scope, row.metric, row.value)
+    with atomic_path(stats_path) as tmp:
+        stats.to_csv(tmp, sep="\t", index=False)
+    return stats

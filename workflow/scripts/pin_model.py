@@ -1,0 +1,8 @@
+"""Snakemake script: copy a configured model to its pinned path, with a card naming its spec and identity."""
+
+from defsent_plus.jobs import start_job
+from defsent_plus.model_store import pin_model
+
+start_job(snakemake)
+pin_model(spec=snakemake.config["models"][snakemake.wildcards.model], identity=snakemake.params.identity,
+          out_dir=snakemake.output[0])
