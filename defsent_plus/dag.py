@@ -6,7 +6,7 @@
   output patterns, so each template is written once.
 * :class:`Plan` answers what the config implies: the encoder that builds a step's entry space, a step's
   candidates, the models a run evaluates (as :class:`Evaluated` records), and the Snakemake inputs of a job
-  *including* the selections it depends on (see :meth:`Plan.inputs`).
+  *including* the selections it depends on (see :meth:`Plan.input_functions`).
 
 Light on purpose (no torch): Snakemake imports it while parsing.
 """
@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from .errors import DefSentError
 from .methods import method_of
 from .names import BENCHMARKS, SPACE_PATTERN, alternatives
 
@@ -27,7 +29,7 @@ ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{SPACE_PATTERN}\.seed\d+)?"
 MODELS_DIR = "resources/models"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class EncoderId:
     """One encoder of the DAG. Exactly one of: ``model`` (a configured base model); ``run`` + ``step`` (that
     step's dev-selected model); ``run`` + ``step`` + ``space`` + ``seed`` (one trained candidate)."""
@@ -113,6 +115,11 @@ def dictionary_file(name: str) -> str:
 def subset_file(subset: str, suffix: str = "parquet") -> str:
     """A named subset (``parquet``) or its held-out queries (``queries.parquet``)."""
     return f"results/dictionary/subsets/{subset}.{suffix}"
+
+
+def space_meta(encoder: EncoderId | str, dataset: str) -> str:
+    """What built the AC/AMP spaces (encoder path, dataset and its SHA-256)."""
+    return f"{space_dir(encoder, dataset)}/entry_space.json"
 
 
 def space_dir(encoder: EncoderId | str, dataset: str) -> str:
@@ -205,8 +212,25 @@ class Plan:
     def __init__(self, config: dict, selection: Selection):
         self.config = config
         self.selection = selection
-        for run in config["runs"]:
-            self.start(run)  # validates start_from chains
+        self.check_references()
+
+    def check_references(self) -> None:
+        """Every name the config refers to exists: models, datasets, methods, start_from runs (no cycles)."""
+        self._require_model("dictionary.tokenizer", self.config["dictionary"]["tokenizer"])
+        datasets = {"a", "b", "c", *self.config.get("subsets", {})}
+        for run, cfg in self.config["runs"].items():
+            if "model" in cfg:
+                self._require_model(f"runs.{run}.model", cfg["model"])
+            if cfg["dataset"] not in datasets:
+                raise DefSentError(f"config: runs.{run}.dataset", f"unknown dataset {cfg['dataset']!r}; expected "
+                                                                   f"a, b, c or a subset ({sorted(datasets)})")
+            self.method(run)
+            self.start(run)
+
+    def _require_model(self, key: str, name: str) -> None:
+        if name not in self.config["models"]:
+            raise DefSentError(f"config: {key}", f"no model named {name!r} in models "
+                                                 f"(configured: {sorted(self.config['models'])})")
 
     # ---------------------------------------------------------------------------------- runs and steps
 
@@ -214,7 +238,7 @@ class Plan:
         return self.config["runs"][run]
 
     def method(self, run: str):
-        return method_of(self.run(run).get("method", "defsent_plus"), f"config: runs.{run}.method")
+        return method_of(self.run(run)["method"], f"config: runs.{run}.method")
 
     def final_step(self, run: str) -> int:
         return len(self.run(run)["steps"])
@@ -227,10 +251,10 @@ class Plan:
             return EncoderId.base(cfg["model"])
         other = cfg["start_from"]
         if other not in self.config["runs"]:
-            raise ValueError(f"config: runs.{run}.start_from: no run named {other!r}")
+            raise DefSentError(f"config: runs.{run}.start_from", f"no run named {other!r}")
         if other in seen + (run,):
-            raise ValueError(f"config: runs.{run}.start_from: runs start from each other in a cycle "
-                             f"({' -> '.join(seen + (run, other))})")
+            raise DefSentError(f"config: runs.{run}.start_from",
+                               f"runs start from each other in a cycle ({' -> '.join(seen + (run, other))})")
         self.start(other, seen + (run,))
         return EncoderId.selected(other, self.final_step(other))
 
@@ -244,10 +268,6 @@ class Plan:
         cfg = self.run(run)
         return [EncoderId.candidate(run, step, space, seed)
                 for space in cfg["steps"][int(step) - 1]["spaces"] for seed in cfg["seeds"]]
-
-    def step_of(self, encoder: EncoderId) -> int:
-        """The PST step of an encoder (0 for a base model)."""
-        return 0 if encoder.kind == "base" else encoder.step
 
     # ------------------------------------------------------------------------------- files and inputs
 
@@ -290,22 +310,34 @@ class Plan:
             return dev_file(EncoderId.candidate(encoder.run, encoder.step, best["space"], best["seed"]))
         return dev_file(encoder)
 
-    def inputs(self, encoder: EncoderId, model: bool = True, **files: str | list[str]) -> dict:
-        """Snakemake inputs of a job computed from ``encoder``: its model directory (with ``model``) and
-        ``files``. It first asks every selection the encoder comes from, so the job waits for them and is
-        planned afresh once they are known (Snakemake re-plans only a checkpoint's direct dependents; a job
-        planned indirectly keeps a stale "input updated" reason). Every rule gets its inputs through this."""
+    def wait_for_selections(self, encoder: EncoderId) -> list[str]:
+        """Ask every selection the encoder comes from (no files). In the workflow, asking a pending selection makes
+        the job wait and be planned afresh once it is known: Snakemake re-plans only a checkpoint's direct
+        dependents, and a job planned indirectly would keep a stale "input updated" reason."""
         for run, step in self.depends_on(encoder):
             self.selection(run, step)
-        return {**({"model": self.model_dir(encoder)} if model else {}), **files}
+        return []
 
-    def train_inputs(self, candidate: EncoderId) -> dict:
-        """A candidate's training: the run's starting weights, its dataset and (for methods that use one) the
-        frozen entry space built by the previous step's best."""
+    def input_functions(self, encoder_of: Callable[[Any], EncoderId], model: bool = True,
+                        **files: Callable[[Any], str | list[str]]) -> dict[str, Callable]:
+        """The named Snakemake inputs of a job computed from the encoder ``encoder_of(wildcards)``: ``files`` (each
+        a function of the wildcards), the encoder's model directory (with ``model``) and ``selection``, which waits
+        for the selections the encoder comes from. Every rule of a job computed from an encoder takes its inputs
+        from here, so none can forget that dependency. Each is its own input function: while a selection is
+        pending, the other inputs stay known and a dry run still lists the jobs that make them."""
+        items = dict(files)
+        if model:
+            items["model"] = lambda wildcards: self.model_dir(encoder_of(wildcards))
+        items["selection"] = lambda wildcards: self.wait_for_selections(encoder_of(wildcards))
+        return items
+
+    def training_files(self, candidate: EncoderId) -> dict[str, str]:
+        """A candidate's training: the run's starting weights (``base``), its ``dataset`` and, for methods that
+        use one, the frozen entry ``space`` built by the previous step's best."""
         files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.run_dataset(candidate.run)}
         if self.method(candidate.run).uses_entry_space:
             files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
-        return self.inputs(candidate, model=False, **files)
+        return files
 
     # ------------------------------------------------------------------------------------- evaluation
 
@@ -354,7 +386,7 @@ class Plan:
 
     def queries_file(self, dataset: str) -> str:
         if self.heldout(dataset) is None:
-            raise ValueError(f"dataset {dataset!r} has no held-out split: add subsets.{dataset}.heldout to the config")
+            raise DefSentError(f"config: subsets.{dataset}.heldout", "dataset has no held-out split")
         return subset_file(dataset, "queries.parquet")
 
     def subset_pattern(self, heldout: bool) -> str:

@@ -19,7 +19,6 @@ import torch
 from . import names
 from .dictionary import definition_pairs, read_dataset
 from .entry_matrix import check_entry_space
-from .entry_matrix import load_space as load_space  # re-exported: where callers have always found it
 from .io import write_json, write_npy
 from .models import Encoder, device_for_run, load_encoder
 

@@ -27,12 +27,12 @@ SOURCE_CARD = "defsent_model_source.json"  # written into every pinned copy: the
 CHECKSUM_CACHE = Path(".snakemake") / "defsent-model-checksums.json"
 
 
-def spec_kind(spec: str) -> tuple[str, str]:
+def spec_kind(spec: str, where: str = "config: models") -> tuple[str, str]:
     """(``package`` | ``hub`` | ``local``, value) of a model spec."""
     kind, sep, value = spec.partition(":")
     if sep and kind in ("package", "hub"):
         if not value:
-            raise DefSentError(f"config: models ({spec})", f"expected {kind}:<name>")
+            raise DefSentError(where, f"expected {kind}:<name>, got {spec!r}")
         return kind, value
     return "local", spec
 
@@ -43,58 +43,69 @@ def split_revision(hub_id: str) -> tuple[str, str]:
     return name, revision or "main"
 
 
-def resolve_model(spec: str) -> str:
+def resolve_model(spec: str, where: str = "config: models") -> str:
     """A spec -> the local directory (or ``hub:<id>`` for transformers to download)."""
-    kind, value = spec_kind(spec)
+    kind, value = spec_kind(spec, where)
     if kind == "package":
-        return str(_package_module(spec, value).get_model_path())
+        return str(_package_module(where, value).get_model_path())
     if kind == "hub":
         return f"hub:{split_revision(value)[0]}"
     return value
 
 
-def _package_module(spec: str, name: str):
+def _package_module(where: str, name: str):
     try:
         module = importlib.import_module(name)
     except ImportError as err:
-        raise DefSentError(f"config: models ({spec})", f"package {name!r} is not installed") from err
+        raise DefSentError(where, f"package {name!r} is not installed") from err
     if not hasattr(module, "get_model_path"):
-        raise DefSentError(f"config: models ({spec})", f"package {name!r} has no get_model_path()")
+        raise DefSentError(where, f"package {name!r} has no get_model_path()")
     return module
 
 
-def model_identity(spec: str, cache: Path | None = CHECKSUM_CACHE) -> dict:
+def model_identity(spec: str, cache: Path | None = CHECKSUM_CACHE, where: str = "config: models") -> dict:
     """What the pinned copy of ``spec`` depends on: package + installed version, hub id + revision, or the
-    SHA-256 of a local directory's files (names and contents; cached by size and mtime in ``cache``)."""
-    kind, value = spec_kind(spec)
+    SHA-256 of a local directory's files (names and contents; cached by size and mtime in ``cache``).
+    ``where`` names the config key in errors."""
+    kind, value = spec_kind(spec, where)
     if kind == "package":
-        return {"package": value, "version": package_version(spec, value)}
+        return {"package": value, "version": package_version(where, value)}
     if kind == "hub":
         name, revision = split_revision(value)
         return {"hub": name, "revision": revision}
     path = Path(value)
     if not path.is_dir():
-        raise DefSentError(f"config: models ({spec})", "model directory not found (expected a local Hugging Face "
-                                                       "model directory, package:<name> or hub:<id>)")
+        raise DefSentError(where, f"model directory {spec!r} not found (expected a local Hugging Face model "
+                                  "directory, package:<name> or hub:<id>[@<revision>])")
     return {"sha256": directory_checksum(path, cache)}
 
 
-def package_version(spec: str, module: str) -> str:
+def package_version(where: str, module: str) -> str:
     """The installed version of the distribution that provides ``module``."""
-    names = [module.replace("_", "-"), module]
-    names += importlib.metadata.packages_distributions().get(module, [])
-    for name in names:
+    for name in (module.replace("_", "-"), module):
         try:
             return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    raise DefSentError(f"config: models ({spec})", f"package {module!r} is not installed")
+    for name in importlib.metadata.packages_distributions().get(module, []):  # ~0.2 s: only when needed
+        return importlib.metadata.version(name)
+    raise DefSentError(where, f"package {module!r} is not installed")
+
+
+IGNORED = ("__pycache__",)  # besides hidden files: never part of a model's identity nor of its pinned copy
+
+
+def model_files(path: Path) -> list[Path]:
+    """The files that make up a model directory, sorted: hidden files and ``__pycache__`` excluded."""
+    def ignored(file: Path) -> bool:
+        return any(part.startswith(".") or part in IGNORED for part in file.relative_to(path).parts)
+
+    return sorted(p for p in path.rglob("*") if p.is_file() and not ignored(p))
 
 
 def directory_checksum(path: Path, cache: Path | None = None) -> str:
-    """SHA-256 over the relative names and contents of every file under ``path`` (hidden files excluded)."""
-    files = sorted(p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".")
-                                                                         for part in p.relative_to(path).parts))
+    """SHA-256 over the relative names and contents of a model directory's files (:func:`model_files`)."""
+    files = model_files(path)
     stamp = [[str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
     known = _read_cache(cache)
     key = str(path.resolve())
@@ -129,19 +140,19 @@ def _write_cache(cache: Path, known: dict) -> None:
         log.warning("cannot write the model checksum cache %s: %s", cache, err)
 
 
-def pin_model(spec: str, identity: dict, out_dir: str | Path) -> Path:
+def pin_model(spec: str, identity: dict, out_dir: str | Path, where: str = "config: models") -> Path:
     """Copy the model of ``spec`` to ``out_dir`` (atomically) with a card naming its spec and identity.
 
     A hub model is downloaded at its revision and saved; a package or local directory is copied file by file.
     The copy is checked against ``identity`` so a model changed between planning and copying is refused.
     """
-    kind, value = spec_kind(spec)
+    kind, value = spec_kind(spec, where)
     with atomic_path(out_dir) as tmp:
         if kind == "hub":
             _download_hub_model(*split_revision(value), tmp)
         else:
-            source = Path(resolve_model(spec))
-            shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+            source = Path(resolve_model(spec, where))
+            shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".*", *IGNORED))
             if kind == "local":
                 copied = directory_checksum(tmp)
                 if copied != identity.get("sha256"):

@@ -103,8 +103,9 @@ def write_score_tables(
 
 
 def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) -> None:
-    """Average score per PST step (0 = base model): every evaluated model as a point, a line through the steps'
-    means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown table)."""
+    """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line through
+    the steps' means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown
+    table)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     for pooling, rows in data.groupby("pooling", sort=False):
         ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
@@ -115,7 +116,7 @@ def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) ->
             ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
                         capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
     honest_ylim(ax, data["avg"])
-    save_step_plot(fig, ax, data["step"], "PST step (0 = base model)", "average Spearman × 100", title, out_png)
+    save_step_plot(fig, ax, data["step"], "PST step (0 = starting model)", "average Spearman × 100", title, out_png)
 
 
 MIN_SCORE_RANGE = 4.0  # Spearman × 100 points: a plot never magnifies differences smaller than this to full height
@@ -165,7 +166,7 @@ def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
 def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title: str) -> None:
     """STS-B dev score per PST step: every (space, seed) as a point, the chosen one joined by a line."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.axhline(base_dev, color="grey", linestyle="--", label="base model")
+    ax.axhline(base_dev, color="grey", linestyle="--", label="starting model (untrained by this run)")
     for space, rows in steps.groupby("space", sort=False):
         ax.scatter(rows["step"], rows["dev_score"], label=f"{space} (each seed)", alpha=0.7)
     chosen = steps[steps["chosen"]].sort_values("step")
@@ -181,7 +182,7 @@ def write_steps_report(
     steps = steps_table(steps)
     base_dev = read_json(start_dev_json)["dev_score"]
     with atomic_path(out_tsv) as tmp:
-        steps.assign(base_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+        steps.assign(start_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     plot_steps(steps, base_dev, out_png, title)
     return steps
 

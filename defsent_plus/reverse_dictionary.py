@@ -170,8 +170,8 @@ def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path
 
 def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_path: str | Path,
                       queries_path: str | Path, batch_size: int = 128, max_length: int = 128) -> dict:
-    """The untrained reference: the base model's mean-pooled query against its own AMP entry space (the average
-    mean-pooled definition of every entry) by cosine; no pooler, no training."""
+    """The untrained reference: the run's starting model's mean-pooled query against its own AMP entry space (the
+    average mean-pooled definition of every entry) by cosine; no pooler, no training."""
     frame = read_dataset(dataset_path)
     queries = read_queries(queries_path, frame)
     space = load_space(space_path, len(frame))
@@ -198,7 +198,7 @@ def results_table(results: dict[str, dict]) -> pd.DataFrame:
 def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str) -> str:
     """The report page: a title, what is measured, and the table with readable model labels."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
-                                                   "base": "base model, untrained"}))
+                                                   "base": "starting model, untrained by this run"}))
     return (f"# {title}\n\nMRR and top-k accuracy (%) of each held-out definition's entry among all "
             f"{results['trained']['candidates']} entries.\n\n" + shown.to_markdown(index=False, floatfmt=".3f") + "\n")
 

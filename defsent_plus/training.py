@@ -25,7 +25,7 @@ from transformers import get_constant_schedule_with_warmup, get_linear_schedule_
 
 from .dictionary import read_dataset, training_pairs
 from .encoding import get_pooling
-from .entry_space import load_space
+from .entry_matrix import load_space
 from .errors import DefSentError
 from .io import atomic_path, read_json, write_json
 from .methods import method_of
@@ -162,8 +162,8 @@ def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, s
         return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=steps)
     if cfg.schedule == "constant":
         return get_constant_schedule_with_warmup(optimizer, num_warmup_steps=warmup)
-    raise DefSentError("config: methods.<method>.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
-                                                             f"{list(SCHEDULES)}")
+    raise DefSentError("config: methods.*.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
+                                                       f"{list(SCHEDULES)}")
 
 
 def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg) -> tuple[float, dict]:
@@ -204,39 +204,48 @@ def check_entry_ids(entry_ids: np.ndarray, n_entries: int, where: str) -> None:
 def train_on_space(
     base_model: str | Path,
     dataset_path: str | Path,
-    space_path: str | Path,
+    space_path: str | Path | None,
     model_out: str | Path,
     summary_out: str | Path,
     cfg: TrainConfig,
     method: str = "defsent_plus",
 ) -> dict:
-    """Train the ORIGINAL base encoder for one epoch on a frozen entry space and save encoder + pooler."""
+    """Train the ORIGINAL base encoder for one epoch with ``method``'s objective (against the frozen entry space
+    in ``space_path`` for methods that use one) and save encoder + pooler."""
     frame = read_dataset(dataset_path)
-    space = load_space(space_path, len(frame))
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
-    check_entry_ids(entry_ids, len(space), str(dataset_path))
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
-    if space.shape[1] != encoder.hidden_size:
-        raise DefSentError(space_path, f"entry space has width {space.shape[1]}, encoder hidden size is "
-                                       f"{encoder.hidden_size}")
+    inputs = {"pooling": cfg.pooling}
+    if space_path is not None:
+        inputs["space"] = torch.from_numpy(frozen_space(space_path, frame, entry_ids, encoder, dataset_path))
     device = device_for_run()
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
-    objective = build_objective(method, encoder, space=torch.from_numpy(space), pooling=cfg.pooling)
-    log.info("training %s on %d definitions of %d entries (%s) on %s", base_model, len(texts), len(frame),
-             space_path, device)
+    objective = build_objective(method, encoder, **inputs)
+    log.info("training %s with %s on %d definitions of %d entries (%s) on %s", base_model, method, len(texts),
+             len(frame), space_path, device)
     summary = train_epoch(encoder, texts, entry_ids, objective, cfg)
-    summary.update(method=method, base_model=str(base_model), dataset=str(dataset_path),
-                   entry_space=str(space_path), device=device.type)
+    card = {"method": method, "dataset": str(dataset_path), "entry_space": None if space_path is None else
+            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model)}
+    summary.update(card, device=device.type)
     with atomic_path(model_out) as tmp:
         encoder.save(tmp)
-        write_json(Path(tmp) / TRAINING_CARD, {"method": method, "dataset": str(dataset_path),
-                                                "entry_space": str(space_path), "pooling": cfg.pooling,
-                                                "base_model": str(base_model)})
+        write_json(Path(tmp) / TRAINING_CARD, card)
     write_json(summary_out, summary)
     return summary
+
+
+def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: Encoder,
+                 dataset_path: str | Path) -> np.ndarray:
+    """The entry space a method trains against, checked against the dataset's entries and the encoder's width."""
+    space = load_space(space_path, len(frame))
+    check_entry_ids(entry_ids, len(space), str(dataset_path))
+    if space.shape[1] != encoder.hidden_size:
+        raise DefSentError(space_path, f"entry space has width {space.shape[1]}, encoder hidden size is "
+                                       f"{encoder.hidden_size}")
+    return space
 
 
 def defsent_plus_objective(encoder: Encoder, space: torch.Tensor, pooling: str) -> EntryProjection:

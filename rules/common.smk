@@ -1,15 +1,15 @@
 # Config validation and the bridge to defsent_plus.dag, which holds every identity, path and input of the DAG.
 import os
-
-from snakemake.utils import validate
+from pathlib import Path
 
 from defsent_plus import dag
+from defsent_plus.config_schema import validated_config
 from defsent_plus.dag import EncoderId, Plan
 from defsent_plus.io import read_json
 from defsent_plus.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TRANSFORMS, alternatives
 
-validate(config, "../workflow/schemas/config.schema.yaml")
+validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
 
 wildcard_constraints:
@@ -24,7 +24,6 @@ def read_selection(run, step):
 PLAN = Plan(config, read_selection)
 GPU = config["resources"]["gpu"]
 THREADS = config["resources"]["threads"]
-SPACE_DIR = dag.space_dir("{encoder}", "{dataset}")
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
 
 
@@ -45,30 +44,74 @@ def run_cfg(wildcards):
     return config["runs"][wildcards.run]
 
 
-# Input functions: each goes through PLAN.inputs, which also waits for the selections a job comes from.
+# Inputs: each rule computed from an encoder takes them from PLAN.input_functions, which adds `selection` (the wait
+# for the selections that encoder comes from), one named input function per file.
 
 
-def encoder_inputs(wildcards):
-    """The encoder of an {encoder} job (its model directory)."""
-    return PLAN.inputs(encoder(wildcards))
+def files(pattern):
+    """An input function: ``pattern`` (or a list of patterns) filled with the job's wildcards."""
+    if isinstance(pattern, list):
+        return lambda w: [p.format(**w) for p in pattern]
+    return lambda w: pattern.format(**w)
 
 
-def encoder_files(**patterns):
-    """Input function: named files of an {encoder} job (no model; a pattern may be a list), after the selections
-    that encoder comes from."""
-
-    def expand_all(pattern, w):
-        return [p.format(**w) for p in pattern] if isinstance(pattern, list) else pattern.format(**w)
-
-    return lambda w: PLAN.inputs(encoder(w), model=False, **{k: expand_all(p, w) for k, p in patterns.items()})
+def encoder_inputs(model=True, **file_functions):
+    """Inputs of an {encoder} job: its model directory (with ``model``), ``file_functions`` and the selection wait."""
+    return PLAN.input_functions(encoder, model=model, **file_functions)
 
 
-def train_inputs(wildcards):
-    return PLAN.train_inputs(candidate(wildcards))
+def training_inputs():
+    """A candidate's training: the run's starting weights, its dataset and its frozen entry space."""
+    return PLAN.input_functions(
+        candidate,
+        model=False,
+        **{name: training_file(name) for name in ("base", "dataset", "space")},
+    )
 
 
-def selection_inputs(wildcards):
+def training_file(name):
+    return lambda w: PLAN.training_files(candidate(w)).get(name, [])
+
+
+def selection_inputs():
     """A step's candidates: their dev scores and models (after the previous step's selection)."""
-    candidates = PLAN.candidates(wildcards.run, wildcards.step)
-    return PLAN.inputs(candidates[0], model=False, dev=[dag.dev_file(c) for c in candidates],
-                       models=[dag.trained_model(c) for c in candidates])
+    return PLAN.input_functions(
+        lambda w: PLAN.candidates(w.run, w.step)[0],
+        model=False,
+        dev=lambda w: [dag.dev_file(c) for c in PLAN.candidates(w.run, w.step)],
+        models=lambda w: [dag.trained_model(c) for c in PLAN.candidates(w.run, w.step)],
+    )
+
+
+def final_model(wildcards):
+    return EncoderId.selected(wildcards.run, PLAN.final_step(wildcards.run))
+
+
+def reverse_dictionary_inputs():
+    """The final dev-selected model with the spaces its step trained on, the held-out queries, and the run's
+    starting model with its AMP space (the untrained reference)."""
+    return PLAN.input_functions(
+        final_model,
+        spaces=lambda w: [PLAN.space_of(w.run, PLAN.final_step(w.run), s) for s in run_cfg(w)["steps"][-1]["spaces"]],
+        dataset=lambda w: PLAN.run_dataset(w.run),
+        queries=lambda w: PLAN.queries_file(run_cfg(w)["dataset"]),
+        base=lambda w: PLAN.model_dir(PLAN.start(w.run)),
+        base_space=lambda w: PLAN.space_of(w.run, 1, "amp"),
+    )
+
+
+def table_inputs(models_of, benchmark):
+    """A run's score table: the score files of ``models_of(run)`` and the final selection."""
+    return {
+        "scores": lambda w: [row["scores"] for row in PLAN.score_rows(models_of(w.run), benchmark)],
+        "best": lambda w: dag.best_json(w.run, PLAN.final_step(w.run)),
+    }
+
+
+def steps_report_inputs():
+    """Every step's selection, every candidate's training summary, the starting model's dev score."""
+    return {
+        "best": lambda w: [record["best"] for record in PLAN.step_records(w.run)],
+        "train": lambda w: [path for record in PLAN.step_records(w.run) for path in record["train"]],
+        "start_dev": lambda w: PLAN.dev_of(PLAN.start(w.run)),
+    }

@@ -52,8 +52,6 @@ use rule dictionary_subset as heldout_subset with:
         subset=dag.subset_file("{dataset}"),
         queries=dag.subset_file("{dataset}", "queries.parquet"),
     params:
-        max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
-        seed=lambda w: config["subsets"][w.dataset]["seed"],
         heldout=lambda w: PLAN.heldout(w.dataset),
     wildcard_constraints:
         dataset=PLAN.subset_pattern(heldout=True),

@@ -4,11 +4,11 @@
 
 rule entry_space:
     input:
-        unpack(lambda w: PLAN.inputs(encoder(w), dataset=PLAN.dataset_file(w.dataset))),
+        **encoder_inputs(dataset=lambda w: PLAN.dataset_file(w.dataset)),
     output:
         ac=dag.space_file("{encoder}", "{dataset}", "ac"),
         amp=dag.space_file("{encoder}", "{dataset}", "amp"),
-        meta=f"{SPACE_DIR}/entry_space.json",
+        meta=dag.space_meta("{encoder}", "{dataset}"),
     params:
         batch_size=config["entry_space"]["batch_size"],
         max_length=config["entry_space"]["max_length"],
@@ -27,7 +27,7 @@ rule entry_space:
 
 rule transform_space:
     input:
-        unpack(encoder_files(space=dag.space_file("{encoder}", "{dataset}", "{base}"))),
+        **encoder_inputs(model=False, space=files(dag.space_file("{encoder}", "{dataset}", "{base}"))),
     output:
         space=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}"),
         info=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}", "json"),
@@ -51,7 +51,7 @@ rule transform_space:
 
 rule isotropy:
     input:
-        unpack(encoder_files(spaces=[dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED])),
+        **encoder_inputs(model=False, spaces=files([dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED])),
     output:
         metrics=report(
             dag.isotropy_file("{encoder}", "{dataset}"),

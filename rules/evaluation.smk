@@ -4,7 +4,7 @@
 
 rule score:
     input:
-        unpack(encoder_inputs),
+        **encoder_inputs(),
     output:
         dag.score_file("{encoder}", "{benchmark}", "{pooling}"),
     params:
@@ -33,7 +33,6 @@ use rule score as dev_score with:
     output:
         dag.dev_file("{encoder}"),
     params:
-        senteval_dir=senteval_dir(),
         benchmark="dev",
         pooling=config["selection"]["pooling"],
         batch_size=config["selection"]["batch_size"],
@@ -48,8 +47,7 @@ use rule score as dev_score with:
 
 rule sts_table:
     input:
-        scores=lambda w: [row["scores"] for row in PLAN.score_rows(PLAN.evaluated(w.run), "sts")],
-        best=lambda w: dag.best_json(w.run, PLAN.final_step(w.run)),
+        **table_inputs(PLAN.evaluated, "sts"),
     output:
         tsv=report(dag.run_file("{run}", "sts.tsv"), caption="../report/sts.rst", category="STS"),
         md=dag.run_file("{run}", "sts.md"),
@@ -71,8 +69,7 @@ rule sts_table:
 
 rule senteval_table:
     input:
-        scores=lambda w: [row["scores"] for row in PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")],
-        best=lambda w: dag.best_json(w.run, PLAN.final_step(w.run)),
+        **table_inputs(PLAN.senteval_models, "senteval"),
     output:
         tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
         md=dag.run_file("{run}", "senteval.md"),
@@ -93,9 +90,7 @@ rule senteval_table:
 
 rule steps_report:
     input:
-        best=lambda w: [record["best"] for record in PLAN.step_records(w.run)],
-        train=lambda w: [path for record in PLAN.step_records(w.run) for path in record["train"]],
-        start_dev=lambda w: PLAN.dev_of(PLAN.start(w.run)),
+        **steps_report_inputs(),
     output:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),

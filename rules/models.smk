@@ -7,9 +7,9 @@ rule pin_model:
     output:
         directory(dag.pinned_model("{model}")),
     params:
-        identity=lambda w: model_identity(config["models"][w.model]),
+        identity=lambda w: model_identity(config["models"][w.model], where=f"config: models.{w.model}"),
     wildcard_constraints:
-        model=dag.alternatives(tuple(config["models"])),
+        model=alternatives(tuple(config["models"])),
     log:
         dag.log_file("models", "{model}"),
     threads: 1

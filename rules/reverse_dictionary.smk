@@ -5,14 +5,7 @@
 
 rule reverse_dictionary:
     input:
-        unpack(lambda w: PLAN.inputs(
-            EncoderId.selected(w.run, PLAN.final_step(w.run)),
-            spaces=[PLAN.space_of(w.run, PLAN.final_step(w.run), s) for s in run_cfg(w)["steps"][-1]["spaces"]],
-            dataset=PLAN.run_dataset(w.run),
-            queries=PLAN.queries_file(run_cfg(w)["dataset"]),
-            base=PLAN.model_dir(PLAN.start(w.run)),
-            base_space=PLAN.space_of(w.run, 1, "amp"),
-        )),
+        **reverse_dictionary_inputs(),
     output:
         json=dag.run_file("{run}", "reverse_dictionary.json"),
         tsv=report(

@@ -4,7 +4,7 @@
 
 rule train:
     input:
-        unpack(train_inputs),
+        **training_inputs(),
     output:
         model=directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model")),
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
@@ -31,7 +31,7 @@ rule train:
 # directory from best.json, so re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
 checkpoint select_best:
     input:
-        unpack(selection_inputs),
+        **selection_inputs(),
     output:
         best=dag.best_json("{run}", "{step}"),
         model=directory(dag.best_dir("{run}", "{step}")),

@@ -6,10 +6,13 @@ import re
 
 import pytest
 import yaml
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
+from workflow_utils import validated
 
 from defsent_plus import dag
 from defsent_plus.dag import EncoderId, Plan
+from defsent_plus.errors import DefSentError
+from defsent_plus.names import SPACE_PATTERN
 
 SELECTED = {"space": "amp", "seed": 1}
 
@@ -29,7 +32,7 @@ def tiny_config(**runs) -> dict:
     text = (FIXTURES / "tiny" / "config.yaml").read_text().format(model="/models/tiny", fixtures=FIXTURES)
     config = yaml.safe_load(text)
     config["runs"].update(runs)
-    return config
+    return validated(config)
 
 
 @pytest.fixture
@@ -89,23 +92,40 @@ def test_candidates_follow_config_order(plan):
                      "tiny.step3.amp.ica.seed1"]
 
 
+def inputs_of(plan: Plan, encoder: EncoderId, **kwargs) -> dict:
+    """Evaluate every named input function as Snakemake would, for a job computed from ``encoder``."""
+    functions = plan.input_functions(lambda wildcards: encoder, **kwargs)
+    return {name: function(None) for name, function in functions.items()}
+
+
 def test_every_input_waits_for_the_selection_its_encoder_comes_from(plan, selection):
-    plan.inputs(EncoderId.base("tiny"))
+    assert inputs_of(plan, EncoderId.base("tiny")) == {"model": "resources/models/tiny", "selection": []}
+    inputs_of(plan, EncoderId.candidate("tiny", 1, "amp", 0), model=False)
     assert selection.asked == []
-    plan.inputs(EncoderId.candidate("tiny", 1, "amp", 0), model=False)
-    assert selection.asked == []
-    plan.inputs(EncoderId.candidate("tiny", 3, "amp", 0), model=False)
-    assert selection.asked == [("tiny", 2)]
-    inputs = plan.inputs(EncoderId.selected("tiny", 2), space="x.npy")
-    assert ("tiny", 2) in selection.asked[1:]
-    assert inputs == {"model": "results/tiny/step2/amp/seed1/model", "space": "x.npy"}
+    inputs = inputs_of(plan, EncoderId.candidate("tiny", 3, "amp", 0), model=False, space=lambda w: "x.npy")
+    assert selection.asked == [("tiny", 2)] and inputs == {"space": "x.npy", "selection": []}
+    inputs = inputs_of(plan, EncoderId.selected("tiny", 2))
+    assert selection.asked[1:] == [("tiny", 2), ("tiny", 2)]  # its model directory, and the wait
+    assert inputs["model"] == "results/tiny/step2/amp/seed1/model"
+
+
+def test_a_pending_selection_leaves_the_other_inputs_known(plan):
+    def pending(run, step):
+        raise LookupError(f"selection {run} step {step} pending")
+
+    plan.selection = pending
+    functions = plan.input_functions(lambda w: EncoderId.candidate("tiny", 3, "amp", 0), model=True,
+                                     space=lambda w: "x.npy")
+    assert functions["space"](None) == "x.npy" and functions["model"](None).endswith("seed0/model")
+    with pytest.raises(LookupError, match="tiny step 2 pending"):
+        functions["selection"](None)
 
 
 def test_training_starts_from_the_pinned_base_model_with_the_previous_steps_space(plan, selection):
-    inputs = plan.train_inputs(EncoderId.candidate("tiny", 2, "amp", 0))
-    assert inputs == {"base": "resources/models/tiny", "dataset": "results/dictionary/a.parquet",
-                      "space": "results/entry_spaces/tiny.step1/a/amp.npy"}
-    assert selection.asked == [("tiny", 1)]
+    files = plan.training_files(EncoderId.candidate("tiny", 2, "amp", 0))
+    assert files == {"base": "resources/models/tiny", "dataset": "results/dictionary/a.parquet",
+                     "space": "results/entry_spaces/tiny.step1/a/amp.npy"}
+    assert selection.asked == []  # the wait is the job's own `selection` input
 
 
 def test_a_run_can_start_from_another_runs_selected_model(selection):
@@ -114,10 +134,10 @@ def test_a_run_can_start_from_another_runs_selected_model(selection):
     plan = Plan(tiny_config(chain=chained), selection)
     assert plan.start("chain") == EncoderId.selected("tiny", 3)
     assert plan.space_builder("chain", 1) == EncoderId.selected("tiny", 3)
-    inputs = plan.train_inputs(EncoderId.candidate("chain", 1, "amp", 0))
-    assert inputs["base"] == "results/tiny/step3/amp/seed1/model"  # the selected candidate's own directory
-    assert inputs["space"] == "results/entry_spaces/tiny.step3/a/amp.npy"
-    assert ("tiny", 3) in selection.asked
+    files = plan.training_files(EncoderId.candidate("chain", 1, "amp", 0))
+    assert files["base"] == "results/tiny/step3/amp/seed1/model"  # the selected candidate's own directory
+    assert files["space"] == "results/entry_spaces/tiny.step3/a/amp.npy"
+    assert plan.depends_on(EncoderId.candidate("chain", 1, "amp", 0)) == [("tiny", 3)]
     assert plan.evaluated("chain")[0].encoder == EncoderId.selected("tiny", 3)
     assert plan.dev_of(plan.start("chain")) == "results/eval/tiny.step3.amp.seed1/dev.json"
 
@@ -125,10 +145,23 @@ def test_a_run_can_start_from_another_runs_selected_model(selection):
 def test_start_from_cycles_and_unknown_runs_are_refused(selection):
     tiny = tiny_config()["runs"]["tiny"]
     base = {k: v for k, v in tiny.items() if k != "model"}
-    with pytest.raises(ValueError, match="cycle"):
+    with pytest.raises(DefSentError, match=r"start_from: runs start from each other in a cycle \(x -> y -> x\)"):
         Plan(tiny_config(x=base | {"start_from": "y"}, y=base | {"start_from": "x"}), selection)
-    with pytest.raises(ValueError, match="no run named 'nope'"):
+    with pytest.raises(DefSentError, match="runs.x.start_from: no run named 'nope'"):
         Plan(tiny_config(x=base | {"start_from": "nope"}), selection)
+
+
+@pytest.mark.parametrize("key, change", [
+    ("runs.tiny.model", lambda c: c["runs"]["tiny"].update(model="nope")),
+    ("dictionary.tokenizer", lambda c: c["dictionary"].update(tokenizer="nope")),
+    ("runs.tiny.dataset", lambda c: c["runs"]["tiny"].update(dataset="nope")),
+    ("runs.tiny.method", lambda c: c["runs"]["tiny"].update(method="nope")),
+])
+def test_config_references_to_unknown_names_name_the_key(selection, key, change):
+    config = tiny_config()
+    change(config)
+    with pytest.raises(DefSentError, match=rf"config: {key}: .*'nope'"):
+        Plan(config, selection)
 
 
 def test_evaluated_models_are_records_with_label_group_and_step(plan):
@@ -157,8 +190,20 @@ def test_targets(plan):
         f"results/entry_spaces/{e}/a/isotropy.json" for e in ("tiny", "tiny.step1", "tiny.step2")]
 
 
-def test_unknown_method_names_the_config_key(selection):
+def test_wildcard_constraints_come_from_the_shared_names():
+    assert dag.WILDCARDS["space"] == SPACE_PATTERN
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    for section in ("models", "runs", "subsets"):
+        assert schema["properties"][section]["propertyNames"]["pattern"] == f"^{dag.NAME}$", section
+
+
+def test_the_schema_fills_method_defaults_and_errors_name_the_key():
     config = tiny_config()
-    config["runs"]["tiny"]["method"] = "nope"
-    with pytest.raises(Exception, match=r"runs.tiny.method.*unknown training method 'nope'"):
-        Plan(config, selection).method("tiny")
+    del config["methods"]
+    del config["runs"]["tiny"]["method"]
+    validated(config)
+    assert config["runs"]["tiny"]["method"] == "defsent_plus"
+    assert config["methods"]["defsent_plus"]["schedule"] == "linear"
+    config["runs"]["tiny"]["steps"][0]["lr"] = -1
+    with pytest.raises(DefSentError, match=r"^config: runs.tiny.steps.0.lr: -1 is less than or equal to"):
+        validated(config)

@@ -7,7 +7,8 @@ import pytest
 import torch
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus.entry_space import entry_embeddings, load_space, segment_mean, write_entry_space
+from defsent_plus.entry_matrix import load_space
+from defsent_plus.entry_space import entry_embeddings, segment_mean, write_entry_space
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json, write_npy
 from defsent_plus.models import load_encoder

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
-from workflow_utils import snakemake, write_tiny_config
+from workflow_utils import snakemake, validated, write_tiny_config
 
 from defsent_plus import dag
 from defsent_plus.dag import EncoderId, Plan
@@ -86,7 +86,7 @@ def plan_after(workdir: Path, change: Callable[[dict], None]) -> tuple[list[Job]
 
 
 def plan_of(config: dict) -> Plan:
-    return Plan(config, selection=lambda run, step: {})
+    return Plan(validated(config), selection=lambda run, step: {})
 
 
 def candidates(config: dict, run: str, step: int) -> list[str]:
@@ -119,7 +119,7 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
                             "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1, "all": 1}
     assert values(jobs, "train", "step") == values(jobs, "select_best", "step") == {"2", "3"}
     for rule in ("entry_space", "transform_space", "isotropy"):
-        assert values(jobs, rule, "encoder") == {"tiny.step2"}, rule
+        assert values(jobs, rule, "encoder") == {EncoderId.selected("tiny", 2).name}, rule
     assert values(jobs, "score", "encoder") == final
     assert values(jobs, "score", "benchmark") == {"sts"}
 
@@ -140,7 +140,7 @@ def test_an_added_pooling_scores_only_with_it(complete_run):
 def test_scoring_earlier_steps_scores_only_their_bests(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(steps="all"))
     assert counts(jobs) == {"score": 2 * poolings(config), "sts_table": 1, "all": 1}
-    assert values(jobs, "score", "encoder") == {"tiny.step1", "tiny.step2"}
+    assert values(jobs, "score", "encoder") == {EncoderId.selected("tiny", k).name for k in (1, 2)}
 
 
 def test_evaluation_batch_size_reruns_only_sts_scores(complete_run):
@@ -163,7 +163,7 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
         "isotropy": steps - 1, "score": len(final_sts_encoders(config, "tiny2")) * poolings(config),
         "sts_table": 1, "steps_report": 1, "all": 1,
     }
-    assert values(jobs, "entry_space", "encoder") == {f"tiny2.step{k}" for k in range(1, steps)}
+    assert values(jobs, "entry_space", "encoder") == {EncoderId.selected("tiny2", k).name for k in range(1, steps)}
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"tiny2"}
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_utils import planned_jobs, snakemake, write_tiny_config
+from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus import dag
-from defsent_plus.dag import EncoderId
+from defsent_plus.dag import EncoderId, Plan
+from defsent_plus.model_store import SOURCE_CARD
 
 pytestmark = pytest.mark.workflow
 RUN, STEPS = "tiny", 3
@@ -55,7 +56,7 @@ def test_every_step_trains_from_the_pinned_base_weights_on_the_previous_steps_sp
         summary = read(tiny_run, dag.train_summary(EncoderId.candidate(RUN, step, "amp", 0)))
         assert summary["base_model"] == dag.pinned_model(RUN) and summary["method"] == "defsent_plus"
         assert summary["entry_space"] == dag.space_file(builder, "a", "amp")
-    meta = read(tiny_run, f"{dag.space_dir(EncoderId.selected(RUN, 1), 'a')}/entry_space.json")
+    meta = read(tiny_run, dag.space_meta(EncoderId.selected(RUN, 1), "a"))
     # the dev-selected candidate's own directory (not the best/ copy), so re-selecting it re-runs nothing
     assert meta["encoder_path"] == read(tiny_run, dag.best_json(RUN, 1))["best"]["model"]
     step1 = np.load(tiny_run / dag.space_file(builders[0], "a", "amp"))
@@ -64,7 +65,7 @@ def test_every_step_trains_from_the_pinned_base_weights_on_the_previous_steps_sp
 
 
 def test_isotropy_and_plots_of_every_step(tiny_run):
-    for encoder in ("tiny", "tiny.step1", "tiny.step2"):
+    for encoder in [EncoderId.base(RUN)] + [EncoderId.selected(RUN, k) for k in range(1, STEPS)]:
         metrics = read(tiny_run, dag.isotropy_file(encoder, "a"))
         assert set(metrics) == {"amp", "amp.whiten", "amp.ica"}
         assert (tiny_run / dag.space_plot(encoder, "a", "amp.ica")).stat().st_size > 1000
@@ -75,7 +76,7 @@ def test_rerun_is_a_no_op(tiny_run):
 
 
 def test_the_pinned_model_records_its_identity(tiny_run, tiny_bert):
-    card = read(tiny_run, f"{dag.pinned_model(RUN)}/defsent_model_source.json")
+    card = read(tiny_run, f"{dag.pinned_model(RUN)}/{SOURCE_CARD}")
     assert card["spec"] == str(tiny_bert) and len(card["identity"]["sha256"]) == 64
 
 
@@ -93,14 +94,16 @@ def test_reinstalling_the_model_plans_nothing_changing_it_replans_everything(tin
     workdir, model = tmp_path / "run", tmp_path / "model"
     shutil.copytree(tiny_run, workdir, symlinks=True)
     shutil.copytree(tiny_bert, model)
-    write_tiny_config(workdir, model)  # the same model at another path: content, not path, identifies it
+    config = write_tiny_config(workdir, model)  # the same model at another path: content, not path, identifies it
     assert planned_jobs(workdir) == {}
     rewrite_model(model)
     assert planned_jobs(workdir) == {}
     rewrite_model(model, ('"layer_norm_eps": 1e-12', '"layer_norm_eps": 1e-11'))
     jobs = planned_jobs(workdir)
-    assert jobs["pin_model"] == 1 and jobs["dictionary"] == 1 and jobs["entry_space"] == 1
-    assert jobs["train"] == 2 and jobs["select_best"] == 1  # step 1; later steps wait for its selection
+    plan = Plan(validated(config), selection=lambda run, step: {})
+    assert jobs["pin_model"] == jobs["dictionary"] == 1
+    assert jobs["entry_space"] == jobs["select_best"] == STEPS
+    assert jobs["train"] == sum(len(plan.candidates(RUN, k)) for k in range(1, STEPS + 1))
 
 
 def test_the_html_report_renders_every_caption(tiny_run, tmp_path):

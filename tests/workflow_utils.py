@@ -19,6 +19,13 @@ def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
     return config
 
 
+def validated(config: dict) -> dict:
+    """``config`` validated against the workflow's schema, with its defaults filled in (as the workflow sees it)."""
+    from defsent_plus.config_schema import validated_config
+
+    return validated_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run Snakemake on the repository's workflow with ``workdir`` as working directory."""
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",

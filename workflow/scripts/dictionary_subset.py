@@ -6,8 +6,8 @@ from defsent_plus.jobs import start_job
 start_job(snakemake)
 heldout = snakemake.params.get("heldout")
 write_subset(
-    snakemake.input.dataset,
-    snakemake.output.subset,
+    dataset_path=snakemake.input.dataset,
+    out_path=snakemake.output.subset,
     max_entries=snakemake.params.max_entries,
     seed=snakemake.params.seed,
     heldout=heldout,

@@ -4,5 +4,6 @@ from defsent_plus.jobs import start_job
 from defsent_plus.model_store import pin_model
 
 start_job(snakemake)
-pin_model(spec=snakemake.config["models"][snakemake.wildcards.model], identity=snakemake.params.identity,
-          out_dir=snakemake.output[0])
+name = snakemake.wildcards.model
+pin_model(spec=snakemake.config["models"][name], identity=snakemake.params.identity, out_dir=snakemake.output[0],
+          where=f"config: models.{name}")
