@@ -5,8 +5,8 @@
 * The path functions give every result file; called with wildcard names (``"{run}"``) they give the rules'
   output patterns, so each template is written once.
 * :class:`Plan` answers what the config implies: the encoder that builds a step's entry space, a step's
-  candidates, the models a run evaluates (as :class:`Evaluated` records), and the Snakemake inputs of a job
-  *including* the selections it depends on (see :meth:`Plan.input_functions`).
+  candidates, the models a run evaluates (as :class:`Evaluated` records) and the selections an encoder comes
+  from; :mod:`defsent_plus.rule_inputs` turns these into the rules' inputs.
 
 Light on purpose (no torch): Snakemake imports it while parsing.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .errors import DefSentError
 from .methods import method_of
@@ -317,19 +316,6 @@ class Plan:
         for run, step in self.depends_on(encoder):
             self.selection(run, step)
         return []
-
-    def input_functions(self, encoder_of: Callable[[Any], EncoderId], model: bool = True,
-                        **files: Callable[[Any], str | list[str]]) -> dict[str, Callable]:
-        """The named Snakemake inputs of a job computed from the encoder ``encoder_of(wildcards)``: ``files`` (each
-        a function of the wildcards), the encoder's model directory (with ``model``) and ``selection``, which waits
-        for the selections the encoder comes from. Every rule of a job computed from an encoder takes its inputs
-        from here, so none can forget that dependency. Each is its own input function: while a selection is
-        pending, the other inputs stay known and a dry run still lists the jobs that make them."""
-        items = dict(files)
-        if model:
-            items["model"] = lambda wildcards: self.model_dir(encoder_of(wildcards))
-        items["selection"] = lambda wildcards: self.wait_for_selections(encoder_of(wildcards))
-        return items
 
     def training_files(self, candidate: EncoderId) -> dict[str, str]:
         """A candidate's training: the run's starting weights (``base``), its ``dataset`` and, for methods that

@@ -4,7 +4,7 @@
 
 rule entry_space:
     input:
-        **encoder_inputs(dataset=lambda w: PLAN.dataset_file(w.dataset)),
+        **INPUTS.entry_space(),
     output:
         ac=dag.space_file("{encoder}", "{dataset}", "ac"),
         amp=dag.space_file("{encoder}", "{dataset}", "amp"),
@@ -27,7 +27,7 @@ rule entry_space:
 
 rule transform_space:
     input:
-        **encoder_inputs(model=False, space=files(dag.space_file("{encoder}", "{dataset}", "{base}"))),
+        **INPUTS.of_encoder(model=False, space=dag.space_file("{encoder}", "{dataset}", "{base}")),
     output:
         space=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}"),
         info=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}", "json"),
@@ -51,7 +51,7 @@ rule transform_space:
 
 rule isotropy:
     input:
-        **encoder_inputs(model=False, spaces=files([dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED])),
+        **INPUTS.of_encoder(model=False, spaces=[dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED]),
     output:
         metrics=report(
             dag.isotropy_file("{encoder}", "{dataset}"),

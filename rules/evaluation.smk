@@ -4,7 +4,7 @@
 
 rule score:
     input:
-        **encoder_inputs(),
+        **INPUTS.of_encoder(),
     output:
         dag.score_file("{encoder}", "{benchmark}", "{pooling}"),
     params:
@@ -47,7 +47,7 @@ use rule score as dev_score with:
 
 rule sts_table:
     input:
-        **table_inputs(PLAN.evaluated, "sts"),
+        **INPUTS.score_table(PLAN.evaluated, "sts"),
     output:
         tsv=report(dag.run_file("{run}", "sts.tsv"), caption="../report/sts.rst", category="STS"),
         md=dag.run_file("{run}", "sts.md"),
@@ -69,7 +69,7 @@ rule sts_table:
 
 rule senteval_table:
     input:
-        **table_inputs(PLAN.senteval_models, "senteval"),
+        **INPUTS.score_table(PLAN.senteval_models, "senteval"),
     output:
         tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
         md=dag.run_file("{run}", "senteval.md"),
@@ -90,7 +90,7 @@ rule senteval_table:
 
 rule steps_report:
     input:
-        **steps_report_inputs(),
+        **INPUTS.steps_report(),
     output:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),

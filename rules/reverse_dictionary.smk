@@ -5,7 +5,7 @@
 
 rule reverse_dictionary:
     input:
-        **reverse_dictionary_inputs(),
+        **INPUTS.reverse_dictionary(),
     output:
         json=dag.run_file("{run}", "reverse_dictionary.json"),
         tsv=report(

@@ -4,7 +4,7 @@
 
 rule train:
     input:
-        **training_inputs(),
+        **INPUTS.training(),
     output:
         model=directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model")),
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
@@ -31,7 +31,7 @@ rule train:
 # directory from best.json, so re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
 checkpoint select_best:
     input:
-        **selection_inputs(),
+        **INPUTS.selection(),
     output:
         best=dag.best_json("{run}", "{step}"),
         model=directory(dag.best_dir("{run}", "{step}")),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -13,6 +15,7 @@ from defsent_plus import dag
 from defsent_plus.dag import EncoderId, Plan
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN
+from defsent_plus.rule_inputs import RuleInputs
 
 SELECTED = {"space": "amp", "seed": 1}
 
@@ -92,9 +95,9 @@ def test_candidates_follow_config_order(plan):
                      "tiny.step3.amp.ica.seed1"]
 
 
-def inputs_of(plan: Plan, encoder: EncoderId, **kwargs) -> dict:
+def inputs_of(plan: Plan, encoder: EncoderId, **files) -> dict:
     """Evaluate every named input function as Snakemake would, for a job computed from ``encoder``."""
-    functions = plan.input_functions(lambda wildcards: encoder, **kwargs)
+    functions = RuleInputs(plan).computed_from(lambda wildcards: encoder, **files)
     return {name: function(None) for name, function in functions.items()}
 
 
@@ -114,8 +117,8 @@ def test_a_pending_selection_leaves_the_other_inputs_known(plan):
         raise LookupError(f"selection {run} step {step} pending")
 
     plan.selection = pending
-    functions = plan.input_functions(lambda w: EncoderId.candidate("tiny", 3, "amp", 0), model=True,
-                                     space=lambda w: "x.npy")
+    functions = RuleInputs(plan).computed_from(lambda w: EncoderId.candidate("tiny", 3, "amp", 0), model=True,
+                                               space=lambda w: "x.npy")
     assert functions["space"](None) == "x.npy" and functions["model"](None).endswith("seed0/model")
     with pytest.raises(LookupError, match="tiny step 2 pending"):
         functions["selection"](None)
@@ -207,3 +210,40 @@ def test_the_schema_fills_method_defaults_and_errors_name_the_key():
     config["runs"]["tiny"]["steps"][0]["lr"] = -1
     with pytest.raises(DefSentError, match=r"^config: runs.tiny.steps.0.lr: -1 is less than or equal to"):
         validated(config)
+
+
+def wildcards(**values) -> SimpleNamespace:
+    """What Snakemake passes an input function: attributes, and ``**`` unpacking for format()."""
+    class Wildcards(SimpleNamespace, Mapping):
+        def __getitem__(self, key):
+            return getattr(self, key)
+
+        def __iter__(self):
+            return iter(vars(self))
+
+        def __len__(self):
+            return len(vars(self))
+
+    return Wildcards(**values)
+
+
+def evaluate(functions: dict, w) -> dict:
+    return {name: function(w) for name, function in functions.items()}
+
+
+def test_rule_inputs_of_every_rule(plan, selection):
+    inputs = RuleInputs(plan)
+    w = wildcards(run="tiny", step="2", space="amp", seed="1", encoder="tiny.step1", dataset="a", base="amp")
+    assert evaluate(inputs.training(), w) == {
+        "base": "resources/models/tiny", "dataset": "results/dictionary/a.parquet",
+        "space": "results/entry_spaces/tiny.step1/a/amp.npy", "selection": []}
+    assert selection.asked == [("tiny", 1)]
+    selected = evaluate(inputs.selection(), w)
+    assert selected["dev"] == [dag.dev_file(c) for c in plan.candidates("tiny", 2)]
+    assert evaluate(inputs.entry_space(), w) == {"dataset": "results/dictionary/a.parquet",
+                                                 "model": "results/tiny/step1/amp/seed1/model", "selection": []}
+    assert evaluate(inputs.of_encoder(model=False, space=dag.space_file("{encoder}", "{dataset}", "{base}")), w) == {
+        "space": "results/entry_spaces/tiny.step1/a/amp.npy", "selection": []}
+    table = evaluate(inputs.score_table(plan.evaluated, "sts"), w)
+    assert table["scores"][0] == "results/eval/tiny/sts_mean.json" and table["best"] == "results/tiny/step3/best.json"
+    assert evaluate(inputs.steps_report(), w)["start_dev"] == "results/eval/tiny/dev.json"

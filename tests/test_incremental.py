@@ -167,6 +167,28 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"tiny2"}
 
 
+def test_a_run_started_from_another_runs_model_trains_only_itself(complete_run):
+    def add_chained_run(config: dict) -> None:
+        tiny = {key: value for key, value in config["runs"]["tiny"].items() if key != "model"}
+        config["runs"]["chain"] = {**tiny, "start_from": "tiny"}
+
+    jobs, config = plan_after(complete_run, add_chained_run)
+    plan = plan_of(config)
+    steps = plan.final_step("chain")
+    builders = {plan.space_builder("chain", k).name for k in range(1, steps + 1)}
+    trained = [c for step in range(1, steps + 1) for c in candidates(config, "chain", step)]
+    assert builders == {EncoderId.selected("tiny", plan.final_step("tiny")).name} | {
+        EncoderId.selected("chain", k).name for k in range(1, steps)}
+    assert counts(jobs) == {
+        "train": len(trained), "dev_score": len(trained), "select_best": steps, "entry_space": len(builders),
+        "transform_space": sum(transforms(config, "chain", step) for step in range(1, steps + 1)),
+        "isotropy": len(builders), "score": (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
+        "sts_table": 1, "steps_report": 1, "all": 1,
+    }
+    assert values(jobs, "entry_space", "encoder") == builders
+    assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"chain"}
+
+
 def best_candidates(workdir: Path, steps: int) -> dict[int, str]:
     """Step -> the model directory of its dev-selected candidate."""
     return {step: json.loads((workdir / dag.best_json("tiny", step)).read_text())["best"]["model"]
