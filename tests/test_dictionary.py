@@ -16,6 +16,7 @@ from defsent_plus.dictionary import (
     dataset_stats,
     detokenize_oxford,
     parse_sources,
+    read_defsentplus,
     read_gcide,
     read_oxford,
     read_tsv,
@@ -258,3 +259,59 @@ def test_wordnet_reader_on_wordnet_30():
 def test_gcide_fixture_is_valid_json():
     for file in (FIXTURES / "gcide").glob("*.json"):
         json.loads(file.read_text())
+
+
+# ------------------------------------------------------------------ encodings and the reference's Ox+WN.csv
+
+
+OX_WN = "giraffe\ta tall african animal<|list_more_def|>a long-necked ruminant\r\nlion\ta large cat\r\n"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "utf-8"])  # utf-16 writes a BOM, as the release has
+def test_defsentplus_format_in_every_encoding(tmp_path, encoding):
+    path = write(tmp_path / "Ox+WN.csv", OX_WN.encode(encoding))
+    records = list(read_defsentplus(path, "oxwn", "error", DropCounts()))
+    assert [(r.entry, r.text) for r in records] == [
+        ("giraffe", "a tall african animal"), ("giraffe", "a long-necked ruminant"), ("lion", "a large cat")]
+    assert records[2].where == f"{path}:2"
+
+
+def test_defsentplus_format_errors_name_file_and_line_and_skips_are_counted(tmp_path, caplog):
+    path = write(tmp_path / "Ox+WN.csv", "giraffe\ta tall animal\nno definition here\n".encode("utf-16"))
+    with pytest.raises(DefSentError, match=r"Ox\+WN.csv:2: expected at least 2 tab-separated columns, found 1"):
+        list(read_defsentplus(path, "oxwn", "error", DropCounts()))
+    drops = DropCounts()
+    assert len(list(read_defsentplus(path, "oxwn", "skip", drops))) == 1
+    assert drops.counts[("oxwn", "malformed_line")] == 1
+
+
+def test_defsentplus_source_builds_datasets_with_empty_definitions_counted(tmp_path, tiny_bert):
+    path = write(tmp_path / "Ox+WN.csv", "giraffe\ta tall animal<|list_more_def|>\nlion\ta big cat\n".encode("utf-16"))
+    data = build_datasets([{"name": "oxwn", "type": "defsentplus", "path": str(path)}], load_tokenizer(tiny_bert))
+    frame = data.frames["a"]
+    assert frame.set_index("entry")["definitions"].map(list).to_dict() == {"giraffe": ["a tall animal"],
+                                                                           "lion": ["a big cat"]}
+    assert sum(count for (source, _), count in data.drops.counts.items() if source == "oxwn") == 1
+
+
+def test_a_byte_order_mark_never_reaches_the_first_headword(tmp_path):
+    path = write(tmp_path / "excel.tsv", "\ufeffapple\ta fruit\r\npear\tanother fruit\r\n".encode("utf-8"))
+    records = list(read_tsv(path, "mine", "error", DropCounts()))
+    assert [(r.entry, r.text) for r in records] == [("apple", "a fruit"), ("pear", "another fruit")]
+
+
+def test_oxford_with_bom_and_crlf(tmp_path):
+    root = tmp_path / "oxford"
+    shutil.copytree(FIXTURES / "oxford", root)
+    original = list(read_oxford(root, "oxford", "error", DropCounts()))
+    for split in ("train.txt", "valid.txt", "test.txt"):
+        text = (root / split).read_text(encoding="utf-8")
+        (root / split).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    assert [(r.entry, r.text) for r in read_oxford(root, "oxford", "error", DropCounts())] == [
+        (r.entry, r.text) for r in original]
+
+
+def test_undecodable_utf16_names_file_and_line(tmp_path):
+    path = write(tmp_path / "Ox+WN.csv", "a\tb\nc\td\n".encode("utf-16-le").join([b"\xff\xfe", b"\x00\xd8"]))
+    with pytest.raises(DefSentError, match=r"Ox\+WN.csv:3: not valid UTF-16-LE"):
+        list(read_defsentplus(path, "oxwn", "error", DropCounts()))

@@ -47,7 +47,7 @@ def parse_sources(config: list[dict], where: str = SOURCES_KEY) -> list[SourceSp
         kind = item.get("type")
         if kind not in READERS:
             raise DefSentError(f"{where}[{i}].type", f"unknown source {kind!r}; expected one of {sorted(READERS)}")
-        if kind in ("oxford", "tsv") and not item.get("path"):
+        if kind in ("oxford", "defsentplus", "tsv") and not item.get("path"):
             raise DefSentError(f"{where}[{i}].path", f"a {kind} source needs a path")
         name = item.get("name", kind)
         earlier = [j for j, spec in enumerate(specs) if spec.name == name]

@@ -1,4 +1,5 @@
-"""Dictionary source readers: Oxford (Ishiwatari et al.), WordNet (nltk), GCIDE (JSON) and plain TSV.
+"""Dictionary source readers: Oxford (Ishiwatari et al.), the DefSent+ reference's Ox+WN.csv, WordNet (nltk),
+GCIDE (JSON) and plain TSV.
 
 Every reader has the signature ``(path, name, on_malformed, drops)`` and yields :class:`Definition` records;
 a malformed line is an error naming file and line, or (``on_malformed: skip``) a counted drop.
@@ -6,6 +7,7 @@ a malformed line is an error naming file and line, or (``on_malformed: skip``) a
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import re
@@ -23,19 +25,37 @@ OXFORD_SPLITS = ("train.txt", "valid.txt", "test.txt")
 # ------------------------------------------------------------------------------------------- lines
 
 
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def text_encoding(raw: bytes) -> tuple[str, int]:
+    """(encoding, BOM length) of a text file's bytes: UTF-8 or UTF-16 by byte-order mark, else UTF-8."""
+    for mark, encoding in BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return encoding, len(mark)
+    return "utf-8", 0
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 file; a non-UTF-8 byte is an error naming file and line."""
+    """(line number, text) of a UTF-8 or (BOM-marked) UTF-16 file, the byte-order mark and CR/LF line ends removed;
+    a byte that does not decode is an error naming file, line and column."""
     if not path.is_file():
         raise DefSentError(path, "file not found")
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DefSentError(
-                    path, f"not valid UTF-8 (byte {raw[err.start]:#04x} at column {err.start + 1})", line=number
-                ) from err
-            yield number, text.rstrip("\r\n")
+    raw = path.read_bytes()
+    encoding, start = text_encoding(raw)
+    body = raw[start:]
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as err:
+        before = body[: err.start].decode(encoding, errors="replace")
+        column = len(before) - before.rfind("\n")
+        raise DefSentError(path, f"not valid {encoding.upper()} (byte {body[err.start]:#04x} at column {column})",
+                           line=before.count("\n") + 1) from err
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    for number, line in enumerate(lines, start=1):
+        yield number, line.rstrip("\r")
 
 
 def split_columns(
@@ -102,6 +122,21 @@ def read_tsv(path: str | Path, name: str, on_malformed: str, drops: DropCounts) 
     file = Path(path)
     for number, columns in tab_separated_rows(file, 2, name, on_malformed, drops):
         yield Definition(columns[0], columns[1], name, f"{file}:{number}")
+
+
+# --------------------------------------------------------------------- DefSent+ reference (Ox+WN.csv)
+
+LIST_MORE_DEF = "<|list_more_def|>"  # the reference's separator of an entry's definitions
+
+
+def read_defsentplus(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
+    """The DefSent+ reference's merged dictionary (its ``Ox+WN.csv``): one entry a line,
+    ``entry<TAB>definition<|list_more_def|>definition…``, UTF-16 (as distributed) or UTF-8; like the reference's
+    scripts, columns after the second are ignored."""
+    file = Path(path)
+    for number, columns in tab_separated_rows(file, 2, name, on_malformed, drops):
+        for definition in columns[1].split(LIST_MORE_DEF):
+            yield Definition(columns[0], definition, name, f"{file}:{number}")
 
 
 # ------------------------------------------------------------------------------------------- GCIDE
@@ -189,6 +224,7 @@ def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: D
 
 READERS: dict[str, Callable[..., Iterator[Definition]]] = {
     "oxford": read_oxford,
+    "defsentplus": read_defsentplus,
     "wordnet": read_wordnet,
     "gcide": read_gcide,
     "tsv": read_tsv,
