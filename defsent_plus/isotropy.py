@@ -28,7 +28,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from .entry_matrix import check_entry_space, load_space
-from .io import atomic_path, write_json
+from .io import atomic_path, read_json, write_json
 from .moments import BLOCK_ROWS, SecondMoments, second_moments
 
 BLOCK_COLUMNS = 64
@@ -206,14 +206,22 @@ def plot_space(E: np.ndarray, out_png: str | Path, title: str, max_points: int =
     return out_png
 
 
+TRANSFORM_RECORD = ("backend", "precision", "threads", "n_iter", "max_iter", "converged", "numerical_rank")
+
+
 def write_isotropy(spaces: dict[str, str | Path], plots: list[str | Path], out_json: str | Path, title: str,
-                   seed: int = 0, n_pairs: int = 100_000, plot_points: int = 5000) -> dict:
+                   transforms: dict[str, str | Path] | None = None, seed: int = 0, n_pairs: int = 100_000,
+                   plot_points: int = 5000) -> dict:
     """Isotropy metrics of every named space (one JSON) and each space's SVD/PCA plot; ``title`` may name
-    ``{space}``."""
+    ``{space}``. ``transforms``: the record of each transformed space (``<space>.json``), whose precision, BLAS
+    threads, iterations and convergence go into its entry, so the report shows how an ICA space was computed."""
     metrics = {}
     for (name, path), png in zip(spaces.items(), plots, strict=True):
         space = load_space(path)
         metrics[name] = isotropy_metrics(space, seed=seed, n_pairs=n_pairs)
+        if transforms and name in transforms:
+            record = read_json(transforms[name])
+            metrics[name]["transform"] = {key: record[key] for key in TRANSFORM_RECORD if key in record}
         plot_space(space, png, title.format(space=name), max_points=plot_points, seed=seed)
     write_json(out_json, metrics)
     return metrics

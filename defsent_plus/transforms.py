@@ -16,13 +16,15 @@ GPU when there is one; the tests check it against sklearn. ``auto`` (the default
 available and sklearn otherwise: on CPU both are bound by the same two float64 GEMMs per iteration and
 torch was not faster (1000 iterations at 20,000 x 384, one thread: 374 s vs 309 s CPU), so the reference runs.
 
-Precision: float64 by default. float32 halves the GEMM cost but is not result-preserving on realistic spaces:
-on a MiniLM entry space it stopped converging and ended in a different solution, and on the synthetic bench
-space its components were far less non-Gaussian (see bench/bench_ica.py). FastICA on spaces with
-near-Gaussian directions is sensitive to rounding: even the BLAS thread count changes the float64 solution
-(bench/bench_ica.py, 5,000 x 384 synthetic: 280 iterations on one thread, 242 on two, outputs up to 1.2e3 apart).
-So the CPU path runs on ONE BLAS thread by default: it is the reference recipe exactly, and at the sizes a CPU
-run uses it is also the fastest (idle 2-core machine: 1,000 x 384 MiniLM space 5.8 s on one thread vs 15 s on
+Precision: float32 by default, because that is what the reference computes (its ICA-transform.py hands
+StandardScaler and FastICA the numpy view of a float32 tensor); ``float64`` is available. The two are not
+result-preserving on realistic spaces: on a 400 x 384 MiniLM AMP space float64 converged in 90 iterations while the
+reference's float32 run stopped at max_iter without converging, in a different solution; on the synthetic bench
+space the float32 components were far less non-Gaussian (see bench/bench_ica.py). FastICA on spaces with
+near-Gaussian directions is sensitive to rounding: even the BLAS thread count changes the solution
+(bench/bench_ica.py, 5,000 x 384 synthetic, float64: 280 iterations on one thread, 242 on two, outputs up to 1.2e3
+apart). So the CPU path runs on ONE BLAS thread by default: reproducible on any machine, and at the sizes a CPU
+run uses also the fastest (idle 2-core machine: 1,000 x 384 MiniLM space 5.8 s on one thread vs 15 s on
 two; 5,000 x 384 25.7 s vs 37.8 s). ``threads`` is recorded in the info dict.
 """
 
@@ -223,13 +225,14 @@ def ica(
     random_state: int | None = 42,
     scale: float = 100.0,
     backend: str = "auto",
-    precision: str = "float64",
+    precision: str = "float32",
     threads: int | None = None,
     device: str | None = None,
 ) -> tuple[np.ndarray, dict]:
     """StandardScaler -> FastICA -> x ``scale`` (the DefSent+ recipe); FastICA options as in scikit-learn.
 
-    ``precision`` is the floating type of the ICA iterations (the paper/reference is float64);
+    ``precision`` is the floating type of the standardisation and the ICA iterations: ``float32`` is the
+    reference's computation, ``float64`` the numerically safer one;
     ``threads`` defaults to 1 for sklearn (the exact reference, and the fastest on CPU at these sizes) and to all
     cores for torch; ``device`` (torch only) defaults to cuda when present.
     """
@@ -240,7 +243,9 @@ def ica(
     chosen = resolve_backend(backend, whiten, fun, algorithm)
     require_no_constant_columns(E, where)
     threads = threads or (1 if chosen == "sklearn" else available_threads())
-    scaled = StandardScaler().fit_transform(E.astype(np.float64)).astype(precision, copy=False)
+    # float32 as the reference computes it: StandardScaler and FastICA both on the float32 matrix (ICA-transform.py
+    # passes the numpy view of a float32 tensor), not a float64 standardisation cast down afterwards
+    scaled = StandardScaler().fit_transform(E.astype(precision))
     rank = numerical_rank(np.linalg.eigvalsh(covariance(scaled)))
     fastica_options = {
         "n_components": n_components or E.shape[1],

@@ -7,7 +7,7 @@ from defsent_plus.config_schema import validated_config
 from defsent_plus.dag import Plan
 from defsent_plus.io import read_json
 from defsent_plus.model_store import model_identity
-from defsent_plus.names import BASE_SPACES, POOLINGS, TRANSFORMS, alternatives
+from defsent_plus.names import BASE_SPACES, POOLINGS, TRANSFORMS, alternatives, split_space
 from defsent_plus.rule_inputs import RuleInputs
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
@@ -26,6 +26,7 @@ PLAN = Plan(config, read_selection)
 GPU = config["resources"]["gpu"]
 THREADS = config["resources"]["threads"]
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
+TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
 
 
 def senteval_dir():

@@ -51,7 +51,11 @@ rule transform_space:
 
 rule isotropy:
     input:
-        **INPUTS.of_encoder(model=False, spaces=[dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED]),
+        **INPUTS.of_encoder(
+            model=False,
+            spaces=[dag.space_file("{encoder}", "{dataset}", s) for s in ANALYSED],
+            transforms=[dag.space_file("{encoder}", "{dataset}", s, "json") for s in TRANSFORMED],
+        ),
     output:
         metrics=report(
             dag.isotropy_file("{encoder}", "{dataset}"),
@@ -67,6 +71,7 @@ rule isotropy:
         ),
     params:
         names=ANALYSED,
+        transformed=TRANSFORMED,
         options=config["entry_space"]["isotropy"],
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),

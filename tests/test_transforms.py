@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+import threadpoolctl
 from sklearn.decomposition import FastICA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
@@ -93,7 +94,7 @@ def test_whiten_gives_identity_covariance(space):
 
 
 def test_ica_sklearn_backend_equals_paper_pipeline(space, reference):
-    out, info = apply_transform(space, "ica", backend="sklearn")
+    out, info = apply_transform(space, "ica", backend="sklearn", precision="float64")
     assert out.dtype == np.float32 and out.shape == space.shape
     np.testing.assert_allclose(out, reference, rtol=1e-6, atol=1e-4)
     assert info["backend"] == "sklearn" and info["precision"] == "float64"
@@ -149,7 +150,7 @@ def test_ica_is_deterministic(space):
 
 
 def test_torch_float64_equals_sklearn(space, reference):
-    out, info = apply_transform(space, "ica", backend="torch")
+    out, info = apply_transform(space, "ica", backend="torch", precision="float64")
     _, model = paper_pipeline(space)
     assert info["backend"] == "torch" and info["n_iter"] == model.n_iter_
     assert np.abs(out - reference).max() <= TORCH_FLOAT64_ATOL
@@ -159,7 +160,7 @@ def test_torch_float64_equals_sklearn(space, reference):
 def test_torch_float64_equals_sklearn_on_more_spaces(seed):
     E = mixed_sources(rows=3000, cols=16, seed=seed)
     expected, model = paper_pipeline(E)
-    out, info = apply_transform(E, "ica", backend="torch")
+    out, info = apply_transform(E, "ica", backend="torch", precision="float64")
     assert info["n_iter"] == model.n_iter_
     assert np.abs(out - expected).max() <= TORCH_FLOAT64_ATOL
 
@@ -171,10 +172,32 @@ def test_float32_paths_match_float64_reference(space, reference, backend):
     assert np.abs(out - reference).max() <= FLOAT32_ATOL
 
 
+def reference_script_ica(E32: np.ndarray) -> np.ndarray:
+    """ICA as the reference's ICA-transform.py computes it: the float32 matrix straight into StandardScaler and
+    FastICA (paper options), on one BLAS thread as this workflow pins it, then x 100."""
+    with threadpoolctl.threadpool_limits(1):
+        sources = FastICA(n_components=E32.shape[1], whiten="unit-variance", fun="logcosh", max_iter=1000, tol=1e-4,
+                          random_state=42).fit_transform(StandardScaler().fit_transform(E32))
+    assert sources.dtype == np.float32
+    return sources * 100
+
+
+def test_default_ica_is_the_references_float32_computation_exactly(space):
+    out, info = apply_transform(space, "ica", backend="sklearn", threads=1)
+    assert info["precision"] == "float32" and info["threads"] == 1
+    np.testing.assert_array_equal(out, reference_script_ica(space.astype(np.float32)))
+
+
+def test_float32_and_float64_ica_are_different_computations(space):
+    float32, _ = apply_transform(space, "ica", backend="sklearn", precision="float32")
+    float64, _ = apply_transform(space, "ica", backend="sklearn", precision="float64")
+    assert not np.array_equal(float32, float64)
+
+
 @pytest.mark.parametrize("fun", ["exp", "cube"])
 def test_torch_other_contrast_functions_equal_sklearn(space, fun):
     expected, _ = paper_pipeline(space, fun=fun)
-    out, _ = apply_transform(space, "ica", backend="torch", fun=fun)
+    out, _ = apply_transform(space, "ica", backend="torch", fun=fun, precision="float64")
     assert np.abs(out - expected).max() <= TORCH_FLOAT64_ATOL
 
 
