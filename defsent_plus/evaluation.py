@@ -1,8 +1,9 @@
 """Unsupervised STS evaluation (STS12-16, STS-B, SICK-R) on SentEval's data layout, as in SimCSE and DefSent+.
 
 Protocol (SimCSE's modified SentEval, which DefSent+ follows): cosine similarity of the two sentence
-embeddings, Spearman correlation with the gold scores, times 100. STS12-16 use the "all" setting: the
-subsets of a year are concatenated and one correlation is computed; pairs whose gold line is empty are
+embeddings, Spearman correlation with the gold scores, times 100. STS12-16 use the "all" setting by default
+(``sts_aggregation``; SentEval also reports "mean" and "wmean" over a year's subsets): the subsets of a year are
+concatenated and one correlation is computed; pairs whose gold line is empty are
 skipped. STS-B and SICK-R are scored on their test split without any training. Sentences are
 whitespace-normalised (``" ".join(s.split())``) as SentEval's batcher does.
 """
@@ -107,15 +108,16 @@ def concatenate(parts: Sequence[StsPairs]) -> StsPairs:
     )
 
 
+def load_sts_year_subsets(senteval_dir: str | Path, task: str) -> list[StsPairs]:
+    """The subsets of an STS12-16 year, in SentEval's order."""
+    folder = Path(senteval_dir) / "STS" / f"{task}-en-test"
+    return [load_sts_subset(folder / f"STS.input.{name}.txt", folder / f"STS.gs.{name}.txt")
+            for name in STS_YEAR_SUBSETS[task]]
+
+
 def load_sts_year(senteval_dir: str | Path, task: str) -> StsPairs:
     """STS12-16 in the "all" setting: every subset of the year, concatenated."""
-    folder = Path(senteval_dir) / "STS" / f"{task}-en-test"
-    return concatenate(
-        [
-            load_sts_subset(folder / f"STS.input.{name}.txt", folder / f"STS.gs.{name}.txt")
-            for name in STS_YEAR_SUBSETS[task]
-        ]
-    )
+    return concatenate(load_sts_year_subsets(senteval_dir, task))
 
 
 def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = False) -> StsPairs:
@@ -143,14 +145,36 @@ def load_sickr(senteval_dir: str | Path) -> StsPairs:
 
 
 def load_sts_task(senteval_dir: str | Path, task: str) -> StsPairs:
-    """Any task of :data:`KNOWN_STS_TASKS`."""
+    """Any task of :data:`KNOWN_STS_TASKS` (STS12-16: the year's subsets concatenated)."""
+    return concatenate(load_sts_parts(senteval_dir, task))
+
+
+def load_sts_parts(senteval_dir: str | Path, task: str) -> list[StsPairs]:
+    """A task's datasets: the subsets of an STS12-16 year, or the one dataset of STS-B and SICK-R."""
     if task in STS_YEAR_SUBSETS:
-        return load_sts_year(senteval_dir, task)
+        return load_sts_year_subsets(senteval_dir, task)
     if task in STSB_SPLITS:
-        return load_stsb(senteval_dir, STSB_SPLITS[task])
+        return [load_stsb(senteval_dir, STSB_SPLITS[task])]
     if task == "SICKR":
-        return load_sickr(senteval_dir)
+        return [load_sickr(senteval_dir)]
     raise DefSentError("tasks", f"unknown STS task {task!r}; expected one of {list(KNOWN_STS_TASKS)}")
+
+
+STS_AGGREGATIONS = ("all", "mean", "wmean")
+
+
+def aggregate_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], aggregation: str) -> float:
+    """Spearman x 100 over a task's datasets as SentEval reports it: ``all`` on the concatenated pairs (SimCSE's and
+    DefSent+'s setting), ``mean`` the plain mean over datasets, ``wmean`` their mean weighted by pairs."""
+    if aggregation == "all":
+        return spearman_percent(np.concatenate(predicted), np.concatenate(gold))
+    per_dataset = [spearman_percent(p, g) for p, g in zip(predicted, gold, strict=True)]
+    if aggregation == "mean":
+        return float(np.mean(per_dataset))
+    if aggregation == "wmean":
+        return float(np.average(per_dataset, weights=[len(g) for g in gold]))
+    raise DefSentError("config: evaluation.sts_aggregation", f"unknown aggregation {aggregation!r}; expected one of "
+                                                             f"{list(STS_AGGREGATIONS)}")
 
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -173,19 +197,18 @@ def embed_unique(embed: Embed, sentences: Sequence[str]) -> dict[str, np.ndarray
     return dict(zip(unique, vectors, strict=True))
 
 
-def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS) -> dict[str, float]:
-    """Spearman x 100 of cosine similarity per task, plus ``avg`` over ``tasks``.
-
-    Every distinct sentence across all tasks is embedded exactly once, in one call of ``embed``.
-    """
-    data = {task: load_sts_task(senteval_dir, task) for task in tasks}
-    vectors = embed_unique(embed, [s for pairs in data.values() for s in (*pairs.sentences1, *pairs.sentences2)])
+def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS,
+               aggregation: str = "all") -> dict[str, float]:
+    """Spearman x 100 of cosine similarity per task (STS12-16 aggregated over their subsets by ``aggregation``),
+    plus ``avg`` over ``tasks``. Every distinct sentence across all tasks is embedded exactly once."""
+    data = {task: load_sts_parts(senteval_dir, task) for task in tasks}
+    sentences = [s for parts in data.values() for pairs in parts for s in (*pairs.sentences1, *pairs.sentences2)]
+    vectors = embed_unique(embed, sentences)
     scores = {}
-    for task, pairs in data.items():
-        similarity = cosine_rows(
-            np.stack([vectors[s] for s in pairs.sentences1]), np.stack([vectors[s] for s in pairs.sentences2])
-        )
-        scores[task] = spearman_percent(similarity, pairs.gold)
+    for task, parts in data.items():
+        similarities = [cosine_rows(np.stack([vectors[s] for s in pairs.sentences1]),
+                                    np.stack([vectors[s] for s in pairs.sentences2])) for pairs in parts]
+        scores[task] = aggregate_spearman(similarities, [pairs.gold for pairs in parts], aggregation)
     scores["avg"] = float(np.mean([scores[task] for task in tasks]))
     return scores
 

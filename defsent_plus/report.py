@@ -28,6 +28,7 @@ STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "S
 def write_benchmark_scores(
     model_dir: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str, pooling: str,
     batch_size: int = 128, max_length: int = 128, label: str | None = None, n_jobs: int | None = None,
+    sts_aggregation: str = "all",
 ) -> dict:
     """Score one encoder with one pooling on ``sts`` (the 7 STS tasks), ``senteval`` (the 7 transfer tasks)
     or ``dev`` (STS-B dev, the only score used to select models). ``n_jobs``: parallel classifier fits of SentEval's
@@ -39,9 +40,12 @@ def write_benchmark_scores(
         if benchmark == "senteval":
             scores = senteval_scores(embed, senteval_dir, TRANSFER_TASKS, n_jobs=n_jobs)
         else:
-            scores = sts_scores(embed, senteval_dir, STS_TASKS if benchmark == "sts" else (DEV_TASK,))
+            scores = sts_scores(embed, senteval_dir, STS_TASKS if benchmark == "sts" else (DEV_TASK,),
+                                aggregation=sts_aggregation)
     result = {"model": label or str(model_dir), "model_dir": str(model_dir), "pooling": pooling,
               "benchmark": benchmark, "scores": scores, "seconds": round(time.perf_counter() - start, 1)}
+    if benchmark != "senteval":
+        result["sts_aggregation"] = sts_aggregation
     if benchmark == "dev":
         result["dev_score"] = scores[DEV_TASK]
     log.info("%s %s %s: %s", benchmark, label, pooling, {k: round(v, 2) for k, v in scores.items()})
@@ -56,7 +60,8 @@ def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd
     rows = []
     for path in score_jsons:
         result = read_json(path)
-        rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"],
+        setting = {"sts_aggregation": result["sts_aggregation"]} if "sts_aggregation" in result else {}
+        rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"], **setting,
                      "dev_selected": Path(result["model_dir"]) == chosen})
     return pd.DataFrame(rows)
 
@@ -77,6 +82,18 @@ def markdown(table: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
     return shown.to_markdown(index=False, floatfmt=".2f") + "\n"
 
 
+SETTING_COLUMNS = ("sts_aggregation",)  # how a score was computed: in the TSV's rows, in the markdown's header
+
+
+def aggregation_note(table: pd.DataFrame) -> str:
+    """The markdown header line naming how STS12-16 were aggregated over their subsets (SentEval's three ways)."""
+    if "sts_aggregation" not in table:
+        return ""
+    settings = ", ".join(f"'{value}'" for value in dict.fromkeys(table["sts_aggregation"]))
+    return (f"STS12-16: Spearman over each year's subsets aggregated as {settings} (SentEval's all / mean / wmean; "
+            "'all' = one correlation over the concatenated subsets, as SimCSE and DefSent+ report)\n\n")
+
+
 def write_score_tables(
     rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
     out_png: str | Path | None = None,
@@ -89,9 +106,10 @@ def write_score_tables(
     table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
-    text = f"# {title}\n\n* = the final step's model selected on STS-B dev\n\n" + markdown(
-        table.drop(columns="dev_selected"), STS_COLUMNS)
+    text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
+        table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), STS_COLUMNS)
     grouped = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
+    grouped = grouped.drop(columns=list(SETTING_COLUMNS), errors="ignore")
     final = grouped[grouped["group"] != ""].drop(columns="step")
     if not final.empty:
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)

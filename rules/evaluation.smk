@@ -13,6 +13,7 @@ rule score:
         pooling=lambda w: w.pooling,
         batch_size=config["evaluation"]["batch_size"],
         max_length=config["evaluation"]["max_length"],
+        sts_aggregation=lambda w: config["evaluation"]["sts_aggregation"] if w.benchmark == "sts" else "all",
     wildcard_constraints:
         pooling=alternatives(POOLINGS),
     log:
@@ -37,6 +38,7 @@ use rule score as dev_score with:
         pooling=config["selection"]["pooling"],
         batch_size=config["selection"]["batch_size"],
         max_length=config["selection"]["max_length"],
+        sts_aggregation="all",  # STS-B dev is one dataset: the three aggregations agree
     log:
         dag.log_file("eval", "{encoder}", "dev"),
     resources:
@@ -54,7 +56,7 @@ rule sts_table:
         png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
         rows=lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts"),
-        title=lambda w: f"STS (Spearman x 100 of cosine), run {w.run}",
+        title=lambda w: f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}",
     log:
         dag.log_file("{run}", "eval", "sts_table"),
     threads: 1

@@ -12,6 +12,7 @@ from scipy.stats import spearmanr
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation import (
     STS_TASKS,
+    aggregate_spearman,
     cosine_rows,
     encoder_embed,
     load_sickr,
@@ -173,3 +174,24 @@ def test_all_minilm_l6_v2_mean_pooling_reproduces_reference(senteval_dir, minilm
     print(f"MiniLM STS in {time.perf_counter() - start:.0f} s:", {k: round(v, 2) for k, v in scores.items()})
     for task, expected in MINILM_REFERENCE.items():
         assert scores[task] == pytest.approx(expected, abs=0.05), task
+
+
+# ------------------------------------------------------------------------- SentEval's STS aggregations
+
+
+def pearson(x, y) -> float:
+    x, y = np.asarray(x, dtype=float) - np.mean(x), np.asarray(y, dtype=float) - np.mean(y)
+    return float(x @ y / np.sqrt((x @ x) * (y @ y)))
+
+
+def test_sts_aggregations_on_a_toy_year_with_two_subsets_of_different_sizes():
+    predicted = [np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0, 5.0])]
+    gold = [np.array([1.0, 2.0, 3.0]), np.array([5.0, 4.0, 3.0, 2.0, 1.0])]  # Spearman +100 (3 pairs), -100 (5)
+    assert aggregate_spearman(predicted, gold, "mean") == pytest.approx(0.0)
+    assert aggregate_spearman(predicted, gold, "wmean") == pytest.approx((3 * 100 - 5 * 100) / 8)
+    # "all": one Spearman over the 8 concatenated pairs = Pearson of their (tie-averaged) ranks, ranked by hand
+    predicted_ranks = [1.5, 3.5, 5.5, 1.5, 3.5, 5.5, 7, 8]
+    gold_ranks = [1.5, 3.5, 5.5, 8, 7, 5.5, 3.5, 1.5]
+    assert aggregate_spearman(predicted, gold, "all") == pytest.approx(100 * pearson(predicted_ranks, gold_ranks))
+    with pytest.raises(DefSentError, match="evaluation.sts_aggregation"):
+        aggregate_spearman(predicted, gold, "median")

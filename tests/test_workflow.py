@@ -112,3 +112,9 @@ def test_the_html_report_renders_every_caption(tiny_run, tmp_path):
     assert "ERROR/" not in output and "WARNING/" not in output, output[-3000:]
     html = (tmp_path / "report.html").read_text()
     assert "Undefined substitution" not in html and "skewness" in html
+
+
+def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):
+    table = pd.read_csv(tiny_run / dag.run_file(RUN, "sts.tsv"), sep="\t")
+    assert set(table["sts_aggregation"]) == {"all"}
+    assert "aggregated as 'all'" in (tiny_run / dag.run_file(RUN, "sts.md")).read_text()
