@@ -1,13 +1,14 @@
-"""Time the paper's ICA recipe (plain scikit-learn FastICA, float64) against the fast path, same matrix.
+"""Time the paper's ICA recipe (plain scikit-learn FastICA) against the fast path, same matrix and precision.
 
     .venv/bin/python bench/bench_ica.py                      # synthetic 20,000 x 384, max_iter 1000
     .venv/bin/python bench/bench_ica.py --npy entries.npy    # a real entry space
-    .venv/bin/python bench/bench_ica.py --candidates torch:float64,sklearn:float32
+    .venv/bin/python bench/bench_ica.py --precision float64 --candidates torch:float64,sklearn:float64:2
 
 Every run goes through ``defsent_plus.transforms.apply_transform(E, "ica", ...)``: StandardScaler, FastICA
-(logcosh, unit-variance, tol 1e-4, random_state 42), x 100. The reference is sklearn float64 on one BLAS
-thread (a plain run); "default config" is what the workflow runs (backend "auto": torch on a GPU when CUDA is
-present, else sklearn on entry_space.ica.threads, default 1). Prints wall and
+(logcosh, unit-variance, tol 1e-4, random_state 42), x 100. The reference is sklearn on one BLAS thread in
+``--precision`` (default float32, as the reference script and the workflow compute it); "default config" is what
+the workflow runs in that precision (backend "auto": torch on a GPU when CUDA is present, else sklearn on
+entry_space.ica.threads, default 1). Prints wall and
 CPU seconds, the speedup, iterations, the max |difference| of outputs and the mean excess kurtosis of the
 components (ICA quality). The load average is printed too: timings on shared cores vary a lot.
 """
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS threads of the default-config run (default: the workflow's, 1 for sklearn)")
     parser.add_argument("--reference-threads", type=int, default=1, help="BLAS threads of the reference")
+    parser.add_argument("--precision", choices=["float32", "float64"], default="float32",
+                        help="precision of the reference and of the default-config run")
     parser.add_argument("--candidates", default="", help="extra runs, comma-separated backend:precision[:threads]")
     parser.add_argument("--no-default", action="store_true", help="run only the reference and --candidates")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
@@ -111,10 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {os.getloadavg()}", flush=True)
 
     reference, ref_info = timed_ica(
-        E, backend="sklearn", precision="float64", max_iter=args.max_iter, threads=args.reference_threads
+        E, backend="sklearn", precision=args.precision, max_iter=args.max_iter, threads=args.reference_threads
     )
-    print(describe("reference sklearn float64", ref_info), flush=True)
-    runs = [] if args.no_default else [("fast path (default config)", {"backend": "auto", "threads": args.threads})]
+    print(describe(f"reference sklearn {args.precision}", ref_info), flush=True)
+    default_run = {"backend": "auto", "precision": args.precision, "threads": args.threads}
+    runs = [] if args.no_default else [("fast path (default config)", default_run)]
     runs += [(f"candidate {text}", parse_candidate(text)) for text in filter(None, args.candidates.split(","))]
     result = {"shape": list(E.shape), "reference": ref_info, "runs": []}
     for label, params in runs:
