@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import DefSentError
-from .methods import method_of
+from .methods import Method, method_of
 from .names import BENCHMARKS, SPACE_PATTERN, alternatives
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
@@ -236,7 +236,7 @@ class Plan:
     def run(self, run: str) -> dict:
         return self.config["runs"][run]
 
-    def method(self, run: str):
+    def method(self, run: str) -> Method:
         return method_of(self.run(run)["method"], f"config: runs.{run}.method")
 
     def final_step(self, run: str) -> int:

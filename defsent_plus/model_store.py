@@ -15,7 +15,6 @@ import importlib
 import importlib.metadata
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -166,6 +165,6 @@ def pin_model(spec: str, identity: dict, out_dir: str | Path, where: str = "conf
 def _download_hub_model(name: str, revision: str, out_dir: Path) -> None:
     from huggingface_hub import snapshot_download
 
+    # weights as safetensors only (no pickle), plus config and tokenizer files
     snapshot_download(name, revision=revision, local_dir=out_dir,
-                      allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model", "merges.txt", "vocab*"])
-    os.makedirs(out_dir, exist_ok=True)
+                      allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model"])

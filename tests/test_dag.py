@@ -14,7 +14,7 @@ from workflow_utils import validated
 from defsent_plus import dag
 from defsent_plus.dag import EncoderId, Plan
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import SPACE_PATTERN
+from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.rule_inputs import RuleInputs
 
 SELECTED = {"space": "amp", "seed": 1}
@@ -247,3 +247,19 @@ def test_rule_inputs_of_every_rule(plan, selection):
     table = evaluate(inputs.score_table(plan.evaluated, "sts"), w)
     assert table["scores"][0] == "results/eval/tiny/sts_mean.json" and table["best"] == "results/tiny/step3/best.json"
     assert evaluate(inputs.steps_report(), w)["start_dev"] == "results/eval/tiny/dev.json"
+
+
+def test_reverse_dictionary_queries_need_a_held_out_subset(plan):
+    with pytest.raises(DefSentError, match=r"config: subsets.a.heldout: dataset has no held-out split"):
+        plan.queries_file("a")
+
+
+@pytest.mark.parametrize("space, parts", [("amp", ("amp", None)), ("ac.ica", ("ac", "ica"))])
+def test_space_names_split_into_base_and_transform(space, parts):
+    assert split_space(space) == parts
+
+
+@pytest.mark.parametrize("space", ["amp.pca", "xyz", "amp."])
+def test_unknown_space_names_are_refused(space):
+    with pytest.raises(ValueError, match="unknown entry space"):
+        split_space(space)

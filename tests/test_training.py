@@ -20,7 +20,15 @@ from defsent_plus.dictionary import definition_pairs
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
-from defsent_plus.training import Batch, EntryProjection, TrainConfig, select_best, train_on_space, write_best
+from defsent_plus.training import (
+    Batch,
+    EntryProjection,
+    TrainConfig,
+    learning_rate_schedule,
+    select_best,
+    train_on_space,
+    write_best,
+)
 
 
 def fixed_batch(encoder, frame):
@@ -217,3 +225,22 @@ def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, prob
         train_on_space(model, dataset, tmp_path / "space.npy", tmp_path / "out/model", tmp_path / "out/t.json",
                        TrainConfig())
     assert not (tmp_path / "out").exists()
+
+
+def learning_rates(cfg: TrainConfig, steps: int) -> list[float]:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr)
+    schedule = learning_rate_schedule(optimizer, cfg, steps)
+    rates = []
+    for _ in range(steps):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    return rates
+
+
+def test_schedules_linear_decay_and_constant_after_warmup():
+    assert learning_rates(TrainConfig(lr=1.0), 4) == pytest.approx([1.0, 0.75, 0.5, 0.25])  # DefSent+: no warm-up
+    assert learning_rates(TrainConfig(lr=1.0, schedule="constant", warmup_ratio=0.2), 10) == pytest.approx(
+        [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])  # ceil(0.2 * 10) = 2 warm-up steps, then constant
+    with pytest.raises(DefSentError, match="unknown schedule 'cosine'"):
+        learning_rates(TrainConfig(lr=1.0, schedule="cosine"), 4)
