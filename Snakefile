@@ -9,6 +9,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/dictionary.smk"
 include: "rules/entry_space.smk"

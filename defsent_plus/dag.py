@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .acquisition.catalog import CATALOG
 from .errors import DefSentError
 from .methods import Method, method_of
 from .names import BENCHMARKS, SPACE_PATTERN, alternatives
@@ -26,6 +27,7 @@ STEP_NAME = re.compile(
     rf"^(?P<run>{NAME})\.step(?P<step>[1-9]\d*)(?:\.(?P<space>{SPACE_PATTERN})\.seed(?P<seed>\d+))?$")
 ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{SPACE_PATTERN}\.seed\d+)?"
 MODELS_DIR = "resources/models"
+DATA_DIR = "data"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,17 @@ WILDCARDS = {  # the workflow's wildcard_constraints
 
 # ------------------------------------------------------------------------------------------------ paths
 # Each takes values or wildcard names ("{run}"), so one function is both a path and a rule's output pattern.
+
+
+def data_dir(name: str) -> str:
+    """A dataset acquired by rule acquire_data (SentEval's layout, the Oxford data)."""
+    return f"{DATA_DIR}/{name}"
+
+
+def acquired_sources(sources: list[dict]) -> dict[str, str]:
+    """The acquired datasets (data/<name>) that dictionary sources read, as rule inputs by dataset name."""
+    paths = {source.get("path") for source in sources}
+    return {name: data_dir(name) for name in CATALOG if data_dir(name) in paths}
 
 
 def pinned_model(model: str) -> str:

@@ -35,6 +35,12 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mask_positions
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
+def max_pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mask_positions: torch.Tensor | None) -> torch.Tensor:
+    """Element-wise max of the last hidden states over the non-padding tokens (special tokens included)."""
+    padding = attention_mask.unsqueeze(-1) == 0
+    return hidden.masked_fill(padding, torch.finfo(hidden.dtype).min).amax(1)
+
+
 def mask_pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mask_positions: torch.Tensor | None) -> torch.Tensor:
     """The last hidden state at the prompt's mask token."""
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), mask_positions]
@@ -57,6 +63,7 @@ class Pooling:
 POOLINGS: dict[str, Pooling] = {
     "cls": Pooling("cls", cls_pool),
     "mean": Pooling("mean", mean_pool),
+    "max": Pooling("max", max_pool),
     "prompt": Pooling("prompt", mask_pool, PROMPT_TEMPLATE),
 }
 require_same_names(POOLINGS, POOLING_NAMES, "encoding.POOLINGS")

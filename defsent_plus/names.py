@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 BASE_SPACES = ("ac", "amp")  # 000 Section 3.2: AC (mean of CLS vectors), AMP (mean of mean-pooled vectors)
 TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base space
-POOLINGS = ("cls", "mean", "prompt")  # sentence poolings of encoding and evaluation
+POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
 TRAINING_POOLINGS = ("cls", "mean")  # poolings a DefSent+ training run can use
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
 

@@ -1,8 +1,10 @@
 # Config validation and the bridge to defsent_plus.dag (identities, paths, the plan) and defsent_plus.rule_inputs.
-import os
 from pathlib import Path
 
 from defsent_plus import dag
+from defsent_plus.acquisition.catalog import CATALOG
+from defsent_plus.acquisition.settings import identity as acquisition_identity
+from defsent_plus.acquisition.settings import resolve as resolve_acquisition
 from defsent_plus.config_schema import validated_config
 from defsent_plus.dag import Plan
 from defsent_plus.io import read_json
@@ -29,9 +31,8 @@ ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured
 TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
 
 
-def senteval_dir():
-    """SentEval data: $DEFSENT_SENTEVAL, else config senteval_dir."""
-    return os.environ.get("DEFSENT_SENTEVAL", config["senteval_dir"])
+# Acquired data, by dataset name: its settings from config data.<name>, its mirror variable applied.
+DATA = {name: resolve_acquisition(name, config["data"], workflow.basedir) for name in CATALOG}
 
 
 def run_cfg(wildcards):

@@ -1,6 +1,7 @@
 rule dictionary:
     input:
         tokenizer=dag.pinned_model(config["dictionary"]["tokenizer"]),
+        **dag.acquired_sources(config["dictionary"]["sources"]),
     output:
         a=dag.dictionary_file("a.parquet"),
         b=dag.dictionary_file("b.parquet"),

@@ -5,10 +5,10 @@
 rule score:
     input:
         **INPUTS.of_encoder(),
+        senteval=dag.data_dir("senteval"),
     output:
         dag.score_file("{encoder}", "{benchmark}", "{pooling}"),
     params:
-        senteval_dir=senteval_dir(),
         benchmark=lambda w: w.benchmark,
         pooling=lambda w: w.pooling,
         batch_size=config["evaluation"]["batch_size"],

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus import dag
@@ -118,3 +119,21 @@ def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):
     table = pd.read_csv(tiny_run / dag.run_file(RUN, "sts.tsv"), sep="\t")
     assert set(table["sts_aggregation"]) == {"all"}
     assert "aggregated as 'all'" in (tiny_run / dag.run_file(RUN, "sts.md")).read_text()
+
+
+def test_evaluation_data_is_acquired_verified_and_a_moved_mirror_replans_nothing(tiny_run, tmp_path):
+    record = read(tiny_run, "data/senteval/ACQUIRED.json")
+    assert record["verified"] and record["source"].startswith("mirror") and record["files"] == 51
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    moved = tmp_path / "moved_senteval"
+    shutil.copytree(config["data"]["senteval"]["mirror"], moved)
+    config["data"]["senteval"]["mirror"] = str(moved)
+    workdir = tmp_path / "work"
+    shutil.copytree(tiny_run, workdir, symlinks=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert planned_jobs(workdir) == {}
+    config["data"]["senteval"]["checksums"] = None  # another identity: acquire again, re-score, re-select
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    planned = planned_jobs(workdir)
+    assert planned["acquire_data"] == 1 and planned["score"] >= 1 and planned["select_best"] == STEPS
+    assert "dictionary" not in planned and planned["entry_space"] == STEPS - 1  # step 1's space needs no dev score

@@ -6,7 +6,7 @@ from defsent_plus.report import write_benchmark_scores
 start_job(snakemake, gpu=True)
 write_benchmark_scores(
     model_dir=snakemake.input.model,
-    senteval_dir=snakemake.params.senteval_dir,
+    senteval_dir=snakemake.input.senteval,
     out_json=snakemake.output[0],
     benchmark=snakemake.params.benchmark,
     pooling=snakemake.params.pooling,

@@ -1,0 +1,22 @@
+# Evaluation and dictionary data in data/<name>: copied or linked from a local mirror, else downloaded from the
+# official archives, and checked against data/checksums/<name>.sha256 (defsent_plus.acquisition). The only param is
+# the data's identity (its manifest's checksum), so moving a mirror or switching to a download re-runs nothing.
+
+
+rule acquire_data:
+    output:
+        directory(dag.data_dir("{data}")),
+    params:
+        identity=lambda w: acquisition_identity(DATA[w.data]),
+    wildcard_constraints:
+        data=alternatives(tuple(DATA)),
+    log:
+        dag.log_file("data", "{data}"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/acquire_data.py"
