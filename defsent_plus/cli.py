@@ -1,5 +1,5 @@
-"""Command-line interface: ``defsent-plus <command>`` (encode, similarity, reverse-dictionary, export,
-setup-wordnet)."""
+"""Command-line interface: ``defsent-plus <command>`` (encode, similarity, reverse-dictionary, predict-words,
+export, setup-wordnet)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,33 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
             print(f"  {rank:2d}. {entry}\t{score:.3f}")
 
 
+def check_defsent_model(model: str) -> None:
+    """Fail early for a DefSent+ model directory: it has no masked-LM head, its words come from the reverse
+    dictionary."""
+    from .io import read_json
+    from .training import TRAINING_CARD
+
+    card = Path(model) / TRAINING_CARD
+    if card.is_file() and read_json(card).get("method") == "defsent_plus":
+        raise DefSentError(model, "a DefSent+ model (method defsent_plus in its training card) has no DefSent "
+                                  "masked-LM head: use `defsent-plus reverse-dictionary` for it")
+
+
+def cmd_predict_words(args: argparse.Namespace) -> None:
+    from .defsent import predict_words
+
+    if not args.definitions:
+        raise DefSentError("input", "no definitions given (pass them as arguments)")
+    if args.top_k < 1:
+        raise DefSentError("--top-k", f"expected at least 1, got {args.top_k}")
+    check_defsent_model(args.model)
+    predictions = predict_words(args.model, args.definitions, args.top_k, args.pooling)
+    for definition, ranked in zip(args.definitions, predictions, strict=True):
+        print(definition)
+        for rank, (word, probability) in enumerate(ranked, start=1):
+            print(f"  {rank:2d}. {word}\t{probability:.4g}")
+
+
 def cmd_export(args: argparse.Namespace) -> None:
     from .export import export_huggingface, export_sentence_transformers
 
@@ -100,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     reverse.add_argument("--top-k", type=int, default=10)
     reverse.add_argument("sentences", nargs="+")
     reverse.set_defaults(func=cmd_reverse_dictionary)
+
+    words = commands.add_parser("predict-words", help="top-k words for a definition (DefSent-trained model)")
+    words.add_argument("--model", required=True, help="a DefSent-trained model directory (with its masked-LM head)")
+    words.add_argument("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
+    words.add_argument("--top-k", type=int, default=10)
+    words.add_argument("definitions", nargs="*")
+    words.set_defaults(func=cmd_predict_words)
 
     export = commands.add_parser("export", help="Hugging Face + sentence-transformers directories")
     export.add_argument("--model", required=True)

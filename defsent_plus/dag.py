@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from .acquisition.catalog import CATALOG
 from .errors import DefSentError
 from .methods import Method, method_of
-from .names import BENCHMARKS, SPACE_PATTERN, alternatives
+from .names import BENCHMARKS, SPACE_PATTERN, TARGET_PATTERN, alternatives
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
-    rf"^(?P<run>{NAME})\.step(?P<step>[1-9]\d*)(?:\.(?P<space>{SPACE_PATTERN})\.seed(?P<seed>\d+))?$")
-ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{SPACE_PATTERN}\.seed\d+)?"
+    rf"^(?P<run>{NAME})\.step(?P<step>[1-9]\d*)(?:\.(?P<space>{TARGET_PATTERN})\.seed(?P<seed>\d+))?$")
+ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{TARGET_PATTERN}\.seed\d+)?"
 MODELS_DIR = "resources/models"
 DATA_DIR = "data"
 
@@ -92,7 +92,7 @@ WILDCARDS = {  # the workflow's wildcard_constraints
     "dataset": NAME,
     "model": NAME,
     "encoder": ENCODER_PATTERN,
-    "space": SPACE_PATTERN,
+    "space": SPACE_PATTERN,  # an entry space; a candidate's <space> is a target (rule train widens it)
     "step": r"[1-9]\d*",
     "seed": r"\d+",
     "benchmark": alternatives(tuple(b for b in BENCHMARKS if b != "dev")),
@@ -236,8 +236,20 @@ class Plan:
             if cfg["dataset"] not in datasets:
                 raise DefSentError(f"config: runs.{run}.dataset", f"unknown dataset {cfg['dataset']!r}; expected "
                                                                    f"a, b, c or a subset ({sorted(datasets)})")
-            self.method(run)
+            self.check_steps(run)
             self.start(run)
+
+    def check_steps(self, run: str) -> None:
+        """Entry-space methods name each step's spaces; other methods have none and at most ``max_steps`` steps."""
+        method, steps = self.method(run), self.run(run)["steps"]
+        for k, step in enumerate(steps):
+            if method.uses_entry_space != ("spaces" in step):
+                need = "needs" if method.uses_entry_space else "takes no"
+                raise DefSentError(f"config: runs.{run}.steps[{k}].spaces", f"method {method.name} {need} entry "
+                                                                           "spaces")
+        if method.max_steps is not None and len(steps) > method.max_steps:
+            raise DefSentError(f"config: runs.{run}.steps", f"method {method.name} trains {method.max_steps} "
+                                                            f"step(s) (no PST), got {len(steps)}")
 
     def _require_model(self, key: str, name: str) -> None:
         if name not in self.config["models"]:
@@ -276,10 +288,11 @@ class Plan:
         return self.start(run) if step == 1 else EncoderId.selected(run, step - 1)
 
     def candidates(self, run: str, step: int) -> list[EncoderId]:
-        """The (space, seed) candidates trained at a step, in config order."""
+        """The (space, seed) candidates trained at a step, in config order (a method without an entry space: its
+        target, e.g. ``vocab``, in place of the space)."""
         cfg = self.run(run)
-        return [EncoderId.candidate(run, step, space, seed)
-                for space in cfg["steps"][int(step) - 1]["spaces"] for seed in cfg["seeds"]]
+        targets = self.method(run).targets(cfg["steps"][int(step) - 1])
+        return [EncoderId.candidate(run, step, target, seed) for target in targets for seed in cfg["seeds"]]
 
     # ------------------------------------------------------------------------------- files and inputs
 

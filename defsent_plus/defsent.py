@@ -17,7 +17,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,12 +27,11 @@ from torch import nn
 from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 from transformers.models.roberta.modeling_roberta import RobertaLMHead
 
+from .dictionary.datasets import single_token_ids
 from .encoding import get_pooling
 from .errors import DefSentError
 from .models import Encoder, _checkpoint_tensor, _safetensors_files, device_for_run, is_hub_id, load_encoder
-
-if TYPE_CHECKING:
-    from .training import Batch
+from .training import Batch, TrainingTask
 
 log = logging.getLogger(__name__)
 HEAD_FILE = "defsent_head.safetensors"  # saved next to a DefSent-trained encoder: the head it was trained with
@@ -305,19 +303,36 @@ def defsent_objective(encoder: Encoder, pooling: str, seed: int, freeze_embeddin
     return HeadwordPrediction(head, pooling, info)
 
 
+def defsent_training_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
+                          where: str) -> TrainingTask:
+    """DefSent's training task: every definition of an entry whose headword is one token, that token its class.
+    Definitions of other entries (possible when the dataset was built with another model's tokenizer) are
+    dropped, counted and logged; none left is an error naming the dataset."""
+    token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
+    per_example = [token_ids[i] for i in entry_ids]
+    keep = np.array([t is not None for t in per_example], dtype=bool)
+    dropped = int((~keep).sum())
+    if not keep.any():
+        raise DefSentError(where, f"no training entry is a single token of {encoder.path}'s vocabulary (DefSent "
+                                  "needs dataset c of this model's tokenizer, e.g. a subset of dataset c)")
+    if dropped:
+        log.warning("%s: %d of %d definitions dropped: their headword is not one token of %s's vocabulary", where,
+                    dropped, len(keep), encoder.path)
+    objective = defsent_objective(encoder, pooling, seed)
+    card = {"classes": encoder.model.config.vocab_size, "targets": "headword token id (dataset c rule)",
+            "head": objective.head_info, "dropped_not_single_token": dropped}
+    return TrainingTask(objective, [t for t, k in zip(texts, keep, strict=True) if k],
+                        np.array([t for t in per_example if t is not None], dtype=np.int64), card,
+                        save=lambda out_dir: save_head(objective.head, out_dir, objective.head_info))
+
+
 # ------------------------------------------------------------------------------------------ headwords
 
 
 def headword_token_ids(tokenizer, words: Sequence[str]) -> list[int | None]:
-    """Each word's token id when it is exactly one known token of the vocabulary, else None.
-
-    A word is tokenised as it appears inside a sentence: after a space, without special tokens. Tokenizers that
-    mark word starts (byte-level BPE's ``Ġ``, SentencePiece's ``▁``) give the word-initial form, as RoBERTa's MLM
-    predicts it; WordPiece drops the space, so BERT gets the word itself.
-    """
-    ids = tokenizer([f" {word}" for word in words], add_special_tokens=False)["input_ids"]
-    unknown = {tokenizer.unk_token_id, *tokenizer.all_special_ids}
-    return [t[0] if len(t) == 1 and t[0] not in unknown else None for t in ids]
+    """Each headword's target token id (None: not one token), by dataset c's own rule, so DefSent trains on
+    exactly dataset c's entries."""
+    return single_token_ids(tokenizer, words)
 
 
 # ------------------------------------------------------------------------------------------ prediction
@@ -365,29 +380,3 @@ def _trained_pooling(model_dir: str | Path) -> str:
     if not card.is_file():
         raise DefSentError(model_dir, f"no {TRAINING_CARD}: pass the pooling explicitly")
     return read_json(card)["pooling"]
-
-
-# ------------------------------------------------------------------------------------------ ranking metrics
-
-
-def rank_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
-    """1-based rank of each row's target in the full ranking: 1 + the number of strictly higher scores."""
-    logits = torch.as_tensor(logits)
-    targets = torch.as_tensor(targets, dtype=torch.long, device=logits.device)
-    target_scores = logits.gather(1, targets[:, None])
-    return ((logits > target_scores).sum(1) + 1).cpu().numpy()
-
-
-def ranking_metrics(ranks: np.ndarray, k_list: Sequence[int] = (1, 3, 10), cutoff: int = 10) -> dict[str, float]:
-    """MRR over the full ranking, ``mrr_at_<cutoff>`` (only hits within the top ``cutoff`` count, as DefSent's
-    def2word evaluation), top-k accuracy in % (as the reverse dictionary reports it) and the number of queries."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if len(ranks) == 0 or ranks.min() < 1:
-        raise DefSentError("ranking metrics", "expected at least one 1-based rank")
-    reciprocal = 1.0 / ranks
-    return {
-        "mrr": float(reciprocal.mean()),
-        f"mrr_at_{cutoff}": float(np.where(ranks <= cutoff, reciprocal, 0.0).mean()),
-        **{f"top{k}": float(np.mean(ranks <= k) * 100) for k in k_list},
-        "queries": int(len(ranks)),
-    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import DefSentError
+from .names import VOCAB_TARGET
 
 
 @dataclass(frozen=True)
@@ -20,11 +21,19 @@ class Method:
     name: str
     paper: str
     uses_entry_space: bool  # trains against a frozen entry space (its rule input) built by the previous step
+    target: str | None = None  # without an entry space: what its candidates predict (their path's <space> part)
+    max_steps: int | None = None  # None: any number of PST steps
+
+    def targets(self, step: dict) -> list[str]:
+        """The candidate targets of a run's step: its entry spaces, or the method's fixed target."""
+        return list(step["spaces"]) if self.uses_entry_space else [self.target]
 
 
 METHODS = {
     "defsent_plus": Method("defsent_plus", "000 (DefSent+): definitions projected into a frozen entry space",
                            uses_entry_space=True),
+    "defsent": Method("defsent", "001/002 (DefSent): headword prediction through the frozen masked-LM head",
+                      uses_entry_space=False, target=VOCAB_TARGET, max_steps=1),
 }
 
 

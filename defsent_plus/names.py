@@ -12,7 +12,7 @@ from collections.abc import Iterable
 BASE_SPACES = ("ac", "amp")  # 000 Section 3.2: AC (mean of CLS vectors), AMP (mean of mean-pooled vectors)
 TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base space
 POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
-TRAINING_POOLINGS = ("cls", "mean")  # poolings a DefSent+ training run can use
+TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (DefSent: all three)
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
 
 
@@ -28,6 +28,8 @@ def alternatives(names: tuple[str, ...]) -> str:
 
 
 SPACE_PATTERN = rf"({alternatives(BASE_SPACES)})(\.({alternatives(TRANSFORMS)}))?"
+VOCAB_TARGET = "vocab"  # what a method without an entry space predicts (DefSent: the masked-LM head's vocabulary)
+TARGET_PATTERN = rf"(?:{SPACE_PATTERN}|{VOCAB_TARGET})"  # a candidate's target: an entry space or the vocabulary
 
 
 def split_space(space: str) -> tuple[str, str | None]:

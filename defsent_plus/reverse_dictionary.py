@@ -23,11 +23,12 @@ from .entry_matrix import load_space
 from .errors import DefSentError
 from .io import atomic_path, read_json, write_json
 from .models import Encoder, autocast_for, device_for_run, load_encoder
+from .ranking import ranking_metrics, ranks_of_targets
 from .training import TRAINING_CARD, EntryProjection
 
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
-METRIC_COLUMNS = ("mrr", "top1", "top3", "top10")
+METRIC_COLUMNS = ("mrr", "mrr_at_10", "top1", "top3", "top10")
 
 
 @torch.inference_mode()
@@ -44,18 +45,6 @@ def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str]
             hidden = encoder.model(**batch).last_hidden_state.float()
         out.append(projection.logits(hidden, batch["attention_mask"]).cpu().numpy())
     return np.concatenate(out) if out else np.empty((0, len(space)), dtype=np.float32)
-
-
-def ranks_of_targets(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """1-based rank of each row's target entry (ties count against the target)."""
-    target_scores = logits[np.arange(len(targets)), targets]
-    return (logits >= target_scores[:, None]).sum(axis=1)
-
-
-def ranking_metrics(ranks: np.ndarray) -> dict[str, float]:
-    """MRR and top-1/3/10 accuracy (%) of 1-based ranks."""
-    return {"mrr": float(np.mean(1.0 / ranks)), **{f"top{k}": float(np.mean(ranks <= k) * 100) for k in (1, 3, 10)},
-            "queries": int(len(ranks))}
 
 
 class ReverseDictionary:

@@ -12,7 +12,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -44,9 +44,10 @@ class TrainConfig:
     seed: int = 0
     max_length: int = 128
     pooling: str = "cls"
+    optimizer: str = "adamw"  # adamw (DefSent+) | adam (DefSent)
     weight_decay: float = 0.0
     adam_eps: float = 1e-6
-    max_grad_norm: float = 1.0
+    max_grad_norm: float | None = 1.0  # None: no gradient clipping (DefSent)
     bucket_by_length: bool = False
     schedule: str = "linear"  # linear: decay to 0 after the warm-up (DefSent+); constant: constant after it
     warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
@@ -128,9 +129,7 @@ def train_epoch(
     lengths = np.array([len(ids) for ids in tokenized])
     batches = batch_order(lengths, cfg.batch_size, torch.Generator().manual_seed(cfg.seed), cfg.bucket_by_length)
     params = [p for p in list(encoder.model.parameters()) + list(objective.parameters()) if p.requires_grad]
-    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
-                                  fused=device.type in ("cpu", "cuda"))
+    optimizer = make_optimizer(params, cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, len(batches))
     encoder.model.train()
     objective.train()
@@ -153,6 +152,17 @@ def train_epoch(
 
 
 SCHEDULES = ("linear", "constant")
+OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+
+
+def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW (DefSent+) or Adam (DefSent) over the trainable parameters."""
+    if cfg.optimizer not in OPTIMIZERS:
+        raise DefSentError("config: methods.*.optimizer", f"unknown optimizer {cfg.optimizer!r}; expected one of "
+                                                           f"{list(OPTIMIZERS)}")
+    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
+    return OPTIMIZERS[cfg.optimizer](params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+                                     fused=device.type in ("cpu", "cuda"))
 
 
 def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
@@ -176,7 +186,8 @@ def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, c
     if not torch.isfinite(loss):
         raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+    if cfg.max_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
     return loss.item(), parts
 
 
@@ -201,6 +212,17 @@ def check_entry_ids(entry_ids: np.ndarray, n_entries: int, where: str) -> None:
         raise DefSentError(where, f"entry id out of range [0, {n_entries}): {int(entry_ids.max())}")
 
 
+@dataclass
+class TrainingTask:
+    """What a method trains: its objective, the examples and their targets, and what it adds to the model."""
+
+    objective: nn.Module
+    texts: list[str]
+    targets: np.ndarray  # per example: the class the objective predicts (entry id, headword token id, ...)
+    card: dict = field(default_factory=dict)  # recorded in the model's training card
+    save: Callable[[Path], None] | None = None  # writes the objective's own weights next to the encoder
+
+
 def train_on_space(
     base_model: str | Path,
     dataset_path: str | Path,
@@ -211,11 +233,11 @@ def train_on_space(
     method: str = "defsent_plus",
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with ``method``'s objective (against the frozen entry space
-    in ``space_path`` for methods that use one) and save encoder + pooler."""
+    in ``space_path`` for methods that use one) and save the encoder (+ pooler, + what the objective adds)."""
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
-    inputs = {"pooling": cfg.pooling}
+    inputs = {}
     if space_path is not None:
         inputs["space"] = torch.from_numpy(frozen_space(space_path, frame, entry_ids, encoder, dataset_path))
     device = device_for_run()
@@ -223,18 +245,39 @@ def train_on_space(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
-    objective = build_objective(method, encoder, **inputs)
-    log.info("training %s with %s on %d definitions of %d entries (%s) on %s", base_model, method, len(texts),
+    task = build_task(method, encoder, frame=frame, texts=texts, entry_ids=entry_ids, pooling=cfg.pooling,
+                      seed=cfg.seed, where=str(dataset_path), **inputs)
+    log.info("training %s with %s on %d definitions of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
-    summary = train_epoch(encoder, texts, entry_ids, objective, cfg)
+    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg)
     card = {"method": method, "dataset": str(dataset_path), "entry_space": None if space_path is None else
-            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model)}
-    summary.update(card, device=device.type)
+            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), **task.card}
+    summary.update(card, device=device.type, classes=task.card.get("classes"))
+    summary["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
+    if not summary["fit"]["fitted"]:
+        log.warning("%s", summary["fit"]["note"])
     with atomic_path(model_out) as tmp:
         encoder.save(tmp)
+        if task.save is not None:
+            task.save(tmp)
         write_json(Path(tmp) / TRAINING_CARD, card)
     write_json(summary_out, summary)
     return summary
+
+
+CHANCE_MARGIN = 0.02  # a final loss within 2% of ln(classes) has not left chance level
+
+
+def fit_diagnostic(final_loss: float, classes: int | None) -> dict:
+    """Whether training left chance level: a final loss within 2% of ln(number of classes) did not fit its
+    targets (a uniform prediction over the classes has exactly that loss)."""
+    if not classes or classes < 2:
+        return {"fitted": True, "chance_loss": None, "note": ""}
+    chance = math.log(classes)
+    fitted = final_loss < (1 - CHANCE_MARGIN) * chance
+    note = "" if fitted else (f"final loss {final_loss:.3f} is within {CHANCE_MARGIN:.0%} of ln({classes}) = "
+                              f"{chance:.3f}: the training did not fit its targets (chance level)")
+    return {"fitted": fitted, "chance_loss": round(chance, 4), "note": note}
 
 
 def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: Encoder,
@@ -248,18 +291,30 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
     return space
 
 
-def defsent_plus_objective(encoder: Encoder, space: torch.Tensor, pooling: str) -> EntryProjection:
-    return EntryProjection(space, encoder.pooler, pooling)
+def defsent_plus_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
+                      where: str, space: torch.Tensor) -> TrainingTask:
+    """000: each definition's class is its entry; logits against the frozen entry space."""
+    return TrainingTask(EntryProjection(space, encoder.pooler, pooling), texts, entry_ids,
+                        card={"classes": len(frame)})
 
 
-# A method of defsent_plus.methods.METHODS plugs in here: its objective, built from the encoder and the job's inputs.
-OBJECTIVES: dict[str, Callable[..., nn.Module]] = {"defsent_plus": defsent_plus_objective}
+def defsent_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
+                 where: str) -> TrainingTask:
+    """001: each definition's class is its headword's token; logits over the whole vocabulary."""
+    from .defsent import defsent_training_task
+
+    return defsent_training_task(encoder, frame, texts, entry_ids, pooling, seed, where)
 
 
-def build_objective(method: str, encoder: Encoder, **inputs) -> nn.Module:
-    """The objective of a registered training method for this encoder."""
+# A method of defsent_plus.methods.METHODS plugs in here: its task (objective, examples, targets) built from the
+# encoder, the dataset and the job's inputs.
+TASKS: dict[str, Callable[..., TrainingTask]] = {"defsent_plus": defsent_plus_task, "defsent": defsent_task}
+
+
+def build_task(method: str, encoder: Encoder, **inputs) -> TrainingTask:
+    """The training task of a registered method for this encoder."""
     method_of(method)
-    return OBJECTIVES[method](encoder, **inputs)
+    return TASKS[method](encoder, **inputs)
 
 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,

@@ -9,7 +9,7 @@ from defsent_plus.config_schema import validated_config
 from defsent_plus.dag import Plan
 from defsent_plus.io import read_json
 from defsent_plus.model_store import model_identity
-from defsent_plus.names import BASE_SPACES, POOLINGS, TRANSFORMS, alternatives, split_space
+from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TRANSFORMS, alternatives, split_space
 from defsent_plus.rule_inputs import RuleInputs
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")

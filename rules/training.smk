@@ -14,6 +14,8 @@ rule train:
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],
+    wildcard_constraints:
+        space=TARGET_PATTERN,
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     threads: THREADS

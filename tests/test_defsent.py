@@ -20,8 +20,6 @@ from defsent_plus.defsent import (
     load_head,
     masked_lm_head,
     predict_words,
-    rank_of_targets,
-    ranking_metrics,
     save_head,
     word_logits,
 )
@@ -30,6 +28,7 @@ from defsent_plus.encoding import get_pooling
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json
 from defsent_plus.models import load_encoder
+from defsent_plus.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.training import TRAINING_CARD, Batch, TrainConfig, train_epoch
 
 HEADWORDS = ["food", "team", "eat"]  # one token of both tiny vocabularies (RoBERTa: in leading-space form)
@@ -301,10 +300,10 @@ def test_training_moves_the_headwords_up_the_ranking(mlm_bert):
     encoder = load_encoder(mlm_bert)
     objective = defsent_objective(encoder, "cls", seed=0)
     targets = np.array(headword_token_ids(encoder.tokenizer, HEADWORDS))
-    before = rank_of_targets(word_logits(encoder, objective.head, DEFINITIONS, "cls"), targets)
+    before = ranks_of_targets(word_logits(encoder, objective.head, DEFINITIONS, "cls"), targets)
     train_epoch(encoder, DEFINITIONS * 20, np.tile(targets, 20), objective, TrainConfig(batch_size=3, lr=1e-2),
                 progress=False)
-    after = rank_of_targets(word_logits(encoder, objective.head, DEFINITIONS, "cls"), targets)
+    after = ranks_of_targets(word_logits(encoder, objective.head, DEFINITIONS, "cls"), targets)
     assert (after < before).all(), (before, after)
 
 
@@ -316,10 +315,10 @@ def test_a_model_dir_without_a_head_fails_clearly(tiny_bert):
 # ------------------------------------------------------------------------------------------ ranking metrics
 
 
-def test_ranks_count_only_strictly_higher_scores():
+def test_ties_count_against_the_target():
     logits = np.array([[0.5, 0.9, 0.5, 0.1], [0.5, 0.9, 0.5, 0.1]])
-    assert rank_of_targets(logits, np.array([0, 3])).tolist() == [2, 4]
-    assert rank_of_targets(torch.from_numpy(logits), torch.tensor([1, 2])).tolist() == [1, 2]
+    assert ranks_of_targets(logits, np.array([0, 3])).tolist() == [3, 4]
+    assert ranks_of_targets(torch.from_numpy(logits), torch.tensor([1, 2])).tolist() == [1, 3]
 
 
 def test_mrr_counts_the_full_ranking_and_mrr_at_10_only_the_top_10():

@@ -71,11 +71,11 @@ def test_a_registry_that_drifts_fails_at_import():
         names.require_same_names({"center": 0, "pca": 0}, ("center", "whiten"), "transforms.X")
 
 
-def test_every_method_has_an_objective_and_a_schema_entry():
+def test_every_method_has_a_training_task_and_a_schema_entry():
     from defsent_plus.methods import METHODS
-    from defsent_plus.training import OBJECTIVES
+    from defsent_plus.training import TASKS
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     run = schema["properties"]["runs"]["additionalProperties"]["properties"]
-    assert set(OBJECTIVES) == set(METHODS) == set(run["method"]["enum"])
+    assert set(TASKS) == set(METHODS) == set(run["method"]["enum"])
     assert set(schema["properties"]["methods"]["properties"]) == set(METHODS)

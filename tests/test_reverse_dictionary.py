@@ -207,7 +207,7 @@ def constructed_case(tmp_path: Path, vectors) -> tuple[Path, Path, Path]:
 def check_constructed(result: dict) -> None:
     """giraffe and dog rank their entry first; night's entry comes last of 6."""
     assert result["candidates"] == 6
-    assert result["dev"] == {"mrr": 1.0, "top1": 100.0, "top3": 100.0, "top10": 100.0, "queries": 1,
+    assert result["dev"] == {"mrr": 1.0, "mrr_at_10": 1.0, "top1": 100.0, "top3": 100.0, "top10": 100.0, "queries": 1,
                              "entries": 1, "without_query": 0}
     test = result["test"]
     assert test["mrr"] == pytest.approx((1 + 1 / 6) / 2)

@@ -11,8 +11,9 @@ from defsent_plus.cli import main as cli
 from defsent_plus.encoding import PROMPT_TEMPLATE
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.models import load_encoder
+from defsent_plus.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.report import scores_table, seed_summary, write_score_tables
-from defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits, ranking_metrics, ranks_of_targets
+from defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits
 from defsent_plus.training import TRAINING_CARD
 
 

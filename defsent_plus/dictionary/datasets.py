@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,11 +110,21 @@ def merge_by_entry(records: Iterable[Definition], drops: DropCounts) -> pd.DataF
     )
 
 
+def single_token_ids(tokenizer, words: Sequence[str]) -> list[int | None]:
+    """Each word's token id when it is exactly one known token of the vocabulary, else None.
+
+    A word is tokenised as it appears inside a sentence: after a space, without special tokens. Tokenizers that
+    mark word starts (byte-level BPE's ``Ġ``, SentencePiece's ``▁``) give the word-initial form, the one a
+    masked-LM head predicts inside a sentence (RoBERTa); WordPiece drops the space, so BERT gets the word itself.
+    """
+    ids = tokenizer([f" {word}" for word in words], add_special_tokens=False)["input_ids"]
+    unknown = {tokenizer.unk_token_id, *tokenizer.all_special_ids}
+    return [t[0] if len(t) == 1 and t[0] not in unknown else None for t in ids]
+
+
 def single_token_entries(frame: pd.DataFrame, tokenizer) -> pd.DataFrame:
-    """Entries that are one token of the tokenizer's vocabulary (no sub-word split, not unknown): dataset c."""
-    ids = tokenizer(list(frame["entry"]), add_special_tokens=False)["input_ids"]
-    unk = tokenizer.unk_token_id
-    keep = np.array([len(t) == 1 and t[0] != unk for t in ids], dtype=bool)
+    """Entries that are one token of the tokenizer's vocabulary (:func:`single_token_ids`): dataset c."""
+    keep = np.array([i is not None for i in single_token_ids(tokenizer, list(frame["entry"]))], dtype=bool)
     return frame[keep].reset_index(drop=True)
 
 
