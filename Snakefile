@@ -16,6 +16,7 @@ include: "rules/entry_space.smk"
 include: "rules/training.smk"
 include: "rules/evaluation.smk"
 include: "rules/reverse_dictionary.smk"
+include: "rules/comparison.smk"
 
 
 rule all:

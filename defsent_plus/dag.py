@@ -197,6 +197,11 @@ def run_file(run: str, name: str) -> str:
     return f"results/{run}/eval/{name}"
 
 
+def compare_file(name: str) -> str:
+    """A table of every run side by side (``sts.tsv``, ``reverse_dictionary.md``, ...)."""
+    return f"results/compare/{name}"
+
+
 def log_file(*parts: str) -> str:
     return "logs/" + "/".join(str(part) for part in parts) + ".log"
 
@@ -407,15 +412,15 @@ class Plan:
         return alternatives(names) or "(?!)"
 
     def heldout_runs(self) -> list[str]:
-        """Runs evaluated as a reverse dictionary: a held-out subset and a method that trains against entries."""
-        return [run for run, cfg in self.config["runs"].items()
-                if self.heldout(cfg["dataset"]) is not None and self.method(run).uses_entry_space]
+        """Runs evaluated as a reverse dictionary: those trained on a subset with a held-out split."""
+        return [run for run, cfg in self.config["runs"].items() if self.heldout(cfg["dataset"]) is not None]
 
     # --------------------------------------------------------------------------------------- targets
 
     def targets(self) -> list[str]:
         """What ``rule all`` builds: the dictionary stats and, per run, its final selection, the isotropy of
-        every step's entry space, the STS table, the steps report and (held-out subsets) the reverse dictionary."""
+        every step's entry space, the STS table, the steps report and (held-out subsets) the reverse dictionary;
+        then the tables comparing every run."""
         targets = [dictionary_file("stats.tsv")]
         for run, cfg in self.config["runs"].items():
             targets.append(best_json(run, self.final_step(run)))
@@ -423,4 +428,16 @@ class Plan:
                 targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
             targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
         targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
+        targets.append(compare_file("sts.tsv"))
+        if self.heldout_runs():
+            targets.append(compare_file("reverse_dictionary.tsv"))
         return targets
+
+    def sts_comparison(self) -> list[dict]:
+        """Every run's STS table with its method (rule compare_sts)."""
+        return [{"run": run, "method": self.method(run).name, "sts": run_file(run, "sts.tsv")}
+                for run in self.config["runs"]]
+
+    def reverse_dictionary_comparison(self) -> list[dict]:
+        """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""
+        return [{"run": run, "json": run_file(run, "reverse_dictionary.json")} for run in self.heldout_runs()]

@@ -104,12 +104,12 @@ def write_score_tables(
     table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
     table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
+    placed = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
     with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+        placed.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
         table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), STS_COLUMNS)
-    grouped = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
-    grouped = grouped.drop(columns=list(SETTING_COLUMNS), errors="ignore")
+    grouped = placed.drop(columns=list(SETTING_COLUMNS), errors="ignore")
     final = grouped[grouped["group"] != ""].drop(columns="step")
     if not final.empty:
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
@@ -165,7 +165,8 @@ def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: s
 
 
 def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
-    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, seconds. ``steps``: one
+    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, whether it left chance
+    level (``fitted``: final loss not within 2% of ln(classes)), seconds. ``steps``: one
     record per step with its selection file (``best``) and its candidates' training summaries (``train``)."""
     rows = []
     for record in steps:
@@ -176,9 +177,16 @@ def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
                 "step": record["step"], "space": candidate["space"], "seed": candidate["seed"],
                 "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
                 "loss_first": train["loss_first"], "loss_last": train["loss_last"],
+                **fit_columns(train),
                 "train_seconds": train["seconds"], "sentences_per_second": train["sentences_per_second"],
             })
     return pd.DataFrame(rows)
+
+
+def fit_columns(train: dict) -> dict:
+    """Classes, the chance-level loss ln(classes) and whether the final loss left it (train.json's ``fit``)."""
+    fit = train.get("fit", {})
+    return {"classes": train.get("classes"), "chance_loss": fit.get("chance_loss"), "fitted": fit.get("fitted")}
 
 
 def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title: str) -> None:

@@ -22,6 +22,7 @@ from .encoding import tokenize_batch
 from .entry_matrix import load_space
 from .errors import DefSentError
 from .io import atomic_path, read_json, write_json
+from .methods import method_of
 from .models import Encoder, autocast_for, device_for_run, load_encoder
 from .ranking import ranking_metrics, ranks_of_targets
 from .training import TRAINING_CARD, EntryProjection
@@ -176,6 +177,100 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
             "candidates": len(frame), **split_metrics(ranks, queries, frame)}
 
 
+# ------------------------------------------------------------------ DefSent: ranking the vocabulary
+
+
+def headword_examples(frame: pd.DataFrame, queries: pd.DataFrame, token_ids: list[int | None]
+                      ) -> dict[str, tuple[list[str], np.ndarray]]:
+    """DefSent's protocol (001, Table 2): per split, EVERY definition of the split's entries (for dev/test: the
+    ones left in the dictionary plus the held-out query) with its headword's token id as the target."""
+    texts, entry_ids = definition_pairs(frame)
+    splits = frame["split"].to_numpy()[entry_ids]
+    examples = {}
+    for split in ("train", *HELDOUT_SPLITS):
+        chosen = [(t, e) for t, e, s in zip(texts, entry_ids, splits, strict=True) if s == split]
+        chosen += [(q.definition, q.entry_id) for q in queries.itertuples() if q.split == split]
+        chosen = [(t, token_ids[e]) for t, e in chosen if token_ids[e] is not None]
+        examples[split] = ([t for t, _ in chosen], np.array([i for _, i in chosen], dtype=np.int64))
+    return examples
+
+
+def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, dataset_path: str | Path,
+                       queries_path: str | Path, batch_size: int = 128) -> dict:
+    """A DefSent model ranks the WHOLE vocabulary for each definition: per split over all the split's definitions
+    (``all_definitions``, DefSent's protocol) and over the held-out queries only (``heldout_queries``, the
+    queries DefSent+'s reverse dictionary ranks its entries for)."""
+    from .defsent import headword_token_ids, word_logits
+
+    frame = read_dataset(dataset_path)
+    if "split" not in frame.columns:
+        raise DefSentError(dataset_path, "no held-out split: DefSent's reverse dictionary needs a subset with "
+                                         "heldout (config subsets.<name>.heldout)")
+    queries = read_queries(queries_path, frame)
+    token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
+
+    def ranks(texts: list[str], targets: np.ndarray) -> np.ndarray:
+        chunks = [ranks_of_targets(word_logits(encoder, head, texts[i: i + batch_size], pooling, batch_size),
+                                   targets[i: i + batch_size]) for i in range(0, len(texts), batch_size)]
+        return np.concatenate(chunks)
+
+    examples = headword_examples(frame, queries, token_ids)
+    result = {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
+              "candidates": int(encoder.model.config.vocab_size),
+              "not_single_token": int(sum(t is None for t in token_ids))}
+    result["all_definitions"] = {split: ranking_metrics(ranks(*examples[split])) for split in examples}
+    heldout = queries[[token_ids[e] is not None for e in queries["entry_id"]]]
+    result["heldout_queries"] = {
+        split: ranking_metrics(ranks(list(heldout.definition[heldout.split == split]),
+                                     np.array([token_ids[e] for e in heldout.entry_id[heldout.split == split]])))
+        for split in HELDOUT_SPLITS}
+    return result
+
+
+def write_headword_ranking(*, model_dir: str | Path, dataset: str | Path, queries: str | Path,
+                           base_model: str | Path, pooling: str, out_json: str | Path, out_tsv: str | Path,
+                           out_md: str | Path, batch_size: int = 128, title: str = "") -> dict:
+    """DefSent's reverse dictionary for a run's final model (its trained head) and its starting model (its own
+    masked-LM head, seeded initialisation where it has none); JSON, TSV and markdown."""
+    from .defsent import load_defsent_model, masked_lm_head
+
+    trained_encoder, trained_head = load_defsent_model(model_dir)
+    base_encoder = load_encoder(base_model).to(device_for_run())
+    base_head, info = masked_lm_head(base_encoder, seed=0)
+    results = {
+        "trained": {"model": str(model_dir), **evaluate_headwords(trained_encoder, trained_head, pooling, dataset,
+                                                                  queries, batch_size)},
+        "base": {"model": str(base_model), "head": info, **evaluate_headwords(
+            base_encoder, base_head.to(device_for_run()).eval(), pooling, dataset, queries, batch_size)},
+    }
+    table = headword_table(results)
+    write_json(out_json, {"method": "defsent", **results})
+    with atomic_path(out_tsv) as tmp:
+        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(f"# {title}\n\n{PROTOCOLS['defsent']}\n\n" + table.to_markdown(index=False, floatfmt=".3f")
+                       + "\n", encoding="utf-8")
+    return results
+
+
+def headword_table(results: dict[str, dict]) -> pd.DataFrame:
+    """One row per (model, protocol, split)."""
+    return pd.DataFrame([{"model": label, "protocol": protocol, "split": split, "candidates": r["candidates"],
+                          "queries": metrics["queries"], **{k: metrics[k] for k in METRIC_COLUMNS}}
+                         for label, r in results.items() for protocol in ("all_definitions", "heldout_queries")
+                         for split, metrics in r[protocol].items()])
+
+
+PROTOCOLS = {
+    "defsent_plus": "DefSent+: each held-out definition (one per dev/test entry, in no entry embedding) ranks every "
+                    "entry of the space the model was trained against (h · Eᵀ through its pooler).",
+    "defsent": "DefSent: each definition ranks the whole token vocabulary through the model's masked-LM head; "
+               "`all_definitions` = every definition of the split's entries (DefSent's protocol; train entries' "
+               "definitions were training examples), `heldout_queries` = the held-out definitions DefSent+ ranks. "
+               "mrr = over the full ranking; mrr_at_10 = only hits in the top 10 count (DefSent's reported 'MRR').",
+}
+
+
 def results_table(results: dict[str, dict]) -> pd.DataFrame:
     """One row per (model label, split): candidates, queries, MRR and top-k accuracy."""
     rows = [{"model": label, "split": split, "scoring": result["scoring"], "candidates": result["candidates"],
@@ -188,8 +283,9 @@ def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str) 
     """The report page: a title, what is measured, and the table with readable model labels."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
                                                    "base": "starting model, untrained by this run"}))
-    return (f"# {title}\n\nMRR and top-k accuracy (%) of each held-out definition's entry among all "
-            f"{results['trained']['candidates']} entries.\n\n" + shown.to_markdown(index=False, floatfmt=".3f") + "\n")
+    return (f"# {title}\n\n{PROTOCOLS['defsent_plus']} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
+            f"held-out definition's entry among all {results['trained']['candidates']} entries.\n\n"
+            + shown.to_markdown(index=False, floatfmt=".3f") + "\n")
 
 
 def write_reverse_dictionary(
@@ -219,9 +315,25 @@ def write_reverse_dictionary(
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in result[split].items()} for split in
                                    HELDOUT_SPLITS})
     table = results_table(results)
-    write_json(out_json, results)
+    write_json(out_json, {"method": "defsent_plus", **results})
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     with atomic_path(out_md) as tmp:
         tmp.write_text(results_markdown(results, table, title), encoding="utf-8")
     return results
+
+
+def write_run_reverse_dictionary(*, method: str, pooling: str, model_dir: str | Path, spaces: Sequence[str | Path],
+                                 dataset: str | Path, queries: str | Path, base_model: str | Path,
+                                 base_space: Sequence[str | Path], out_json: str | Path, out_tsv: str | Path,
+                                 out_md: str | Path, batch_size: int = 128, max_length: int = 128,
+                                 title: str = "") -> dict:
+    """A run's reverse dictionary by its method's protocol: entries of the trained space (entry-space methods)
+    or the vocabulary through the masked-LM head (DefSent)."""
+    outputs = {"out_json": out_json, "out_tsv": out_tsv, "out_md": out_md, "title": title}
+    if method_of(method).uses_entry_space:
+        return write_reverse_dictionary(model_dir=model_dir, spaces=spaces, dataset=dataset, queries=queries,
+                                        base_model=base_model, base_space=base_space[0], batch_size=batch_size,
+                                        max_length=max_length, **outputs)
+    return write_headword_ranking(model_dir=model_dir, dataset=dataset, queries=queries, base_model=base_model,
+                                  pooling=pooling, batch_size=batch_size, **outputs)

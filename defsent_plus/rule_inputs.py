@@ -77,24 +77,27 @@ class RuleInputs:
         )
 
     def reverse_dictionary(self) -> dict[str, InputFunction]:
-        """The final dev-selected model with the spaces its step trained on, the held-out queries, and the run's
-        starting model with its AMP space (the untrained reference)."""
+        """The final dev-selected model, the held-out queries and the run's starting model; for entry-space methods
+        also the spaces the final step trained on and the starting model's AMP space (the untrained reference)."""
         plan = self.plan
 
         def final_model(wildcards) -> EncoderId:
             return EncoderId.selected(wildcards.run, plan.final_step(wildcards.run))
 
-        def final_spaces(wildcards) -> list[str]:
-            run, last = wildcards.run, plan.final_step(wildcards.run)
+        def entry_space_only(spaces: Callable[[str], list[str]]) -> InputFunction:
+            return lambda wildcards: spaces(wildcards.run) if plan.method(wildcards.run).uses_entry_space else []
+
+        def final_spaces(run: str) -> list[str]:
+            last = plan.final_step(run)
             return [plan.space_of(run, last, space) for space in plan.run(run)["steps"][-1]["spaces"]]
 
         return self.computed_from(
             final_model,
-            spaces=final_spaces,
+            spaces=entry_space_only(final_spaces),
             dataset=lambda wildcards: plan.run_dataset(wildcards.run),
             queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
             base=lambda wildcards: plan.model_dir(plan.start(wildcards.run)),
-            base_space=lambda wildcards: plan.space_of(wildcards.run, 1, "amp"),
+            base_space=entry_space_only(lambda run: [plan.space_of(run, 1, "amp")]),
         )
 
     def score_table(self, models_of: Callable[[str], list[Evaluated]], benchmark: str) -> dict[str, InputFunction]:

@@ -1,6 +1,7 @@
-# Reverse dictionary on held-out entries: for a run whose dataset is a subset with a held-out split, the final
-# step's dev-selected model ranks every entry of the space it was trained on for each held-out definition; the
-# run's starting model, untrained, is the reference (cosine to its own AMP space).
+# Reverse dictionary on held-out entries, for a run whose dataset is a subset with a held-out split. DefSent+: the
+# final step's dev-selected model ranks every entry of the space it was trained on for each held-out definition, the
+# run's starting model (cosine to its own AMP space) the reference. DefSent: the final model ranks the whole
+# vocabulary through its masked-LM head (DefSent's protocol), the starting model with its own head the reference.
 
 
 rule reverse_dictionary:
@@ -15,6 +16,8 @@ rule reverse_dictionary:
         ),
         md=dag.run_file("{run}", "reverse_dictionary.md"),
     params:
+        method=lambda w: PLAN.method(w.run).name,
+        pooling=lambda w: run_cfg(w)["training_pooling"],
         batch_size=config["evaluation"]["batch_size"],
         max_length=config["evaluation"]["max_length"],
         title=lambda w: f"Reverse dictionary on held-out entries, run {w.run}",

@@ -263,3 +263,40 @@ def test_space_names_split_into_base_and_transform(space, parts):
 def test_unknown_space_names_are_refused(space):
     with pytest.raises(ValueError, match="unknown entry space"):
         split_space(space)
+
+
+DEFSENT_RUN = {"method": "defsent", "model": "tiny", "dataset": "a", "training_pooling": "max", "seeds": [0, 3],
+               "batch_size": 4, "steps": [{"lr": 1e-3}]}
+
+
+def test_a_method_without_entry_space_trains_its_seeds_against_the_vocabulary(selection):
+    plan = Plan(tiny_config(ds=DEFSENT_RUN), selection)
+    assert plan.candidates("ds", 1) == [EncoderId.candidate("ds", 1, "vocab", 0),
+                                        EncoderId.candidate("ds", 1, "vocab", 3)]
+    assert EncoderId.parse("ds.step1.vocab.seed3") == EncoderId.candidate("ds", 1, "vocab", 3)
+    assert dag.trained_model(plan.candidates("ds", 1)[1]) == "results/ds/step1/vocab/seed3/model"
+    assert set(plan.training_files(plan.candidates("ds", 1)[0])) == {"base", "dataset"}  # no entry space
+    assert not any("entry_spaces/tiny/a" in t and "ds" in t for t in plan.targets())
+    assert "results/compare/sts.tsv" in plan.targets()
+
+
+@pytest.mark.parametrize("run, key, message", [
+    (DEFSENT_RUN | {"steps": [{"lr": 1e-3, "spaces": ["amp"]}]}, r"runs\.bad\.steps\[0\]\.spaces",
+     "defsent takes no entry spaces"),
+    (DEFSENT_RUN | {"steps": [{"lr": 1e-3}, {"lr": 1e-3}]}, r"runs\.bad\.steps",
+     r"defsent trains 1 step\(s\) \(no PST\), got 2"),
+    (DEFSENT_RUN | {"method": "defsent_plus"}, r"runs\.bad\.steps\[0\]\.spaces", "defsent_plus needs entry spaces"),
+])
+def test_steps_must_suit_the_method(selection, run, key, message):
+    with pytest.raises(DefSentError, match=rf"config: {key}: method {message}"):
+        Plan(tiny_config(bad=run), selection)
+
+
+def test_method_defaults_are_the_methods_own(selection):
+    config = tiny_config(ds=DEFSENT_RUN)
+    config["methods"]["defsent"] = {"max_length": 16}
+    methods = validated(config)["methods"]
+    assert methods["defsent"] == {"max_length": 16, "weight_decay": 0.0, "adam_eps": 1e-8, "optimizer": "adam",
+                                  "max_grad_norm": None, "bucket_by_length": False, "schedule": "constant",
+                                  "warmup_ratio": 0.1}
+    assert methods["defsent_plus"]["optimizer"] == "adamw" and methods["defsent_plus"]["schedule"] == "linear"

@@ -343,3 +343,28 @@ def test_a_partial_head_is_completed_and_its_bias_may_be_stored_on_the_decoder(t
                                "cls.predictions.transform.LayerNorm.bias"]
     assert torch.equal(head.predictions.bias, stored["cls.predictions.decoder.bias"])
     assert torch.equal(head.predictions.transform.dense.weight, stored["cls.predictions.transform.dense.weight"])
+
+
+def test_a_dataset_without_single_token_headwords_is_refused_by_name(tiny_bert):
+    import pandas as pd
+
+    from defsent_plus.defsent import defsent_training_task
+
+    encoder = load_encoder(tiny_bert)
+    frame = pd.DataFrame({"entry": ["new york", "xyzzy"], "definitions": [["a city"], ["a word"]],
+                          "sources": [["s"], ["s"]]})
+    with pytest.raises(DefSentError, match=r"toy\.parquet: no training entry is a single token"):
+        defsent_training_task(encoder, frame, ["a city", "a word"], np.array([0, 1]), "cls", 0, "toy.parquet")
+
+
+def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert):
+    import pandas as pd
+
+    from defsent_plus.defsent import defsent_training_task
+
+    encoder = load_encoder(tiny_bert)
+    frame = pd.DataFrame({"entry": ["food", "new york"], "definitions": [["what you eat"], ["a city"]],
+                          "sources": [["s"], ["s"]]})
+    task = defsent_training_task(encoder, frame, ["what you eat", "a city"], np.array([0, 1]), "cls", 0, "toy")
+    assert task.texts == ["what you eat"] and task.targets.tolist() == headword_token_ids(encoder.tokenizer, ["food"])
+    assert task.card["dropped_not_single_token"] == 1 and task.card["classes"] == encoder.model.config.vocab_size

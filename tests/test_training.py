@@ -244,3 +244,26 @@ def test_schedules_linear_decay_and_constant_after_warmup():
         [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])  # ceil(0.2 * 10) = 2 warm-up steps, then constant
     with pytest.raises(DefSentError, match="unknown schedule 'cosine'"):
         learning_rates(TrainConfig(lr=1.0, schedule="cosine"), 4)
+
+
+def test_chance_level_training_is_flagged():
+    import math
+
+    from defsent_plus.training import fit_diagnostic
+
+    assert not fit_diagnostic(6.97, 1000)["fitted"]  # the default DefSent+ run before: 6.97 vs ln 1000 = 6.91
+    assert "within 2% of ln(1000)" in fit_diagnostic(6.80, 1000)["note"]
+    assert fit_diagnostic(0.97 * math.log(1000), 1000)["fitted"]
+    assert fit_diagnostic(5.0, None)["fitted"]  # no classes known: nothing to compare with
+
+
+def test_adam_without_clipping_is_plain_adam():
+    """DefSent's optimisation: Adam (no decoupled weight decay) and no gradient clipping."""
+    from defsent_plus.training import make_optimizer
+
+    params = [torch.nn.Parameter(torch.ones(3))]
+    optimizer = make_optimizer(params, TrainConfig(optimizer="adam", adam_eps=1e-8, max_grad_norm=None),
+                               torch.device("cpu"))
+    assert type(optimizer) is torch.optim.Adam and optimizer.defaults["eps"] == 1e-8
+    with pytest.raises(DefSentError, match="unknown optimizer 'sgd'"):
+        make_optimizer(params, TrainConfig(optimizer="sgd"), torch.device("cpu"))

@@ -7,6 +7,6 @@ from defsent_plus.acquisition.settings import resolve
 from defsent_plus.jobs import start_job
 
 start_job(snakemake)
-settings = resolve(snakemake.wildcards.data, snakemake.config["data"], Path(snakemake.scriptdir).parents[1])
+settings = resolve(snakemake.wildcards.data, snakemake.config["data"], Path(snakemake.scriptdir).resolve().parents[1])
 acquire(settings.spec, snakemake.output[0], mirror=settings.mirror, link=settings.link, manifest=settings.manifest,
         downloads=Path("data") / "downloads", retry=settings.retry, archives=settings.archives)

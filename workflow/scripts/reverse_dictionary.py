@@ -1,10 +1,12 @@
 """Snakemake script: reverse dictionary on a run's held-out entries (final dev-selected model, base reference)."""
 
 from defsent_plus.jobs import start_job
-from defsent_plus.reverse_dictionary import write_reverse_dictionary
+from defsent_plus.reverse_dictionary import write_run_reverse_dictionary
 
 start_job(snakemake, gpu=True)
-write_reverse_dictionary(
+write_run_reverse_dictionary(
+    method=snakemake.params.method,
+    pooling=snakemake.params.pooling,
     model_dir=snakemake.input.model,
     spaces=snakemake.input.spaces,
     dataset=snakemake.input.dataset,

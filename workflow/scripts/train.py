@@ -13,7 +13,7 @@ train_candidate(
     seed=int(snakemake.wildcards.seed),
     base_model=snakemake.input.base,
     dataset_path=snakemake.input.dataset,
-    space_path=snakemake.input.get("space"),
+    space_path=snakemake.input.get("space") or None,  # methods without an entry space have none
     model_out=snakemake.output.model,
     summary_out=snakemake.output.summary,
 )

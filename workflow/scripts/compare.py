@@ -1,0 +1,8 @@
+"""Snakemake script: a table of every run side by side (STS, or the reverse dictionary)."""
+
+from defsent_plus.comparison import write_reverse_dictionary_comparison, write_sts_comparison
+from defsent_plus.jobs import start_job
+
+start_job(snakemake)
+write = write_sts_comparison if snakemake.rule == "compare_sts" else write_reverse_dictionary_comparison
+write(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md)
