@@ -15,19 +15,21 @@ from .reverse_dictionary import METRIC_COLUMNS, PROTOCOLS
 SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 
 
-def sts_rows(run: str, method: str, table: pd.DataFrame) -> list[dict]:
-    """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model."""
+def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "") -> list[dict]:
+    """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model;
+    ``chain``: where the run's starting weights come from (model → run → ...)."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
     rows = []
     for record in table[table["step"] == 0].itertuples():
-        rows.append({"model": record.model, "run": "", "method": "", "seeds": "",
+        rows.append({"model": record.model, "run": "", "chain": "", "method": "", "seeds": "",
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     final = table[table["group"].fillna("") != ""]
     for group, seeds in final.groupby("group", sort=False):
-        rows.append({"model": f"{method} ({group}), mean ± std", "run": run, "method": method, "seeds": len(seeds),
+        rows.append({"model": f"{method} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
+                     "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
     for record in table[table["dev_selected"]].itertuples():
-        rows.append({"model": f"{method}, dev-selected", "run": run, "method": method, "seeds": "",
+        rows.append({"model": f"{method}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": "",
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     return rows
 
@@ -36,7 +38,7 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv). A starting model shared by runs
     is listed once."""
     tables = {r["run"]: pd.read_csv(r["sts"], sep="\t") for r in runs}
-    rows = [row for r in runs for row in sts_rows(r["run"], r["method"], tables[r["run"]])]
+    rows = [row for r in runs for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False)

@@ -14,7 +14,7 @@ Light on purpose (no torch): Snakemake imports it while parsing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .acquisition.catalog import CATALOG
@@ -110,8 +110,14 @@ def data_dir(name: str) -> str:
 
 def acquired_sources(sources: list[dict]) -> dict[str, str]:
     """The acquired datasets (data/<name>) that dictionary sources read, as rule inputs by dataset name."""
-    paths = {source.get("path") for source in sources}
-    return {name: data_dir(name) for name in CATALOG if data_dir(name) in paths}
+    return acquired_data(source.get("path") for source in sources)
+
+
+def acquired_data(paths: Iterable[str | None]) -> dict[str, str]:
+    """The acquired datasets (data/<name>) that ``paths`` lie in (or are), by dataset name."""
+    paths = [str(path) for path in paths if path]
+    return {name: data_dir(name) for name in CATALOG
+            if any(path == data_dir(name) or path.startswith(data_dir(name) + "/") for path in paths)}
 
 
 def pinned_model(model: str) -> str:
@@ -349,11 +355,19 @@ class Plan:
         return []
 
     def training_files(self, candidate: EncoderId) -> dict[str, str]:
-        """A candidate's training: the run's starting weights (``base``), its ``dataset`` and, for methods that
-        use one, the frozen entry ``space`` built by the previous step's best."""
+        """A candidate's training: the run's starting weights (``base``), its ``dataset``, for methods that use
+        one the frozen entry ``space`` built by the previous step's best, and for methods that select their weights
+        on STS-B dev while training (SimCSE) the ``senteval`` data."""
         files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.run_dataset(candidate.run)}
-        if self.method(candidate.run).uses_entry_space:
+        method = self.method(candidate.run)
+        if method.uses_entry_space:
             files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
+        if method.dev_in_training:
+            files["senteval"] = data_dir("senteval")
+        options = self.config["methods"].get(method.name, {})
+        corpora = acquired_data([options.get("corpus_file"), options.get("frequency_corpus")])
+        if corpora:
+            files["corpus"] = list(corpora.values())
         return files
 
     # ------------------------------------------------------------------------------------- evaluation
@@ -433,10 +447,15 @@ class Plan:
             targets.append(compare_file("reverse_dictionary.tsv"))
         return targets
 
+    def chain(self, run: str) -> list[str]:
+        """The model a run comes from and the runs in between: ``[model, run1, ..., run]`` (000 Table 3's chain)."""
+        cfg = self.run(run)
+        return [cfg["model"], run] if "model" in cfg else [*self.chain(cfg["start_from"]), run]
+
     def sts_comparison(self) -> list[dict]:
-        """Every run's STS table with its method (rule compare_sts)."""
-        return [{"run": run, "method": self.method(run).name, "sts": run_file(run, "sts.tsv")}
-                for run in self.config["runs"]]
+        """Every run's STS table with its method and chain (rule compare_sts)."""
+        return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
+                 "sts": run_file(run, "sts.tsv")} for run in self.config["runs"]]
 
     def reverse_dictionary_comparison(self) -> list[dict]:
         """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import DefSentError
-from .names import VOCAB_TARGET
+from .names import CONTRASTIVE_TARGET, VOCAB_TARGET
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Method:
     uses_entry_space: bool  # trains against a frozen entry space (its rule input) built by the previous step
     target: str | None = None  # without an entry space: what its candidates predict (their path's <space> part)
     max_steps: int | None = None  # None: any number of PST steps
+    dev_in_training: bool = False  # scores STS-B dev during training to keep its best weights (its train job reads it)
 
     def targets(self, step: dict) -> list[str]:
         """The candidate targets of a run's step: its entry spaces, or the method's fixed target."""
@@ -34,6 +35,11 @@ METHODS = {
                            uses_entry_space=True),
     "defsent": Method("defsent", "001/002 (DefSent): headword prediction through the frozen masked-LM head",
                       uses_entry_space=False, target=VOCAB_TARGET, max_steps=1),
+    "simcse": Method("simcse", "Gao et al. 2021 (unsupervised SimCSE): dropout views, in-batch InfoNCE",
+                     uses_entry_space=False, target=CONTRASTIVE_TARGET, max_steps=1, dev_in_training=True),
+    "slt_fai": Method("slt_fai", "004 (SLT-FAI): SimCSE/ConSERT + frequency-adversarial and incomplete-sentence "
+                      "discriminators", uses_entry_space=False, target=CONTRASTIVE_TARGET, max_steps=1,
+                      dev_in_training=True),
 }
 
 

@@ -28,8 +28,10 @@ def alternatives(names: tuple[str, ...]) -> str:
 
 
 SPACE_PATTERN = rf"({alternatives(BASE_SPACES)})(\.({alternatives(TRANSFORMS)}))?"
-VOCAB_TARGET = "vocab"  # what a method without an entry space predicts (DefSent: the masked-LM head's vocabulary)
-TARGET_PATTERN = rf"(?:{SPACE_PATTERN}|{VOCAB_TARGET})"  # a candidate's target: an entry space or the vocabulary
+VOCAB_TARGET = "vocab"  # what DefSent's candidates predict: the masked-LM head's vocabulary
+CONTRASTIVE_TARGET = "contrastive"  # the candidates of unsupervised contrastive methods (SimCSE, SLT-FAI)
+METHOD_TARGETS = (VOCAB_TARGET, CONTRASTIVE_TARGET)  # candidate targets of methods without an entry space
+TARGET_PATTERN = rf"(?:{SPACE_PATTERN}|{alternatives(METHOD_TARGETS)})"  # a candidate's target
 
 
 def split_space(space: str) -> tuple[str, str | None]:

@@ -58,12 +58,13 @@ class RuleInputs:
         return self.computed_from(encoder_of, dataset=lambda wildcards: self.plan.dataset_file(wildcards.dataset))
 
     def training(self) -> dict[str, InputFunction]:
-        """A candidate's starting weights (``base``), ``dataset`` and frozen entry ``space`` (methods with one)."""
+        """A candidate's starting weights (``base``), ``dataset``, frozen entry ``space`` (methods with one) and
+        ``senteval`` data (methods that select on STS-B dev while training)."""
         def training_file(name: str) -> InputFunction:
             return lambda wildcards: self.plan.training_files(candidate_of(wildcards)).get(name, [])
 
-        return self.computed_from(candidate_of, model=False,
-                                  **{name: training_file(name) for name in ("base", "dataset", "space")})
+        names = ("base", "dataset", "space", "senteval", "corpus")
+        return self.computed_from(candidate_of, model=False, **{name: training_file(name) for name in names})
 
     def selection(self) -> dict[str, InputFunction]:
         """A step's candidates: their dev scores and models (after the previous step's selection)."""

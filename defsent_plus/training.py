@@ -12,7 +12,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -23,6 +23,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
+from .corpus import read_corpus_file, training_corpus
 from .dictionary import read_dataset, training_pairs
 from .encoding import get_pooling
 from .entry_matrix import load_space
@@ -51,6 +52,7 @@ class TrainConfig:
     bucket_by_length: bool = False
     schedule: str = "linear"  # linear: decay to 0 after the warm-up (DefSent+); constant: constant after it
     warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
+    select_every: int = 0  # >0: score STS-B dev every N steps and keep the best weights (SimCSE's protocol)
     log_every: int = 50
 
 
@@ -62,6 +64,7 @@ class Batch:
     attention_mask: torch.Tensor
     input_ids: torch.Tensor
     entry_ids: torch.Tensor
+    progress: float = 0.0  # share of the epoch done before this batch (warm-ups of objectives)
 
 
 class Objective(Protocol):
@@ -117,9 +120,11 @@ def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator
 
 def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
-    progress: bool = True,
+    progress: bool = True, dev_score: Callable[[Encoder], float] | None = None,
 ) -> dict:
-    """One epoch of AdamW + the configured schedule + gradient clipping; returns a summary of the run."""
+    """One epoch of the configured optimiser and schedule (+ gradient clipping); with ``cfg.select_every`` and a
+    ``dev_score``, the encoder's weights at the best STS-B dev score are kept (checked every N steps and at the end).
+    Returns a summary of the run."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
     seed_everything(cfg.seed)
@@ -131,13 +136,15 @@ def train_epoch(
     params = [p for p in list(encoder.model.parameters()) + list(objective.parameters()) if p.requires_grad]
     optimizer = make_optimizer(params, cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, len(batches))
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, len(batches))
     encoder.model.train()
     objective.train()
     losses: list[float] = []
     start = time.perf_counter()
     with tqdm(total=len(texts), desc="training", unit="sent", disable=not progress, mininterval=5) as bar:
         for step, idx in enumerate(batches):
-            loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg)
+            loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
+                                      step / len(batches))
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
@@ -147,8 +154,39 @@ def train_epoch(
                 rate = bar.n / max(time.perf_counter() - start, 1e-9)
                 bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
                 log.info("step %d/%d loss %.4f %s %.1f sent/s", step + 1, len(batches), loss, parts, rate)
+            keeper.after(step)
     seconds = time.perf_counter() - start
-    return summarise(losses, len(texts), seconds, cfg)
+    return {**summarise(losses, len(texts), seconds, cfg), **keeper.restore()}
+
+
+class BestWeights:
+    """SimCSE's model selection inside one training run: STS-B dev every ``every`` steps and after the last one;
+    the weights of the best score are restored at the end."""
+
+    def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int, steps: int):
+        if every and dev_score is None:
+            raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
+        self.encoder, self.dev_score, self.every, self.steps = encoder, dev_score, every, steps
+        self.curve: list[tuple[int, float]] = []
+        self.best: dict[str, torch.Tensor] | None = None
+
+    def after(self, step: int) -> None:
+        if not self.every or ((step + 1) % self.every and step != self.steps - 1):
+            return
+        score = self.dev_score(self.encoder)
+        log.info("step %d/%d: STS-B dev %.2f", step + 1, self.steps, score)
+        if not self.curve or score > max(s for _, s in self.curve):
+            self.best = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.model.state_dict().items()}
+        self.curve.append((step + 1, score))
+
+    def restore(self) -> dict:
+        """Load the best weights; what the summary records about the selection."""
+        if not self.every:
+            return {}
+        self.encoder.model.load_state_dict(self.best)
+        best_step, best_score = max(self.curve, key=lambda point: point[1])
+        return {"selection": {"every": self.every, "curve": self.curve, "best_step": best_step,
+                              "best_dev": best_score}}
 
 
 SCHEDULES = ("linear", "constant")
@@ -176,12 +214,12 @@ def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, s
                                                        f"{list(SCHEDULES)}")
 
 
-def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg) -> tuple[float, dict]:
+def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg, progress) -> tuple[float, dict]:
     features = encoder.tokenizer.pad({"input_ids": [tokenized[i] for i in idx]}, return_tensors="pt").to(device)
     with autocast_for(device):
         hidden = encoder.model(**features).last_hidden_state
     batch = Batch(hidden.float(), features["attention_mask"], features["input_ids"],
-                  torch.as_tensor(entry_ids[idx], device=device))
+                  torch.as_tensor(entry_ids[idx], device=device), progress)
     loss, parts = objective(batch)
     if not torch.isfinite(loss):
         raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
@@ -231,9 +269,13 @@ def train_on_space(
     summary_out: str | Path,
     cfg: TrainConfig,
     method: str = "defsent_plus",
+    options: dict | None = None,
+    senteval_dir: str | Path | None = None,
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with ``method``'s objective (against the frozen entry space
-    in ``space_path`` for methods that use one) and save the encoder (+ pooler, + what the objective adds)."""
+    in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
+    (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
+    STS-B dev score during training are the ones saved."""
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
@@ -246,10 +288,12 @@ def train_on_space(
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
     task = build_task(method, encoder, frame=frame, texts=texts, entry_ids=entry_ids, pooling=cfg.pooling,
-                      seed=cfg.seed, where=str(dataset_path), **inputs)
-    log.info("training %s with %s on %d definitions of %d entries (%s) on %s", base_model, method, len(task.texts),
+                      seed=cfg.seed, where=str(dataset_path), options=options or {}, batch_size=cfg.batch_size,
+                      **inputs)
+    log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
-    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg)
+    dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
+    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
     card = {"method": method, "dataset": str(dataset_path), "entry_space": None if space_path is None else
             str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), **task.card}
     summary.update(card, device=device.type, classes=task.card.get("classes"))
@@ -263,6 +307,18 @@ def train_on_space(
         write_json(Path(tmp) / TRAINING_CARD, card)
     write_json(summary_out, summary)
     return summary
+
+
+def dev_scorer(senteval_dir: str | Path, pooling: str, batch_size: int = 128, max_length: int = 128
+               ) -> Callable[[Encoder], float]:
+    """STS-B dev Spearman x 100 of an encoder with the run's pooling (SimCSE: CLS without its training MLP)."""
+    from .evaluation import DEV_TASK, encoder_embed, sts_scores
+
+    def score(encoder: Encoder) -> float:
+        embed = encoder_embed(encoder, pooling, batch_size, max_length)
+        return sts_scores(embed, senteval_dir, (DEV_TASK,))[DEV_TASK]
+
+    return score
 
 
 CHANCE_MARGIN = 0.02  # a final loss within 2% of ln(classes) has not left chance level
@@ -292,23 +348,68 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
 
 
 def defsent_plus_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
-                      where: str, space: torch.Tensor) -> TrainingTask:
+                      where: str, options: dict, batch_size: int, space: torch.Tensor) -> TrainingTask:
     """000: each definition's class is its entry; logits against the frozen entry space."""
     return TrainingTask(EntryProjection(space, encoder.pooler, pooling), texts, entry_ids,
                         card={"classes": len(frame)})
 
 
 def defsent_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
-                 where: str) -> TrainingTask:
+                 where: str, options: dict, batch_size: int) -> TrainingTask:
     """001: each definition's class is its headword's token; logits over the whole vocabulary."""
     from .defsent import defsent_training_task
 
     return defsent_training_task(encoder, frame, texts, entry_ids, pooling, seed, where)
 
 
+def simcse_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
+                where: str, options: dict, batch_size: int) -> TrainingTask:
+    """Unsupervised SimCSE: two dropout views of each corpus sentence against the batch's other sentences."""
+    corpus = training_corpus(texts, options["corpus_file"], options["max_sentences"], seed, where)
+    return TrainingTask(contrastive_objective(encoder, pooling, seed, options), corpus, unused_targets(corpus),
+                        card={**corpus_card(corpus, options), "classes": batch_size})  # InfoNCE: chance = ln(batch)
+
+
+def slt_fai_task(encoder: Encoder, frame, texts: list[str], entry_ids: np.ndarray, pooling: str, seed: int,
+                 where: str, options: dict, batch_size: int) -> TrainingTask:
+    """SLT-FAI (004): SimCSE (or a ConSERT augmentation) + frequency-adversarial and incomplete-sentence losses;
+    frequency labels from the training corpus or ``frequency_corpus``, tokenised with the model's tokenizer."""
+    from .slt_fai import SltFai, frequency_labels
+
+    corpus = training_corpus(texts, options["corpus_file"], options["max_sentences"], seed, where)
+    counted = read_corpus_file(options["frequency_corpus"]) if options["frequency_corpus"] else corpus
+    low_frequency = frequency_labels(encoder.tokenizer, counted, options["frequency_rate"])
+    objective = SltFai(encoder, contrastive_objective(encoder, pooling, seed, options), low_frequency,
+                       pooling=pooling, alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
+                       warmup=options["warmup"], seed=seed)
+    card = {**corpus_card(corpus, options), "frequency_corpus": options["frequency_corpus"] or "training corpus",
+            "low_frequency_types": int(low_frequency.sum())}
+    return TrainingTask(objective, corpus, unused_targets(corpus), card=card)
+
+
+def contrastive_objective(encoder: Encoder, pooling: str, seed: int, options: dict) -> nn.Module:
+    """SimCSE's InfoNCE objective with the method's temperature, training MLP and augmentation."""
+    from .contrastive import UnsupervisedContrastive
+
+    return UnsupervisedContrastive(encoder, pooling=pooling, temperature=options["temperature"], mlp=options["mlp"],
+                                   augmentation=options["augmentation"], cutoff_rate=options["cutoff_rate"],
+                                   seed=seed)
+
+
+def corpus_card(corpus: list[str], options: dict) -> dict:
+    return {"corpus": options["corpus_file"] or "run dataset's training definitions", "sentences": len(corpus),
+            "augmentation": options["augmentation"], "temperature": options["temperature"]}
+
+
+def unused_targets(corpus: list[str]) -> np.ndarray:
+    """Contrastive methods have no class targets; the loop still batches an array of them."""
+    return np.zeros(len(corpus), dtype=np.int64)
+
+
 # A method of defsent_plus.methods.METHODS plugs in here: its task (objective, examples, targets) built from the
-# encoder, the dataset and the job's inputs.
-TASKS: dict[str, Callable[..., TrainingTask]] = {"defsent_plus": defsent_plus_task, "defsent": defsent_task}
+# encoder, the dataset, the method's objective options and the job's inputs.
+TASKS: dict[str, Callable[..., TrainingTask]] = {"defsent_plus": defsent_plus_task, "defsent": defsent_task,
+                                                 "simcse": simcse_task, "slt_fai": slt_fai_task}
 
 
 def build_task(method: str, encoder: Encoder, **inputs) -> TrainingTask:
@@ -319,11 +420,15 @@ def build_task(method: str, encoder: Encoder, **inputs) -> TrainingTask:
 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
-                    model_out: str | Path, summary_out: str | Path) -> dict:
-    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>) and the run's lr,
-    batch size, pooling and seed."""
-    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, **options)
-    return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method)
+                    model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None) -> dict:
+    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>: the optimisation fields of
+    :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling and seed."""
+    optimisation = {f.name for f in fields(TrainConfig)}
+    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling,
+                      **{k: v for k, v in options.items() if k in optimisation})
+    objective_options = {k: v for k, v in options.items() if k not in optimisation}
+    return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
+                          options=objective_options, senteval_dir=senteval_dir)
 
 
 # ------------------------------------------------------------------------------------ PST selection

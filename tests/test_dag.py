@@ -236,7 +236,7 @@ def test_rule_inputs_of_every_rule(plan, selection):
     w = wildcards(run="tiny", step="2", space="amp", seed="1", encoder="tiny.step1", dataset="a", base="amp")
     assert evaluate(inputs.training(), w) == {
         "base": "resources/models/tiny", "dataset": "results/dictionary/a.parquet",
-        "space": "results/entry_spaces/tiny.step1/a/amp.npy", "selection": []}
+        "space": "results/entry_spaces/tiny.step1/a/amp.npy", "senteval": [], "corpus": [], "selection": []}
     assert selection.asked == [("tiny", 1)]
     selected = evaluate(inputs.selection(), w)
     assert selected["dev"] == [dag.dev_file(c) for c in plan.candidates("tiny", 2)]
@@ -298,5 +298,24 @@ def test_method_defaults_are_the_methods_own(selection):
     methods = validated(config)["methods"]
     assert methods["defsent"] == {"max_length": 16, "weight_decay": 0.0, "adam_eps": 1e-8, "optimizer": "adam",
                                   "max_grad_norm": None, "bucket_by_length": False, "schedule": "constant",
-                                  "warmup_ratio": 0.1}
+                                  "warmup_ratio": 0.1, "select_every": 0}
     assert methods["defsent_plus"]["optimizer"] == "adamw" and methods["defsent_plus"]["schedule"] == "linear"
+
+
+def test_contrastive_training_reads_dev_data_and_an_acquired_corpus(selection):
+    config = tiny_config(sim={**DEFSENT_RUN, "method": "simcse"})
+    config["methods"]["simcse"]["corpus_file"] = "data/wiki1m/wiki1m_for_simcse.txt"
+    plan = Plan(config, selection)
+    files = plan.training_files(EncoderId.candidate("sim", 1, "contrastive", 0))
+    assert files["senteval"] == "data/senteval" and files["corpus"] == ["data/wiki1m"]
+    assert plan.candidates("sim", 1)[0].name == "sim.step1.contrastive.seed0"
+
+
+def test_a_chained_run_names_its_chain(selection):
+    simcse = {**DEFSENT_RUN, "method": "simcse"}
+    chained = {k: v for k, v in tiny_config()["runs"]["tiny"].items() if k != "model"} | {"start_from": "sim"}
+    plan = Plan(tiny_config(sim=simcse, dp=chained), selection)
+    assert plan.chain("dp") == ["tiny", "sim", "dp"]
+    assert {r["run"]: r["chain"] for r in plan.sts_comparison()}["dp"] == "tiny → sim → dp"
+    assert plan.training_files(EncoderId.candidate("dp", 2, "amp", 0))["base"] == \
+        dag.trained_model(EncoderId.candidate("sim", 1, **SELECTED))  # every step from SimCSE's selected weights

@@ -65,6 +65,13 @@ CATALOG = {
                           listed_by="DefSent experiments/scripts/download-dataset.sh (Ishiwatari et al. 2019)"),),
         files=("train.txt", "valid.txt", "test.txt"),
     ),
+    "wiki1m": DataSpec(  # unsupervised SimCSE's training corpus: 10^6 English Wikipedia sentences
+        "wiki1m",
+        archives=(Archive("https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/"
+                          "wiki1m_for_simcse.txt", "file", "wiki1m_for_simcse.txt",
+                          listed_by="SimCSE data/download_wiki.sh"),),
+        files=("wiki1m_for_simcse.txt",),
+    ),
 }
 
 

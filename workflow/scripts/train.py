@@ -14,6 +14,7 @@ train_candidate(
     base_model=snakemake.input.base,
     dataset_path=snakemake.input.dataset,
     space_path=snakemake.input.get("space") or None,  # methods without an entry space have none
+    senteval_dir=snakemake.input.get("senteval") or None,  # methods that select on STS-B dev while training
     model_out=snakemake.output.model,
     summary_out=snakemake.output.summary,
 )
