@@ -96,7 +96,7 @@ def training_mlp(hidden_size: int, seed: int, std: float) -> nn.Sequential:
     with torch.no_grad():
         dense.weight.copy_(torch.randn(hidden_size, hidden_size, generator=generator) * std)
         dense.bias.zero_()
-    return nn.Sequential(dense, nn.Identity())
+    return nn.Sequential(dense, nn.Tanh())
 
 
 @contextmanager

@@ -312,7 +312,8 @@ def train_on_space(
 def dev_scorer(senteval_dir: str | Path, pooling: str, batch_size: int = 128, max_length: int = 128
                ) -> Callable[[Encoder], float]:
     """STS-B dev Spearman x 100 of an encoder with the run's pooling (SimCSE: CLS without its training MLP)."""
-    from .evaluation import DEV_TASK, encoder_embed, sts_scores
+    from .evaluation import encoder_embed, sts_scores
+    from .selection import DEV_TASK
 
     def score(encoder: Encoder) -> float:
         embed = encoder_embed(encoder, pooling, batch_size, max_length)
