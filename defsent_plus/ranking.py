@@ -14,8 +14,8 @@ CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 
 
 def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
     """1-based rank of each row's target among all columns; ties count against the target (pessimistic)."""
-    logits = torch.as_tensor(logits)
-    targets = torch.as_tensor(targets, dtype=torch.long, device=logits.device)
+    logits = torch.as_tensor(np.array(logits) if isinstance(logits, np.ndarray) else logits)  # copy: writable
+    targets = torch.as_tensor(np.array(targets, dtype=np.int64), device=logits.device)
     target_scores = logits.gather(1, targets[:, None])
     return (logits >= target_scores).sum(1).cpu().numpy()
 

@@ -116,7 +116,8 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
     final = final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"train": len(trained), "dev_score": len(trained), "select_best": 2, "entry_space": 1,
                             "transform_space": transforms(config, "tiny", 3), "isotropy": 1,
-                            "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1, "compare_sts": 1, "all": 1}
+                            "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1,
+                            "compare_sts": 1, "all": 1}
     assert values(jobs, "train", "step") == values(jobs, "select_best", "step") == {"2", "3"}
     for rule in ("entry_space", "transform_space", "isotropy"):
         assert values(jobs, rule, "encoder") == {EncoderId.selected("tiny", 2).name}, rule

@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 GPU_RULES = {"entry_space", "train", "dev_score", "score"}
-EXPECTED_JOBS = {"pin_model": 1, "dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1,
-                 "dev_score": 2, "select_best": 1, "score": 2, "sts_table": 1, "steps_report": 1}  # base and final
+EXPECTED_JOBS = {"acquire_data": 1, "pin_model": 1, "dictionary": 1, "entry_space": 1, "transform_space": 1,
+                 "isotropy": 1, "train": 1, "dev_score": 2, "select_best": 1, "score": 2, "sts_table": 1,
+                 "steps_report": 1, "compare_sts": 1}  # scores: base and final
 
 
 @pytest.fixture(scope="module")
