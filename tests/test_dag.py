@@ -319,3 +319,14 @@ def test_a_chained_run_names_its_chain(selection):
     assert {r["run"]: r["chain"] for r in plan.sts_comparison()}["dp"] == "tiny → sim → dp"
     assert plan.training_files(EncoderId.candidate("dp", 2, "amp", 0))["base"] == \
         dag.trained_model(EncoderId.candidate("sim", 1, **SELECTED))  # every step from SimCSE's selected weights
+
+
+SHIPPED_CONFIGS = sorted([REPO / "config.yaml", *(REPO / "configs").glob("*.yaml")])
+
+
+@pytest.mark.parametrize("path", SHIPPED_CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_validates_and_plans(path, selection):
+    plan = Plan(validated(yaml.safe_load(path.read_text())), selection)
+    assert plan.targets()
+    for run in plan.config["runs"]:
+        assert plan.candidates(run, plan.final_step(run))
