@@ -7,7 +7,6 @@ dynamically padded encoding pass that produces both poolings; the per-entry aver
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 from . import names
 from .dictionary import definition_pairs, read_dataset
 from .entry_matrix import check_entry_space
-from .io import write_json, write_npy
+from .io import file_sha256, write_json, write_npy
 from .models import Encoder, device_for_run, load_encoder
 
 log = logging.getLogger(__name__)
@@ -49,14 +48,6 @@ def entry_embeddings(
     pooled = encoder.encode(texts, list(ENTRY_POOLINGS.values()), batch_size=batch_size, max_length=max_length,
                             progress=progress, desc="entry space")
     return {name: segment_mean(pooled[pooling], entry_ids, len(frame)) for name, pooling in ENTRY_POOLINGS.items()}
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_entry_space(

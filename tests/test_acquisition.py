@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus.acquisition.catalog import CATALOG, Archive, DataSpec
-from defsent_plus.acquisition.checksums import read_manifest, sha256_of
+from defsent_plus.acquisition.catalog import CATALOG, Archive, DataSpec, archives_from_config
+from defsent_plus.acquisition.checksums import read_manifest
 from defsent_plus.acquisition.download import Retry, fetch, partial_path
 from defsent_plus.acquisition.layout import RECORD, SUMS, acquire
 from defsent_plus.acquisition.settings import identity, mirror_variable, resolve
 from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 NO_WAIT = Retry(attempts=3, backoff_seconds=0.0, timeout_seconds=10)
 SENTEVAL_FIXTURE = FIXTURES / "senteval"
@@ -102,7 +103,8 @@ def test_download_of_the_processed_senteval_tar_gives_the_verified_layout(serve,
     archives = (Archive(f"{server.url}/senteval.tar.gz", "tar"),)  # root auto-detected
     out = tmp_path / "data" / "senteval"
     record = acquire(SENTEVAL_SPEC, out, None, "copy", FIXTURE_MANIFEST, tmp_path / "downloads", NO_WAIT, archives)
-    assert {name: sha256_of(out / name) for name in read_manifest(FIXTURE_MANIFEST)} == read_manifest(FIXTURE_MANIFEST)
+    expected = read_manifest(FIXTURE_MANIFEST)
+    assert {name: file_sha256(out / name) for name in expected} == expected
     assert read_manifest(out / SUMS) == read_manifest(FIXTURE_MANIFEST)  # exactly the layout, nothing else
     assert record["verified"] and record["archives"] == [archives[0].url]
     assert json.loads((out / RECORD).read_text())["files"] == len(read_manifest(FIXTURE_MANIFEST))
@@ -165,7 +167,7 @@ def test_later_archives_fill_in_what_earlier_ones_could_not_give(serve, tmp_path
     out = tmp_path / "senteval"
     record = acquire(SENTEVAL_SPEC, out, None, "copy", FIXTURE_MANIFEST, tmp_path / "dl", NO_WAIT, archives)
     assert record["archives"] == [archives[1].url, archives[2].url]
-    assert all(sha256_of(out / name) == digest for name, digest in files.items())
+    assert all(file_sha256(out / name) == digest for name, digest in files.items())
 
 
 def _tar_without(excluded: str) -> bytes:
@@ -187,7 +189,7 @@ def test_oxford_zip_without_a_manifest_records_the_checksums_it_got(serve, tmp_p
     assert not record["verified"]
     assert sorted(p.name for p in out.iterdir()) == sorted([RECORD, SUMS, "test.txt", "train.txt", "valid.txt"])
     assert (out / "train.txt").read_bytes() == (FIXTURES / "oxford" / "train.txt").read_bytes()
-    assert read_manifest(out / SUMS)["valid.txt"] == sha256_of(FIXTURES / "oxford" / "valid.txt")
+    assert read_manifest(out / SUMS)["valid.txt"] == file_sha256(FIXTURES / "oxford" / "valid.txt")
 
 
 def test_an_archive_placed_by_hand_is_used_without_downloading(serve, tmp_path):
@@ -245,7 +247,7 @@ def test_repository_checksums_describe_the_real_senteval_data(senteval_dir):
     """The manifest kept in the repository matches the SentEval data this machine has (every layout file)."""
     manifest = read_manifest(REPO / "data" / "checksums" / "senteval.sha256")
     assert len(manifest) == 72
-    assert {name: sha256_of(Path(senteval_dir) / name) for name in manifest} == manifest
+    assert {name: file_sha256(Path(senteval_dir) / name) for name in manifest} == manifest
 
 
 def test_catalog_urls_are_the_official_ones():
@@ -253,3 +255,27 @@ def test_catalog_urls_are_the_official_ones():
     assert any(url.endswith("datasets-for-simcse/resolve/main/senteval.tar") for url in urls)
     assert "http://www.tkl.iis.u-tokyo.ac.jp/~ishiwatari/naacl_data.zip" in urls
     assert all(os.path.basename(url) for url in urls)
+
+
+def test_an_unreadable_archive_is_removed_and_reported(serve, tmp_path):
+    server = serve({"/naacl_data.zip": b"this is an HTML error page, not a zip"})
+    archive = Archive(f"{server.url}/naacl_data.zip", "zip", "data/oxford")
+    with pytest.raises(DefSentError, match=r"not a readable zip archive .*removed it"):
+        acquire(CATALOG["oxford"], tmp_path / "oxford", None, "copy", None, tmp_path / "dl", NO_WAIT, (archive,))
+    assert not (tmp_path / "dl" / "oxford" / "naacl_data.zip").exists() and not (tmp_path / "oxford").exists()
+
+
+def test_archives_listed_in_config_are_checked():
+    with pytest.raises(DefSentError, match=r"data\.x\.archives\[0\]\.kind: 'rar'"):
+        archives_from_config([{"url": "http://h/a.rar", "kind": "rar"}], "config: data.x.archives")
+    with pytest.raises(DefSentError, match=r"archives\[1\]\.root: a plain file needs root"):
+        archives_from_config([{"url": "http://h/a.zip", "kind": "zip"}, {"url": "http://h/f.txt", "kind": "file"}],
+                             "config: data.x.archives")
+    assert archives_from_config([{"url": "http://h/f.txt", "kind": "file", "root": "f.txt"}], "k")[0].filename == \
+        "f.txt"
+
+
+def test_an_unknown_link_mode_names_its_key(tmp_path):
+    with pytest.raises(DefSentError, match=r"data\.\*\.link: 'hardlink'"):
+        acquire(SENTEVAL_SPEC, tmp_path / "out", SENTEVAL_FIXTURE, "hardlink", FIXTURE_MANIFEST, tmp_path / "dl")
+    assert not (tmp_path / "out").exists()

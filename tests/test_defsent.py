@@ -368,3 +368,13 @@ def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert)
     task = defsent_training_task(encoder, frame, ["what you eat", "a city"], np.array([0, 1]), "cls", 0, "toy")
     assert task.texts == ["what you eat"] and task.targets.tolist() == headword_token_ids(encoder.tokenizer, ["food"])
     assert task.card["dropped_not_single_token"] == 1 and task.card["classes"] == encoder.model.config.vocab_size
+
+
+def test_defsents_reverse_dictionary_needs_a_held_out_split(tmp_path):
+    from helpers import write_toy_dataset
+
+    from defsent_plus.reverse_dictionary import evaluate_headwords
+
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    with pytest.raises(DefSentError, match=r"toy\.parquet: no held-out split"):
+        evaluate_headwords(None, None, "cls", dataset, tmp_path / "toy.queries.parquet")

@@ -267,3 +267,10 @@ def test_adam_without_clipping_is_plain_adam():
     assert type(optimizer) is torch.optim.Adam and optimizer.defaults["eps"] == 1e-8
     with pytest.raises(DefSentError, match="unknown optimizer 'sgd'"):
         make_optimizer(params, TrainConfig(optimizer="sgd"), torch.device("cpu"))
+
+
+def test_selection_during_training_needs_dev_data(tiny_bert):
+    from defsent_plus.training import BestWeights
+
+    with pytest.raises(DefSentError, match=r"methods\.\*\.select_every: needs STS-B dev data"):
+        BestWeights(load_encoder(tiny_bert), None, every=10, steps=100)

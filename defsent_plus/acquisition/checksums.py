@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from ..errors import DefSentError
-
-
-def sha256_of(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from ..io import file_sha256
 
 
 def read_manifest(path: str | Path) -> dict[str, str]:
@@ -35,21 +27,9 @@ def manifest_of(root: str | Path) -> dict[str, str]:
     """The manifest of every file under ``root`` (sorted, POSIX relative paths)."""
     root = Path(root)
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
-    return {p.relative_to(root).as_posix(): sha256_of(p) for p in files}
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in files}
 
 
 def write_manifest(manifest: dict[str, str], path: str | Path) -> None:
     Path(path).write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(manifest.items())),
                           encoding="utf-8")
-
-
-def mismatches(root: str | Path, manifest: dict[str, str]) -> list[str]:
-    """What is wrong with ``root`` against ``manifest``: missing files and files with another SHA-256."""
-    problems = []
-    for name, expected in manifest.items():
-        path = Path(root) / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-        elif (actual := sha256_of(path)) != expected:
-            problems.append(f"{name}: SHA-256 {actual}, expected {expected}")
-    return problems

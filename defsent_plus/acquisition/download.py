@@ -13,7 +13,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import DefSentError
-from .checksums import sha256_of
+from ..io import file_sha256
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 16
@@ -54,7 +54,7 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, retry: Retry = 
 
 def check_sha256(path: Path, expected: str, url: str) -> None:
     """Remove ``path`` and fail, saying what to do, unless its SHA-256 is ``expected``."""
-    actual = sha256_of(path)
+    actual = file_sha256(path)
     if actual != expected.lower():
         path.unlink()
         raise DefSentError(path, f"SHA-256 mismatch for {url}: expected {expected}, got {actual}; the file was "

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DefSentError
+from ..io import file_sha256
 from .catalog import Archive, DataSpec, archives_from_config, spec_of
-from .checksums import sha256_of
 from .download import Retry
 
 
@@ -50,5 +50,5 @@ def resolve(name: str, data_config: dict, repo: str | Path) -> Acquisition:
 def identity(settings: Acquisition) -> dict:
     """What the acquired content is: its manifest's SHA-256, or (unverified) the archives it comes from."""
     if settings.manifest is not None:
-        return {"manifest_sha256": sha256_of(settings.manifest)}
+        return {"manifest_sha256": file_sha256(settings.manifest)}
     return {"archives": [[a.url, a.sha256] for a in settings.archives]}
