@@ -17,6 +17,7 @@ include: "rules/training.smk"
 include: "rules/evaluation.smk"
 include: "rules/reverse_dictionary.smk"
 include: "rules/comparison.smk"
+include: "rules/baselines.smk"
 
 
 rule all:

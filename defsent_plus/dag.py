@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .acquisition.catalog import CATALOG
+from .baselines.spec import check_grid, extraction_request
 from .errors import DefSentError
 from .methods import Method, method_of
 from .names import BENCHMARKS, SPACE_PATTERN, TARGET_PATTERN, alternatives
@@ -94,6 +95,7 @@ WILDCARDS = {  # the workflow's wildcard_constraints
     "encoder": ENCODER_PATTERN,
     "space": SPACE_PATTERN,  # an entry space; a candidate's <space> is a target (rule train widens it)
     "step": r"[1-9]\d*",
+    "template": NAME,
     "seed": r"\d+",
     "benchmark": alternatives(tuple(b for b in BENCHMARKS if b != "dev")),
 }
@@ -208,6 +210,21 @@ def compare_file(name: str) -> str:
     return f"results/compare/{name}"
 
 
+def baselines_file(encoder: EncoderId | str, name: str) -> str:
+    """An encoder's training-free grid: ``scores.tsv``, ``summary.md``, ``layers.png``."""
+    return f"results/baselines/{encoder}/{name}"
+
+
+def baseline_cache(encoder: EncoderId | str, template: str) -> str:
+    """The sentence embeddings one encoder gave with one template, one directory per layer set."""
+    return f"results/baselines/{encoder}/cache/{template}"
+
+
+def fit_corpus_file() -> str:
+    """The baselines' fit corpus, one sentence a line."""
+    return "results/baselines/fit_corpus.txt"
+
+
 def log_file(*parts: str) -> str:
     return "logs/" + "/".join(str(part) for part in parts) + ".log"
 
@@ -249,6 +266,7 @@ class Plan:
                                                                    f"a, b, c or a subset ({sorted(datasets)})")
             self.check_steps(run)
             self.start(run)
+        self.check_baselines()
 
     def check_steps(self, run: str) -> None:
         """Entry-space methods name each step's spaces; other methods have none and at most ``max_steps`` steps."""
@@ -261,6 +279,28 @@ class Plan:
         if method.max_steps is not None and len(steps) > method.max_steps:
             raise DefSentError(f"config: runs.{run}.steps", f"method {method.name} trains {method.max_steps} "
                                                             f"step(s) (no PST), got {len(steps)}")
+
+    def check_baselines(self) -> None:
+        """Every baseline encoder is an encoder of this DAG, its grid exists and names only known things."""
+        baselines = self.config.get("baselines", {})
+        for name, grid in baselines.get("encoders", {}).items():
+            key = f"config: baselines.encoders.{name}"
+            try:
+                encoder = EncoderId.parse(name)
+            except ValueError as err:
+                raise DefSentError(key, str(err)) from None
+            if encoder.kind == "base":
+                self._require_model(key, encoder.model)
+            elif encoder.run not in self.config["runs"] or encoder.step > self.final_step(encoder.run) or (
+                    encoder.kind == "candidate" and encoder not in self.candidates(encoder.run, encoder.step)):
+                raise DefSentError(key, f"{name!r} is not an encoder of this config's runs")
+            if grid not in baselines.get("grids", {}):
+                raise DefSentError(key, f"no grid named {grid!r} (configured: {sorted(baselines.get('grids', {}))})")
+        for name, grid in baselines.get("grids", {}).items():
+            check_grid(grid, baselines.get("templates", {}), f"config: baselines.grids.{name}")
+        fit = baselines.get("fit_corpus", {})
+        if not fit.get("file") and fit.get("dataset", "a") not in {"a", "b", "c", *self.config.get("subsets", {})}:
+            raise DefSentError("config: baselines.fit_corpus.dataset", f"unknown dataset {fit['dataset']!r}")
 
     def _require_model(self, key: str, name: str) -> None:
         if name not in self.config["models"]:
@@ -429,6 +469,36 @@ class Plan:
         """Runs evaluated as a reverse dictionary: those trained on a subset with a held-out split."""
         return [run for run, cfg in self.config["runs"].items() if self.heldout(cfg["dataset"]) is not None]
 
+    # ------------------------------------------------------------------------------------------ baselines
+
+    def baseline_encoders(self) -> list[str]:
+        return list(self.config.get("baselines", {}).get("encoders", {}))
+
+    def baseline_grid(self, encoder: str) -> dict:
+        baselines = self.config["baselines"]
+        return baselines["grids"][baselines["encoders"][encoder]]
+
+    def baseline_grid_key(self, encoder: str) -> str:
+        return f"config: baselines.grids.{self.config['baselines']['encoders'][encoder]}"
+
+    def baseline_request(self, encoder: str, template: str) -> dict:
+        """What the (encoder, template) forward pass computes (its job's params)."""
+        return extraction_request(self.baseline_grid(encoder), template, self.config["baselines"]["templates"])
+
+    def baseline_caches(self, encoder: str) -> dict[str, str]:
+        """An encoder's cache directory per template of its grid."""
+        return {template: baseline_cache(encoder, template) for template in self.baseline_grid(encoder)["templates"]}
+
+    def fit_corpus_inputs(self) -> dict[str, str | list[str]]:
+        """The fit corpus' sources: its text file's acquired dataset, or the dictionary dataset and every held-out
+        query file (none of those queries may enter the corpus)."""
+        options = self.config["baselines"]["fit_corpus"]
+        if options.get("file"):
+            return {"corpus": list(acquired_data([options["file"]]).values())}
+        heldout = [name for name in self.config.get("subsets", {}) if self.heldout(name) is not None]
+        return {"dataset": self.dataset_file(options["dataset"]), "queries": [subset_file(name, "queries.parquet")
+                                                                             for name in heldout]}
+
     # --------------------------------------------------------------------------------------- targets
 
     def targets(self) -> list[str]:
@@ -443,6 +513,8 @@ class Plan:
             targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
         targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
         targets.append(compare_file("sts.tsv"))
+        targets += [baselines_file(encoder, name) for encoder in self.baseline_encoders()
+                    for name in ("scores.tsv", "summary.md", "layers.png")]
         if self.heldout_runs():
             targets.append(compare_file("reverse_dictionary.tsv"))
         return targets

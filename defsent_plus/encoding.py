@@ -19,9 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .models import autocast_for
 from .names import POOLINGS as POOLING_NAMES
-from .names import require_same_names
-
-PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'
+from .names import PROMPT_TEMPLATE, require_same_names
 
 
 def cls_pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mask_positions: torch.Tensor | None) -> torch.Tensor:

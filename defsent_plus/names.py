@@ -14,6 +14,7 @@ TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base
 POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
 TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (DefSent: all three)
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
+PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'  # PromptBERT's template (``prompt`` pooling, 003's T0)
 
 
 def require_same_names(registry: Iterable[str], expected: tuple[str, ...], what: str) -> None:

@@ -5,6 +5,7 @@ from defsent_plus import dag
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import identity as acquisition_identity
 from defsent_plus.acquisition.settings import resolve as resolve_acquisition
+from defsent_plus.baselines.spec import extraction_options, scoring_options
 from defsent_plus.config_schema import validated_config
 from defsent_plus.dag import Plan
 from defsent_plus.io import read_json
@@ -41,3 +42,8 @@ def run_cfg(wildcards):
 
 # Every rule's inputs: named input functions from defsent_plus.rule_inputs (with the selection wait built in).
 INPUTS = RuleInputs(PLAN)
+
+
+# The baselines' options, split by job: a forward pass never re-runs for an option only the scoring uses.
+BASELINE_EXTRACTION = extraction_options(config)
+BASELINE_SCORING = scoring_options(config)

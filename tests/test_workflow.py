@@ -123,7 +123,7 @@ def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):
 
 def test_evaluation_data_is_acquired_verified_and_a_moved_mirror_replans_nothing(tiny_run, tmp_path):
     record = read(tiny_run, "data/senteval/ACQUIRED.json")
-    assert record["verified"] and record["source"].startswith("mirror") and record["files"] == 51
+    assert record["verified"] and record["source"].startswith("mirror") and record["files"] == 52
     config = yaml.safe_load((tiny_run / "config.yaml").read_text())
     moved = tmp_path / "moved_senteval"
     shutil.copytree(config["data"]["senteval"]["mirror"], moved)

@@ -1,0 +1,258 @@
+"""One (encoder, template) forward pass with every hidden state, turned into the sentence embeddings of every layer
+set x source x aggregation the grid asks for, cached as one directory per layer set.
+
+Cache layout (``results/baselines/<encoder>/cache/<template>/``): ``<layer set>/<source>.<aggregation>.<split>.npy``
+(float32 rows; split ``eval``, ``corpus`` or ``eval-<task>`` for the transductive ``idf_task``) and ``index.json``
+(layer sets, sentence fingerprints, fallback counts). Post-processing and scoring read it without a model, so adding a
+post-processor re-runs only the grid job. Length-sorted, dynamically padded batches; bf16 autocast on a GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from numpy.lib.format import open_memmap
+from tqdm.auto import tqdm
+
+from ..encoding import length_order
+from ..io import write_json
+from ..models import Encoder, autocast_for
+from .aggregation import DeviceTables, aggregate, only_known
+from .sentences import sentences_digest
+from .sources import StaticAccumulator, random_table
+from .spec import AVG, ENCODER, RANDOM, RANDOM_LAYERS, STATIC_LAYER, for_layers, layer_set_name, resolve_layers
+from .templates import render_all
+from .tokens import (
+    BatchTokens,
+    TokenTables,
+    batch_tokens,
+    idf_table,
+    most_frequent,
+    punctuation_table,
+    require_fast,
+    token_ids,
+)
+
+log = logging.getLogger(__name__)
+INDEX = "index.json"
+
+
+class Cache:
+    """The npy files of one template's cache, written row block by row block."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.arrays: dict[tuple[str, str], np.ndarray] = {}
+        self.fallbacks: dict[str, int] = {}
+
+    def write(self, layers: str, key: str, n_rows: int, rows: np.ndarray, values: torch.Tensor, fallback: int) -> None:
+        if (layers, key) not in self.arrays:
+            path = self.root / layers / f"{key}.npy"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.arrays[layers, key] = open_memmap(path, mode="w+", dtype=np.float32, shape=(n_rows, values.shape[1]))
+        self.arrays[layers, key][rows] = values.float().cpu().numpy()
+        if fallback:
+            name = f"{layers}/{key}"
+            self.fallbacks[name] = self.fallbacks.get(name, 0) + fallback
+
+    def close(self) -> None:
+        for array in self.arrays.values():
+            array.flush()
+        self.arrays.clear()
+
+
+def cache_file(root: str | Path, layers: str, source: str, aggregation: str, split: str) -> Path:
+    return Path(root) / layers / f"{source}.{aggregation}.{split}.npy"
+
+
+def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], options: dict,
+                 max_length: int) -> TokenTables:
+    """idf over the fit corpus as the model reads it (template and special tokens included, so both get idf ~0);
+    the most frequent tokens over the plain corpus."""
+    size = len(tokenizer)
+    frequent = np.zeros(size, dtype=bool)
+    special = tokenizer.all_special_ids
+    frequent[most_frequent(token_ids(tokenizer, corpus, max_length), size, options["frequent_tokens"], special)] = True
+    idf = idf_table(token_ids(tokenizer, corpus_texts, max_length), size, "config: baselines.fit_corpus")
+    return TokenTables(idf, frequent, punctuation_table(tokenizer))
+
+
+def batches(tokenizer, texts: Sequence[str], batch_size: int, max_length: int,
+            device: torch.device) -> Iterator[tuple[np.ndarray, dict, BatchTokens]]:
+    """(rows, model inputs, token facts) of length-sorted batches."""
+    order = length_order(texts, tokenizer, max_length)
+    for start in range(0, len(texts), batch_size):
+        rows = order[start:start + batch_size]
+        encoding = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
+                             return_tensors="pt", return_special_tokens_mask=True)
+        inputs = {k: v.to(device) for k, v in encoding.items() if k != "special_tokens_mask"}
+        yield rows, inputs, batch_tokens(encoding, tokenizer, device)
+
+
+def layer_vectors(model, inputs: dict, layers: tuple[int, ...],
+                  hidden_states: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The mean of a layer set's token vectors [B, T, H] (layer -1: input embedding rows)."""
+    stack = [model.get_input_embeddings()(inputs["input_ids"]) if k == STATIC_LAYER else hidden_states[k]
+             for k in layers]
+    return torch.stack([t.float() for t in stack]).mean(0)
+
+
+class Extraction:
+    """Everything one (encoder, template) job computes."""
+
+    def __init__(self, encoder: Encoder, request: dict, options: dict, grid_key: str, device: torch.device):
+        require_fast(encoder.tokenizer, str(encoder.path))
+        self.encoder, self.request, self.options, self.device = encoder, request, options, device
+        n_layers = encoder.model.config.num_hidden_layers
+        main = [resolve_layers(spec, n_layers, f"{grid_key}.layers[{k}]") for k, spec in enumerate(request["layers"])]
+        self.main = {layer_set_name(s): s for s in main}
+        sweep = [(k,) for k in range(STATIC_LAYER, n_layers + 1)] if request["sweep"] else []
+        self.aggregations = {name: for_layers(request["aggregations"].get(ENCODER, []), s)
+                             for name, s in self.main.items()}
+        for layers in sweep:
+            name = layer_set_name(layers)
+            self.aggregations[name] = for_layers(list(dict.fromkeys([*self.aggregations.get(name, []),
+                                                                      *request["sweep"]])), layers)
+        self.layers = {**{layer_set_name(s): s for s in sweep}, **self.main}
+        self.statics: dict[str, StaticAccumulator] = {}
+        self.token_batches: dict[str, list[tuple[np.ndarray, BatchTokens]]] = {}
+
+    def texts(self, sentences: Sequence[str], max_length: int, split: str) -> list[str]:
+        texts, cut = render_all(self.request["text"], list(sentences), self.encoder.tokenizer, max_length)
+        if cut:
+            log.info("%s: %d sentences cut to fit template %s in %d tokens", split, cut, self.request["template"],
+                     max_length)
+        return texts
+
+    def run(self, evaluation: Sequence[str], corpus: Sequence[str], task_rows: dict[str, np.ndarray], out_dir: Path,
+            batch_size: int, max_length: int) -> dict:
+        tokenizer = self.encoder.tokenizer
+        eval_texts = self.texts(evaluation, max_length, "eval")
+        corpus_texts = self.texts(corpus, max_length, "corpus")
+        tables = token_tables(tokenizer, corpus, corpus_texts, self.options, max_length)
+        split_tables = self.split_tables(tables, task_rows, eval_texts, max_length)
+        cache = Cache(out_dir)
+        if AVG in self.request["aggregations"]:
+            self.statics = {name: StaticAccumulator(len(tokenizer), self.encoder.hidden_size) for name in self.main}
+        texts = {"corpus": corpus_texts, "eval": eval_texts}
+        seconds = {}
+        for split, split_texts in texts.items():  # the corpus first: Avg.'s static vectors come from it
+            start = time.perf_counter()
+            self.encode_split(cache, split_texts, split, *split_tables[split], batch_size, max_length)
+            seconds[split] = round(time.perf_counter() - start, 1)
+        start = time.perf_counter()
+        self.static_sources(cache, texts, split_tables)
+        seconds["static_sources"] = round(time.perf_counter() - start, 1)
+        cache.close()
+        index = {"template": self.request["template"], "text": self.request["text"],
+                 "layers": {name: list(s) for name, s in self.layers.items()}, "main_layers": list(self.main),
+                 "n_layers": self.encoder.model.config.num_hidden_layers, "hidden": self.encoder.hidden_size,
+                 "eval_sentences": len(evaluation), "eval_digest": sentences_digest(evaluation),
+                 "corpus_sentences": len(corpus), "corpus_digest": sentences_digest(corpus),
+                 "frequent_tokens": tokenizer.convert_ids_to_tokens(np.flatnonzero(tables.frequent).tolist()),
+                 "fallbacks": cache.fallbacks, "seconds": seconds}
+        for name, count in cache.fallbacks.items():
+            log.info("%s: %d sentences had no token left and fell back to mean_nospecial", name, count)
+        write_json(out_dir / INDEX, index)
+        return index
+
+    def device_tables(self, tables: TokenTables, idf: np.ndarray) -> DeviceTables:
+        return DeviceTables(torch.from_numpy(idf).to(self.device), torch.from_numpy(tables.frequent).to(self.device),
+                            torch.from_numpy(tables.punctuation).to(self.device), self.options["biases"])
+
+    def split_tables(self, tables: TokenTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
+                     max_length: int) -> dict[str, tuple[DeviceTables, dict]]:
+        """Per split: the fit corpus' tables and, for the evaluation split, each task's (rows, own-idf tables)."""
+        tokenizer = self.encoder.tokenizer
+        tasks = {}
+        if any("idf_task" in aggregations for aggregations in
+               [*self.aggregations.values(), *self.request["aggregations"].values()]):
+            for task, rows in task_rows.items():
+                idf = idf_table(token_ids(tokenizer, [eval_texts[i] for i in rows], max_length), len(tokenizer),
+                                f"STS task {task}")
+                tasks[task] = (rows, self.device_tables(tables, idf))
+        corpus = self.device_tables(tables, tables.idf)
+        return {"corpus": (corpus, {}), "eval": (corpus, tasks)}
+
+    @torch.inference_mode()
+    def encode_split(self, cache: Cache, texts: list[str], split: str, tables: DeviceTables, tasks: dict,
+                     batch_size: int, max_length: int) -> None:
+        """The encoder's sentence vectors of one split (and the corpus' Avg. sums)."""
+        model = self.encoder.model.eval()
+        bar = tqdm(total=len(texts), desc=f"{self.request['template']} {split}", unit="sent", mininterval=10)
+        self.token_batches[split] = []
+        for rows, inputs, tokens in batches(self.encoder.tokenizer, texts, batch_size, max_length, self.device):
+            self.token_batches[split].append((rows, tokens))  # the static sources reuse the tokenisation
+            with autocast_for(self.device):
+                hidden_states = model(**inputs, output_hidden_states=True).hidden_states
+            for name, layers in self.layers.items():
+                vectors = layer_vectors(model, inputs, layers, hidden_states)
+                pooled = Pooled(cache, name, ENCODER, split, len(texts), tables, tasks)
+                pooled.write(self.aggregations[name], vectors, tokens, rows)
+                if split == "corpus" and name in self.statics:
+                    self.statics[name].add(vectors, tokens.input_ids, tokens.attention)
+            bar.update(len(rows))
+        bar.close()
+
+    @torch.inference_mode()
+    def static_sources(self, cache: Cache, texts: dict[str, list[str]], split_tables: dict) -> None:
+        """Avg. (per main layer set) and random embeddings: token vectors looked up in the splits' tokenisation, no
+        forward pass."""
+        tokenizer = self.encoder.tokenizer
+        lookups = {}
+        for name, accumulator in self.statics.items():
+            table, seen = accumulator.table()
+            lookups[name, AVG] = (table.to(self.device), seen.to(self.device))
+        if RANDOM in self.request["aggregations"]:
+            options = self.options["random"]
+            table = random_table(len(tokenizer), self.encoder.hidden_size, options["seed"], options["std"])
+            lookups[RANDOM_LAYERS, RANDOM] = (table.to(self.device), None)
+        for (layers, source), (table, seen) in lookups.items():
+            for split, split_texts in texts.items():
+                pooled = Pooled(cache, layers, source, split, len(split_texts), *split_tables[split])
+                for rows, tokens in self.token_batches[split]:
+                    tokens = only_known(tokens, seen) if seen is not None else tokens
+                    pooled.write(self.request["aggregations"][source], table[tokens.input_ids], tokens, rows)
+
+
+class Pooled:
+    """Writes one (layer set, source, split)'s aggregations of each batch into the cache; ``idf_task`` on the
+    evaluation split with each task's own idf, into that task's rows."""
+
+    def __init__(self, cache: Cache, layers: str, source: str, split: str, n_rows: int, tables: DeviceTables,
+                 tasks: dict[str, tuple[np.ndarray, DeviceTables]]):
+        self.cache, self.layers, self.source, self.split, self.n_rows = cache, layers, source, split, n_rows
+        self.tables, self.tasks = tables, tasks
+        self.positions = {task: task_positions(rows, n_rows) for task, (rows, _) in tasks.items()}
+
+    def write(self, aggregations: Sequence[str], vectors: torch.Tensor, tokens: BatchTokens, rows: np.ndarray) -> None:
+        for aggregation in aggregations:
+            if aggregation == "idf_task" and self.tasks:
+                self.write_tasks(vectors, tokens, rows)
+                continue
+            pooled, fallback = aggregate(aggregation, vectors, tokens, self.tables)
+            self.cache.write(self.layers, f"{self.source}.{aggregation}.{self.split}", self.n_rows, rows, pooled,
+                             fallback)
+
+    def write_tasks(self, vectors: torch.Tensor, tokens: BatchTokens, rows: np.ndarray) -> None:
+        for task, (task_rows, tables) in self.tasks.items():
+            where = self.positions[task][rows]
+            inside = where >= 0
+            if not inside.any():
+                continue
+            pooled, fallback = aggregate("idf_task", vectors, tokens, tables)
+            keep = torch.from_numpy(inside).to(pooled.device)
+            self.cache.write(self.layers, f"{self.source}.idf_task.eval-{task}", len(task_rows), where[inside],
+                             pooled[keep], fallback)
+
+
+def task_positions(rows: np.ndarray, n: int) -> np.ndarray:
+    """For each evaluation row, its position among a task's rows (-1 outside the task)."""
+    positions = np.full(n, -1, dtype=np.int64)
+    positions[rows] = np.arange(len(rows))
+    return positions

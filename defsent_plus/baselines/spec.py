@@ -1,0 +1,195 @@
+"""What the ``baselines`` config block asks for: which encoders get which grid, and the combinations of a grid.
+
+A grid (``baselines.grids.<name>``) is a product of templates x layer sets x aggregations x sources x
+post-processing x fit, pruned where a combination means nothing (a mask aggregation without a mask, CLS of a static
+model, static and random models inside a template, the fit of "no post-processing"). ``layer_sweep`` adds every single
+layer (003's layer -1 to the last) for the named aggregations, with no post-processing: the per-layer plot.
+
+Light on purpose (no torch): Snakemake calls it while parsing, to give each job exactly its own params.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import astuple, dataclass
+
+from ..errors import DefSentError
+from .templates import NO_TEMPLATE, has_mask, template_text
+
+STATIC_LAYER = -1  # 003's layer -1: the rows of the input embedding matrix
+LAST = "last"
+AGGREGATIONS = ("cls", "mean", "mean_nospecial", "max", "idf", "idf_task", "biases", "mask")
+TRANSDUCTIVE_AGGREGATIONS = ("idf_task",)  # fitted on the evaluated task's own sentences
+ENCODER, AVG, ENCODER_AVG, RANDOM = "encoder", "avg", "encoder+avg", "random"
+SOURCES = (ENCODER, AVG, ENCODER_AVG, RANDOM)
+ENCODER_ONLY_AGGREGATIONS = ("cls", "mask")  # a static model's [CLS] or [MASK] is the same vector in every sentence
+POSTPROCESSORS = ("none", "center", "zscore", "quantile", "whiten", "abtt", "l2")
+FITS = ("corpus", "eval")
+NO_FIT = "-"
+RANDOM_LAYERS = "-"  # random embeddings have no layers
+ABTT_STEP = re.compile(r"^abtt(?P<d>\d+)?$")
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One row of a grid's table."""
+
+    source: str
+    template: str
+    layers: str  # the layer set's name (see :func:`layer_set_name`), "-" for random embeddings
+    aggregation: str
+    postprocess: str
+    fit: str
+    sweep: bool = False
+
+    @property
+    def embedding_key(self) -> str:
+        """The cached sentence embedding this row post-processes (its file is the template's layer set)."""
+        return f"{self.source}|{self.aggregation}"
+
+
+def grid_of(config: dict, encoder: str) -> dict:
+    """The grid an encoder of ``baselines.encoders`` is scored with."""
+    baselines = config["baselines"]
+    name = baselines["encoders"][encoder]
+    if name not in baselines["grids"]:
+        raise DefSentError(f"config: baselines.encoders.{encoder}",
+                           f"no grid named {name!r} (configured: {sorted(baselines['grids'])})")
+    return baselines["grids"][name]
+
+
+def check_grid(grid: dict, custom_templates: dict, key: str) -> None:
+    """Every name of a grid is known; raises naming the config key."""
+    for k, template in enumerate(grid["templates"]):
+        template_text(template, custom_templates, f"{key}.templates[{k}]")
+    for field, known in (("aggregations", AGGREGATIONS), ("layer_sweep", AGGREGATIONS), ("sources", SOURCES),
+                         ("fit", FITS)):
+        for k, name in enumerate(grid[field]):
+            if name not in known:
+                raise DefSentError(f"{key}.{field}[{k}]", f"unknown {field} entry {name!r}; expected one of "
+                                                          f"{list(known)}")
+    for k, chain in enumerate(grid["postprocess"]):
+        parse_chain(chain, f"{key}.postprocess[{k}]")
+
+
+def parse_chain(chain: str, key: str, abtt_components: int = 1) -> list[tuple[str, int | None]]:
+    """``zscore+abtt3+l2`` -> [("zscore", None), ("abtt", 3), ("l2", None)]; ``abtt`` alone removes
+    ``abtt_components`` directions (baselines.abtt_components). ``none`` is the empty chain."""
+    steps = []
+    for part in chain.split("+"):
+        match = ABTT_STEP.match(part)
+        name, d = ("abtt", match.group("d") or None) if match else (part, None)
+        if name not in POSTPROCESSORS or (name == "none" and chain != "none") or d == "0":
+            raise DefSentError(key, f"unknown post-processing {chain!r}: expected 'none' or steps joined by '+' from "
+                                    f"{list(POSTPROCESSORS[1:])} ('abtt<d>' removes d directions)")
+        if name != "none":
+            steps.append((name, int(d) if d is not None else (abtt_components if name == "abtt" else None)))
+    return steps
+
+
+def layer_set_name(layers: tuple[int, ...]) -> str:
+    """``(-1,)`` -> ``static``; ``(0,)`` -> ``L0``; ``(1, 6)`` -> ``L1+L6``."""
+    return "+".join("static" if layer == STATIC_LAYER else f"L{layer}" for layer in layers)
+
+
+def resolve_layers(spec: list, n_layers: int, key: str) -> tuple[int, ...]:
+    """A configured layer set (ints from -1 to the model's layer count, or ``last``) for a model with ``n_layers``
+    transformer layers; -1 is the static token embeddings, 0 the embedding output."""
+    resolved = []
+    for k, layer in enumerate(spec):
+        value = n_layers if layer == LAST else layer
+        if not isinstance(value, int) or isinstance(value, bool) or not STATIC_LAYER <= value <= n_layers:
+            raise DefSentError(f"{key}[{k}]", f"unknown layer {layer!r} for a model with {n_layers} layers: expected "
+                                              f"-1 (static token embeddings), 0 (embedding output), 1..{n_layers} or "
+                                              f"'{LAST}'")
+        resolved.append(value)
+    if len(set(resolved)) != len(resolved):
+        raise DefSentError(key, f"layer set {spec} names a layer twice")
+    return tuple(sorted(resolved))
+
+
+def layer_sets(grid: dict, n_layers: int, key: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(the grid's layer sets, the single-layer sets of the sweep), resolved for the model."""
+    main = [resolve_layers(spec, n_layers, f"{key}.layers[{k}]") for k, spec in enumerate(grid["layers"])]
+    sweep = [(layer,) for layer in range(STATIC_LAYER, n_layers + 1)] if grid["layer_sweep"] else []
+    return list(dict.fromkeys(main)), sweep
+
+
+def aggregations_for(aggregations, template: str, source: str, custom_templates: dict) -> list[str]:
+    """The aggregations that mean something for a template and source (encoder + Avg. has only those both share)."""
+    masked = has_mask(template_text(template, custom_templates, "baselines.templates"))
+    return [a for a in aggregations
+            if (a != "mask" or masked) and (a not in ENCODER_ONLY_AGGREGATIONS or source == ENCODER)]
+
+
+def for_layers(aggregations: list[str], layers: tuple[int, ...]) -> list[str]:
+    """CLS and mask vectors need a transformer layer: below it ([CLS] and [MASK] as input rows, or the embedding
+    output) they carry no sentence (the same vector, or one per position, for every sentence)."""
+    contextual = max(layers) >= 1
+    return [a for a in aggregations if contextual or a not in ENCODER_ONLY_AGGREGATIONS]
+
+
+def sources_for(grid: dict, template: str) -> list[str]:
+    """Static and random models are token-level: 003 builds them without a template."""
+    return [s for s in grid["sources"] if template == NO_TEMPLATE or s == ENCODER]
+
+
+def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) -> list[Combination]:
+    """Every row of a grid, in a stable order: the main product first, then the layer sweep."""
+    main_sets, sweep_sets = layer_sets(grid, n_layers, key)
+    rows = []
+    for template in grid["templates"]:
+        for source in sources_for(grid, template):
+            sets = main_sets if source != RANDOM else [None]
+            for layers in sets:
+                aggregations = aggregations_for(grid["aggregations"], template, source, custom_templates)
+                for aggregation in for_layers(aggregations, layers) if layers else aggregations:
+                    rows += [Combination(source, template, layer_set_name(layers) if layers else RANDOM_LAYERS,
+                                         aggregation, post, fit) for post, fit in post_fits(grid)]
+        if ENCODER in grid["sources"]:
+            for layers in sweep_sets:
+                swept = aggregations_for(grid["layer_sweep"], template, ENCODER, custom_templates)
+                for aggregation in for_layers(swept, layers):
+                    row = Combination(ENCODER, template, layer_set_name(layers), aggregation, "none", NO_FIT, True)
+                    if Combination(*astuple(row)[:-1], False) not in rows:  # not already a row of the main product
+                        rows.append(row)
+    return rows
+
+
+def post_fits(grid: dict) -> list[tuple[str, str]]:
+    """(post-processing, fit) pairs: ``none`` once, every other chain once per fit."""
+    return [(post, NO_FIT) if post == "none" else (post, fit)
+            for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
+
+
+def extraction_request(grid: dict, template: str, custom_templates: dict) -> dict:
+    """What one (encoder, template) forward pass must produce: the params of its job."""
+    sources = sources_for(grid, template)
+    aggregations = {source: aggregations_for(grid["aggregations"], template, source, custom_templates)
+                    for source in sources}
+    if ENCODER_AVG in aggregations:  # encoder + Avg. is the mean of the two sentence embeddings
+        for source in (ENCODER, AVG):
+            aggregations[source] = list(dict.fromkeys([*aggregations.get(source, []), *aggregations[ENCODER_AVG]]))
+        del aggregations[ENCODER_AVG]
+    return {
+        "template": template,
+        "text": template_text(template, custom_templates, "baselines.templates"),
+        "layers": grid["layers"],
+        "sweep": aggregations_for(grid["layer_sweep"], template, ENCODER, custom_templates),
+        "aggregations": aggregations,
+    }
+
+
+def extraction_options(config: dict) -> dict:
+    """The baselines options a forward pass depends on (its job's params: nothing of the scoring)."""
+    baselines = config["baselines"]
+    keys = ("frequent_tokens", "biases", "random", "alignment", "batch_size", "max_length")
+    return {key: baselines[key] for key in keys}
+
+
+def scoring_options(config: dict) -> dict:
+    """The options of scoring a grid from the cache."""
+    baselines = config["baselines"]
+    return {"abtt_components": baselines["abtt_components"], "alignment": baselines["alignment"],
+            "fit_corpus": baselines["fit_corpus"], "sts_aggregation": config["evaluation"]["sts_aggregation"],
+            "isotropy_seed": baselines["isotropy"]["seed"], "isotropy_pairs": baselines["isotropy"]["n_pairs"]}

@@ -1,0 +1,75 @@
+"""The baselines stage's three jobs: sample the fit corpus, embed per (encoder, template) into the cache, score the
+grid of an encoder."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..evaluation import STS_TASKS
+from ..io import atomic_path, read_json
+from ..models import device_for_run, load_encoder
+from .extract import INDEX, Extraction
+from .grid import CachedEmbeddings, score_grid
+from .report import plot_layers, summary_markdown, write_scores
+from .sentences import evaluation_set, fit_corpus, read_lines, write_lines
+from .spec import combinations
+
+log = logging.getLogger(__name__)
+
+
+def write_fit_corpus(options: dict, dataset: str | None, queries: Sequence[str], out_txt: str | Path) -> None:
+    """The fit corpus as a text file, one sentence a line."""
+    sentences = fit_corpus(options, dataset, queries)
+    with atomic_path(out_txt) as tmp:
+        write_lines(tmp, sentences)
+    log.info("fit corpus: %d sentences (%s)", len(sentences), options.get("file") or f"definitions of {dataset}")
+
+
+def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str | Path, out_dir: str | Path,
+                request: dict, options: dict, grid_key: str) -> None:
+    """One (encoder, template) cache directory."""
+    start = time.perf_counter()
+    evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
+    corpus = read_lines(corpus_txt)
+    device = device_for_run()
+    encoder = load_encoder(model_dir).to(device)
+    tasks = {task: evaluation.task_rows(task) for task in STS_TASKS}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    extraction = Extraction(encoder, request, options, grid_key, device)
+    batch_size = options["batch_size"] * (4 if device.type == "cuda" else 1)
+    extraction.run(evaluation.sentences, corpus, tasks, out_dir, batch_size, options["max_length"])
+    log.info("template %s: %d evaluation + %d corpus sentences, %d layer sets, %.1f s", request["template"],
+             len(evaluation.sentences), len(corpus), len(extraction.layers), time.perf_counter() - start)
+
+
+def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str | Path, grid: dict,
+               custom_templates: dict, options: dict, grid_key: str, outputs: dict[str, str], title: str,
+               n_jobs: int = 1) -> None:
+    """Score every combination of an encoder's grid (``n_jobs`` processes) and write its table, summary and
+    per-layer plot."""
+    start = time.perf_counter()
+    evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
+    corpus = read_lines(corpus_txt)
+    embeddings = CachedEmbeddings(caches, evaluation, corpus)
+    n_layers = read_json(Path(next(iter(caches.values()))) / INDEX)["n_layers"]
+    rows = combinations(grid, n_layers, custom_templates, grid_key)
+    table = score_grid(rows, embeddings, evaluation, options, n_jobs)
+    table.insert(0, "fit_corpus", f"{len(corpus)} sentences ({options['fit_corpus'].get('file') or 'definitions'})")
+    write_scores(table, outputs["tsv"])
+    notes = [f"STS: Spearman x 100 of cosine (STS12-16 '{options['sts_aggregation']}'); align/uniform: Wang & Isola on "
+             "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
+             f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (003's W), 'eval' = on each "
+             "evaluated task's own sentences (transductive)",
+             f"{len(table)} combinations scored in {time.perf_counter() - start:.0f} s"]
+    with atomic_path(outputs["md"]) as tmp:
+        tmp.write_text(summary_markdown(table, title, notes), encoding="utf-8")
+    plot_layers(table, n_layers, outputs["png"], title)
+    best = table[~table["transductive"]].nlargest(1, "dev").iloc[0]
+    log.info("%d combinations in %.0f s; selected on STS-B dev: %s (dev %.2f, STS avg %.2f)", len(table),
+             time.perf_counter() - start, ", ".join(f"{k} {best[k]}" for k in ("source", "template", "layers",
+                                                                                 "aggregation", "postprocess", "fit")),
+             best["dev"], best["avg"])

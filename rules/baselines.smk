@@ -1,0 +1,75 @@
+# Training-free sentence embeddings (003) of the encoders named in baselines.encoders: one forward pass per (encoder,
+# template) cached per layer set, then every combination of the encoder's grid scored from the cache (post-processing
+# and metrics only, so a new post-processor re-runs only baseline_grid).
+
+
+rule baseline_fit_corpus:
+    input:
+        **PLAN.fit_corpus_inputs(),
+    output:
+        dag.fit_corpus_file(),
+    params:
+        options=config["baselines"]["fit_corpus"],
+    log:
+        dag.log_file("baselines", "fit_corpus"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/baseline_fit_corpus.py"
+
+
+rule baseline_embed:
+    input:
+        **INPUTS.of_encoder(corpus=dag.fit_corpus_file()),
+        senteval=dag.data_dir("senteval"),
+    output:
+        directory(dag.baseline_cache("{encoder}", "{template}")),
+    params:
+        request=lambda w: PLAN.baseline_request(w.encoder, w.template),
+        options=BASELINE_EXTRACTION,
+        grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
+    log:
+        dag.log_file("baselines", "{encoder}", "embed_{template}"),
+    threads: THREADS
+    resources:
+        gpu=GPU,
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/baseline_embed.py"
+
+
+rule baseline_grid:
+    input:
+        caches=lambda w: list(PLAN.baseline_caches(w.encoder).values()),
+        corpus=dag.fit_corpus_file(),
+        senteval=dag.data_dir("senteval"),
+    output:
+        tsv=report(dag.baselines_file("{encoder}", "scores.tsv"), caption="../report/baselines.rst",
+                   category="Baselines"),
+        md=dag.baselines_file("{encoder}", "summary.md"),
+        png=report(dag.baselines_file("{encoder}", "layers.png"), caption="../report/baselines_layers.rst",
+                   category="Baselines"),
+    params:
+        caches=lambda w: PLAN.baseline_caches(w.encoder),
+        grid=lambda w: PLAN.baseline_grid(w.encoder),
+        grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
+        templates=config["baselines"]["templates"],
+        options=BASELINE_SCORING,
+        title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
+    log:
+        dag.log_file("baselines", "{encoder}", "grid"),
+    threads: THREADS
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/baseline_grid.py"

@@ -1,0 +1,318 @@
+"""The training-free baselines (003): post-processing, token aggregation, layers, static and random models, the
+grid's combinations and the errors a user sees, on tiny models and synthetic data with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy import stats
+
+from defsent_plus.baselines.aggregation import DeviceTables, aggregate
+from defsent_plus.baselines.extract import batches, layer_vectors, token_tables
+from defsent_plus.baselines.grid import alignment, uniformity
+from defsent_plus.baselines.postprocess import apply_chain, fit_chain
+from defsent_plus.baselines.sentences import fit_corpus, sample_definitions
+from defsent_plus.baselines.sources import StaticAccumulator, random_table
+from defsent_plus.baselines.spec import (
+    Combination,
+    combinations,
+    extraction_request,
+    parse_chain,
+    resolve_layers,
+)
+from defsent_plus.baselines.templates import TEMPLATES, render_all, template_text
+from defsent_plus.baselines.tokens import idf_table, most_frequent
+from defsent_plus.errors import DefSentError
+from defsent_plus.models import load_encoder
+
+CPU = torch.device("cpu")
+BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}
+
+
+def correlated_data(n: int = 400, dim: int = 8, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, dim)) @ rng.normal(size=(dim, dim)) * np.linspace(5, 0.5, dim) + 3.0
+
+
+# ------------------------------------------------------------------------------------------ post-processing
+
+
+def test_all_but_the_top_removes_exactly_the_top_d_directions():
+    x = correlated_data()
+    out = apply_chain("abtt2", x, x, abtt_components=1, where="test")
+    centred = x - x.mean(0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    top, rest = vt[:2], vt[2:]
+    np.testing.assert_allclose(out @ top.T, 0.0, atol=1e-9)  # nothing left along the top-2 directions
+    np.testing.assert_allclose(out @ rest.T, centred @ rest.T, atol=1e-9)  # everything else untouched
+    assert parse_chain("abtt", "k", abtt_components=3) == [("abtt", 3)]
+
+
+def test_whitening_gives_identity_covariance_on_its_fit_data():
+    x = correlated_data()
+    out = apply_chain("whiten", x, x, 1, "test")
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(x.shape[1]), atol=1e-8)
+    np.testing.assert_allclose(out.mean(0), 0.0, atol=1e-9)
+
+
+def test_quantile_u_gives_uniform_marginals():
+    x = correlated_data(n=500) ** 3  # heavy tails
+    out = apply_chain("quantile", x, x, 1, "test")
+    for column in out.T:
+        np.testing.assert_allclose(np.sort(column), np.linspace(0, 1, len(column)), atol=1e-6)
+        assert stats.kstest(column, "uniform").pvalue > 0.5
+
+
+def test_zscore_center_l2_and_chains():
+    x = correlated_data()
+    z = apply_chain("zscore", x, x, 1, "test")
+    np.testing.assert_allclose(z.std(0), 1.0, atol=1e-9)
+    np.testing.assert_allclose(apply_chain("center", x, x, 1, "test"), x - x.mean(0), atol=1e-9)
+    chained = apply_chain("zscore+l2", x, x, 1, "test")
+    np.testing.assert_allclose(np.linalg.norm(chained, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(chained, z / np.linalg.norm(z, axis=1, keepdims=True), atol=1e-12)
+
+
+@pytest.mark.parametrize("chain", ["center", "zscore", "quantile", "whiten", "abtt3", "zscore+whiten+l2"])
+def test_a_post_processor_fitted_on_corpus_a_never_sees_b(chain):
+    a, b = correlated_data(seed=1), correlated_data(n=50, seed=2) * 2.0
+    out = apply_chain(chain, a, b, 1, "test")
+    # each row of B depends on A and itself only: other rows of B change nothing ...
+    np.testing.assert_allclose(apply_chain(chain, a, b[:7], 1, "test"), out[:7], atol=1e-12)
+    np.testing.assert_allclose(apply_chain(chain, a, b[::-1], 1, "test"), out[::-1], atol=1e-12)
+    # ... and the fitted transform is the one of A alone
+    np.testing.assert_allclose(fit_chain(chain, a, 1, "test").transform(b), out, atol=1e-12)
+    assert not np.allclose(apply_chain(chain, b, b, 1, "test"), out)  # fitting on B would differ
+
+
+def test_too_few_fit_sentences_name_the_config_key():
+    x = correlated_data(n=6, dim=8)
+    with pytest.raises(DefSentError, match="config: baselines.fit_corpus.max_sentences.*whiten.*9 fit sentences"):
+        apply_chain("whiten", x, x, 1, "config: baselines.fit_corpus.max_sentences")
+    with pytest.raises(DefSentError, match="abtt removes 8 directions"):
+        apply_chain("abtt8", correlated_data(), x, 1, "k")
+    with pytest.raises(DefSentError, match=r"unknown post-processing 'zscore\+l3'"):
+        parse_chain("zscore+l3", "config: baselines.grids.g.postprocess[0]")
+    with pytest.raises(DefSentError, match="unknown post-processing"):
+        parse_chain("none+l2", "k")
+
+
+def test_alignment_and_uniformity_match_their_definitions():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
+    ux, uy = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (x, y))
+    assert alignment(x, y) == pytest.approx(np.mean(np.sum((ux - uy) ** 2, 1)))
+    assert alignment(x, 3 * x) == pytest.approx(0.0)
+    pairs = [np.exp(-2 * np.sum((ux[i] - ux[j]) ** 2)) for i in range(20) for j in range(i + 1, 20)]
+    assert uniformity(x) == pytest.approx(np.log(np.mean(pairs)))
+
+
+# ------------------------------------------------------------------------------------------ tokens and aggregation
+
+
+def one_hot_positions(tokens) -> torch.Tensor:
+    """Token vectors equal to their position's one-hot: an aggregation then returns its own weights."""
+    batch, length = tokens.input_ids.shape
+    return torch.eye(length).expand(batch, length, length).clone()
+
+
+def tiny_batch(encoder, texts, max_length=32):
+    return next(batches(encoder.tokenizer, texts, len(texts), max_length, CPU))
+
+
+def tables_for(encoder, corpus, biases=BIASES_ON, frequent_tokens=2, texts=None) -> tuple:
+    options = {"frequent_tokens": frequent_tokens}
+    tables = token_tables(encoder.tokenizer, corpus, texts or corpus, options, 32)
+    device = DeviceTables(torch.from_numpy(tables.idf), torch.from_numpy(tables.frequent),
+                          torch.from_numpy(tables.punctuation), biases)
+    return tables, device
+
+
+def test_idf_follows_hand_computed_document_frequencies_and_weights_sum_to_one(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    corpus = ["the dog is a dog", "the cat", "the dog runs", "a bird"]
+    tables, device = tables_for(encoder, corpus)
+    ids = encoder.tokenizer.convert_tokens_to_ids
+    n = len(corpus)
+    assert tables.idf[ids("the")] == pytest.approx(np.log(n / 3))
+    assert tables.idf[ids("dog")] == pytest.approx(np.log(n / 2))  # twice in one document counts once
+    assert tables.idf[ids("cat")] == pytest.approx(np.log(n / 1))
+    assert tables.idf[ids("[CLS]")] == pytest.approx(0.0)  # in every document
+    assert tables.idf[ids("giraffe")] == pytest.approx(np.log(n / 1))  # unseen: df taken as 1
+    rows, _, tokens = tiny_batch(encoder, ["the dog", "the cat and the dog"])
+    weights, _ = aggregate("idf", one_hot_positions(tokens), tokens, device)
+    np.testing.assert_allclose(weights.sum(1).numpy(), 1.0, atol=1e-6)
+    first = int(np.flatnonzero(rows == 0)[0])
+    expected = np.array([0, np.log(4 / 3), np.log(2), 0])
+    np.testing.assert_allclose(weights[first, :4].numpy(), expected / expected.sum(), atol=1e-6)
+
+
+def test_biases_drop_exactly_the_listed_token_classes(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    corpus = ["the the the dog", "the a a cat", "a bird"]  # most frequent: the, a
+    text = "the dog, runs"  # [CLS] the dog , run ##s [SEP]
+    tokens_text = encoder.tokenizer.convert_ids_to_tokens(encoder.tokenizer(text)["input_ids"])
+    assert tokens_text == ["[CLS]", "the", "dog", ",", "run", "##s", "[SEP]"]
+    expected = {  # which positions survive, per switched-on class
+        "frequent": [2, 3, 4, 5], "punctuation": [1, 2, 4, 5], "subword": [1, 2, 3, 4],
+    }
+    for switched, kept in expected.items():
+        biases = {name: name == switched for name in BIASES_ON}
+        _, device = tables_for(encoder, corpus, biases)
+        _, _, tokens = tiny_batch(encoder, [text])
+        weights, _ = aggregate("biases", one_hot_positions(tokens), tokens, device)
+        assert np.flatnonzero(weights[0].numpy()).tolist() == kept, switched
+    _, device = tables_for(encoder, corpus)
+    _, _, tokens = tiny_batch(encoder, [text])
+    weights, _ = aggregate("biases", one_hot_positions(tokens), tokens, device)
+    assert np.flatnonzero(weights[0].numpy()).tolist() == [2, 4]  # all three: dog, run
+    np.testing.assert_allclose(weights[0, [2, 4]].numpy(), 0.5)
+
+
+def test_special_tokens_cls_mean_max_and_fallback(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    _, device = tables_for(encoder, ["the dog", "the cat"], frequent_tokens=5)
+    _, _, tokens = tiny_batch(encoder, ["the dog runs", "the"])
+    vectors = one_hot_positions(tokens)
+    cls, _ = aggregate("cls", vectors, tokens, device)
+    assert cls[:, 0].tolist() == [1.0, 1.0] and cls[:, 1:].abs().sum() == 0
+    mean, _ = aggregate("mean", vectors, tokens, device)
+    nospecial, _ = aggregate("mean_nospecial", vectors, tokens, device)
+    lengths = tokens.attention.sum(1)
+    np.testing.assert_allclose(mean.sum(1).numpy(), 1.0, atol=1e-6)
+    assert mean[0, 0] == pytest.approx(1 / float(lengths[0])) and nospecial[0, 0] == 0
+    biased, fallback = aggregate("biases", vectors, tokens, device)
+    assert fallback == 1  # "the" is frequent: nothing left, so the sentence falls back to mean_nospecial
+    row = int(np.argmin(lengths.numpy()))
+    np.testing.assert_allclose(biased[row].numpy(), nospecial[row].numpy())
+    maximum, _ = aggregate("max", torch.randn(*vectors.shape[:2], 3), tokens, device)
+    assert maximum.shape == (2, 3)
+
+
+def test_multi_mask_prompt_pooling_averages_exactly_the_mask_positions(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    _, device = tables_for(encoder, ["the dog"])
+    texts, cut = render_all(TEMPLATES["T2"], ["the dog runs"], encoder.tokenizer, 64)
+    assert cut == 0
+    _, _, tokens = tiny_batch(encoder, texts, 64)
+    positions = np.flatnonzero(tokens.input_ids[0].numpy() == encoder.tokenizer.mask_token_id)
+    assert len(positions) == 3
+    weights, _ = aggregate("mask", one_hot_positions(tokens), tokens, device)
+    assert np.flatnonzero(weights[0].numpy()).tolist() == positions.tolist()
+    np.testing.assert_allclose(weights[0, positions].numpy(), 1 / 3, atol=1e-6)
+    kept, _ = aggregate("mean_nospecial", one_hot_positions(tokens), tokens, device)
+    assert (kept[0, positions] > 0).all()  # a prompt's masks are text, not special tokens
+
+
+def test_a_long_sentence_is_cut_so_the_template_keeps_its_masks(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    texts, cut = render_all(TEMPLATES["T4"], ["the dog " * 40, "the cat"], encoder.tokenizer, 48)
+    assert cut == 1
+    ids = encoder.tokenizer(texts, truncation=True, max_length=48)["input_ids"]
+    assert [row.count(encoder.tokenizer.mask_token_id) for row in ids] == [3, 3]
+
+
+def test_layer_minus_one_equals_the_embedding_matrix_rows(model_dir):
+    encoder = load_encoder(model_dir)
+    _, inputs, _ = tiny_batch(encoder, ["the dog runs", "a cat"])
+    with torch.inference_mode():
+        hidden = encoder.model(**inputs, output_hidden_states=True).hidden_states
+        static = layer_vectors(encoder.model, inputs, (-1,), hidden)
+        both = layer_vectors(encoder.model, inputs, (0, 2), hidden)
+    rows = encoder.model.get_input_embeddings().weight[inputs["input_ids"]]
+    torch.testing.assert_close(static, rows)
+    torch.testing.assert_close(both, (hidden[0] + hidden[2]) / 2)
+
+
+def test_random_embeddings_are_seeded_and_deterministic():
+    first, again, other = random_table(500, 16, 0, 0.1), random_table(500, 16, 0, 0.1), random_table(500, 16, 1, 0.1)
+    torch.testing.assert_close(first, again)
+    assert not torch.equal(first, other)
+    assert float(first.std()) == pytest.approx(0.1, rel=0.05) and abs(float(first.mean())) < 0.01
+
+
+def test_avg_static_vectors_are_each_tokens_mean_over_its_contexts():
+    accumulator = StaticAccumulator(vocab_size=5, hidden=2)
+    ids = torch.tensor([[1, 2, 1], [2, 3, 0]])
+    attention = torch.tensor([[True, True, True], [True, True, False]])
+    vectors = torch.arange(12, dtype=torch.float32).reshape(2, 3, 2)
+    accumulator.add(vectors, ids, attention)
+    table, seen = accumulator.table()
+    torch.testing.assert_close(table[1], (vectors[0, 0] + vectors[0, 2]) / 2)
+    torch.testing.assert_close(table[2], (vectors[0, 1] + vectors[1, 0]) / 2)
+    assert seen.tolist() == [False, True, True, True, False]  # padding is no context
+
+
+def test_most_frequent_skips_special_tokens_and_breaks_ties_by_id():
+    docs = [[0, 5, 5, 7, 1], [0, 7, 6, 1], [0, 6, 1]]
+    assert most_frequent(docs, 10, 2, special_ids=[0, 1]).tolist() == [5, 6]
+    assert idf_table(docs, 10, "k")[7] == pytest.approx(np.log(3 / 2))
+    with pytest.raises(DefSentError, match="corpus is empty"):
+        idf_table([], 10, "config: baselines.fit_corpus")
+
+
+# ------------------------------------------------------------------------------------------ grid and config errors
+
+GRID = {"templates": ["none", "T0"], "layers": [["last"], [1, "last"]], "layer_sweep": ["cls", "mask"],
+        "aggregations": ["cls", "mean", "idf", "mask"], "sources": ["encoder", "avg", "encoder+avg", "random"],
+        "postprocess": ["none", "zscore", "whiten+l2"], "fit": ["corpus", "eval"]}
+
+
+def test_combinations_keep_only_meaningful_rows():
+    rows = combinations(GRID, 2, {}, "config: baselines.grids.g")
+    assert len(rows) == len(set(rows))
+    assert not [r for r in rows if r.aggregation == "mask" and r.template == "none"]  # no mask without a prompt
+    assert not [r for r in rows if r.aggregation == "cls" and r.source in ("avg", "random")]
+    assert {r.source for r in rows if r.template == "T0"} == {"encoder"}  # static models: no template
+    assert {r.layers for r in rows if r.source == "random"} == {"-"}
+    assert {(r.postprocess, r.fit) for r in rows} == {("none", "-"), ("zscore", "corpus"), ("zscore", "eval"),
+                                                      ("whiten+l2", "corpus"), ("whiten+l2", "eval")}
+    sweep = [r for r in rows if r.sweep]
+    assert {r.layers for r in sweep} == {"L1"}  # L2 (= last) is a main row already; CLS and mask need a layer >= 1
+    assert {(r.template, r.aggregation) for r in sweep} == {("none", "cls"), ("T0", "cls"), ("T0", "mask")}
+    swept_mean = combinations({**GRID, "layer_sweep": ["mean"]}, 2, {}, "k")
+    assert {r.layers for r in swept_mean if r.sweep} == {"static", "L0", "L1"}
+    assert Combination("encoder", "none", "L2", "cls", "none", "-") in rows
+
+
+def test_extraction_request_gives_encoder_plus_avg_both_halves():
+    request = extraction_request(GRID, "none", {})
+    assert request["aggregations"]["avg"] == ["mean", "idf"] and "encoder+avg" not in request["aggregations"]
+    assert set(request["aggregations"]["encoder"]) == {"cls", "mean", "idf"}
+    assert extraction_request(GRID, "T0", {})["aggregations"] == {"encoder": ["cls", "mean", "idf", "mask"]}
+
+
+def test_bad_layers_and_templates_name_their_config_key():
+    assert resolve_layers(["last", 1], 6, "k") == (1, 6)
+    assert resolve_layers([-1], 6, "k") == (-1,)
+    with pytest.raises(DefSentError, match=r"config: baselines.grids.g.layers\[0\]\[1\].*unknown layer 7"):
+        resolve_layers([1, 7], 6, "config: baselines.grids.g.layers[0]")
+    with pytest.raises(DefSentError, match="unknown layer -2"):
+        resolve_layers([-2], 6, "k")
+    with pytest.raises(DefSentError, match=r"config: baselines.templates.mine.*has no \{mask\} token"):
+        template_text("mine", {"mine": 'This "{sentence}" means nothing.'}, "config: baselines.templates.mine")
+    with pytest.raises(DefSentError, match="exactly once"):
+        template_text("two", {"two": "{sentence} {sentence} {mask}"}, "k")
+    with pytest.raises(DefSentError, match="unknown template 'T9'"):
+        template_text("T9", {}, "k")
+
+
+def test_fit_corpus_never_contains_a_heldout_query_and_is_never_empty(tmp_path):
+    dataset = tmp_path / "a.parquet"
+    pd.DataFrame({"entry": ["x", "y"], "definitions": [["one  sense", "two"], ["three", "one sense"]],
+                  "sources": [["t", "t"], ["t", "t"]]}).to_parquet(dataset)
+    queries = tmp_path / "q.parquet"
+    pd.DataFrame({"entry_id": [0], "entry": ["x"], "definition": ["two"], "split": ["dev"]}).to_parquet(queries)
+    assert sorted(sample_definitions(dataset, [queries], 10, 0)) == ["one sense", "three"]
+    assert sample_definitions(dataset, [queries], 1, 0) == sample_definitions(dataset, [queries], 1, 0)
+    everything = tmp_path / "all.parquet"
+    pd.DataFrame({"entry_id": [0, 1], "entry": ["x", "y"], "definition": ["one sense", "three"],
+                  "split": ["dev", "test"]}).to_parquet(everything)
+    with pytest.raises(DefSentError, match="config: baselines.fit_corpus.*would be empty"):
+        sample_definitions(dataset, [queries, everything], 10, 0)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(DefSentError, match="empty"):
+        fit_corpus({"file": str(empty), "max_sentences": 10, "seed": 0}, None, [])
