@@ -485,6 +485,11 @@ class Plan:
         """What the (encoder, template) forward pass computes (its job's params)."""
         return extraction_request(self.baseline_grid(encoder), template, self.config["baselines"]["templates"])
 
+    def baseline_templates(self, encoder: str) -> dict[str, str]:
+        """The user templates an encoder's grid uses (its grid job's params)."""
+        custom = self.config["baselines"]["templates"]
+        return {name: custom[name] for name in self.baseline_grid(encoder)["templates"] if name in custom}
+
     def baseline_caches(self, encoder: str) -> dict[str, str]:
         """An encoder's cache directory per template of its grid."""
         return {template: baseline_cache(encoder, template) for template in self.baseline_grid(encoder)["templates"]}

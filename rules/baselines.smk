@@ -30,7 +30,7 @@ rule baseline_embed:
         directory(dag.baseline_cache("{encoder}", "{template}")),
     params:
         request=lambda w: PLAN.baseline_request(w.encoder, w.template),
-        options=BASELINE_EXTRACTION,
+        options=lambda w: extraction_options(config, PLAN.baseline_request(w.encoder, w.template)),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     log:
         dag.log_file("baselines", "{encoder}", "embed_{template}"),
@@ -60,7 +60,7 @@ rule baseline_grid:
         caches=lambda w: PLAN.baseline_caches(w.encoder),
         grid=lambda w: PLAN.baseline_grid(w.encoder),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
-        templates=config["baselines"]["templates"],
+        templates=lambda w: PLAN.baseline_templates(w.encoder),
         options=BASELINE_SCORING,
         title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
     log:

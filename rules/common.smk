@@ -44,6 +44,5 @@ def run_cfg(wildcards):
 INPUTS = RuleInputs(PLAN)
 
 
-# The baselines' options, split by job: a forward pass never re-runs for an option only the scoring uses.
-BASELINE_EXTRACTION = extraction_options(config)
+# The options of scoring a baseline grid (a forward pass never re-runs for them; its own: extraction_options).
 BASELINE_SCORING = scoring_options(config)

@@ -128,7 +128,13 @@ def test_a_new_aggregation_reencodes_only_that_grids_templates(baselines_run):
     assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # r.step1's one template; the trained model stays
 
 
-def test_bad_baselines_config_names_the_key(baselines_run):
+def test_random_vector_options_reencode_only_the_template_that_uses_them(baselines_run):
+    with edited(baselines_run, lambda b: b.setdefault("random", {}).update(std=0.2)):
+        jobs = planned_jobs(baselines_run, "--", *TARGETS)
+    assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # tiny's template none; T0, T2 and r.step1 stay
+
+
+def test_bad_baselines_config_names_the_key(baselines_run):  # last: its failed job removes r.step1's cache
     def bad_layer(b):
         b["grids"]["post"]["layers"] = [[3]]
 
@@ -144,3 +150,4 @@ def test_bad_baselines_config_names_the_key(baselines_run):
     with edited(baselines_run, unknown_encoder):
         result = snakemake(baselines_run, "-n", check=False)
     assert result.returncode != 0 and "config: baselines.encoders.r.step4" in result.stdout + result.stderr
+

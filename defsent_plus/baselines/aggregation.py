@@ -16,7 +16,7 @@ and logs these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -79,6 +79,11 @@ def aggregate(name: str, vectors: torch.Tensor, tokens: BatchTokens, tables: Dev
         weights = torch.where(empty.unsqueeze(1), fallback, weights)
     weights = weights / weights.sum(1, keepdim=True).clamp(min=torch.finfo(weights.dtype).tiny)
     return torch.einsum("bt,bth->bh", weights, vectors), int(empty.sum())
+
+
+def rows_of(tokens: BatchTokens, keep: torch.Tensor) -> BatchTokens:
+    """The batch's rows where ``keep`` (bool [B]) is true."""
+    return BatchTokens(*(getattr(tokens, field.name)[keep] for field in fields(tokens)))
 
 
 def only_known(tokens: BatchTokens, known: torch.Tensor) -> BatchTokens:

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from ..encoding import length_order
 from ..io import write_json
 from ..models import Encoder, autocast_for
-from .aggregation import DeviceTables, aggregate, only_known
+from .aggregation import DeviceTables, aggregate, only_known, rows_of
 from .sentences import sentences_digest
 from .sources import StaticAccumulator, random_table
 from .spec import AVG, ENCODER, RANDOM, RANDOM_LAYERS, STATIC_LAYER, for_layers, layer_set_name, resolve_layers
@@ -40,6 +40,7 @@ from .tokens import (
 
 log = logging.getLogger(__name__)
 INDEX = "index.json"
+NO_BIASES = {"frequent": False, "punctuation": False, "subword": False}  # a request without the biases aggregation
 
 
 class Cache:
@@ -77,7 +78,8 @@ def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], 
     size = len(tokenizer)
     frequent = np.zeros(size, dtype=bool)
     special = tokenizer.all_special_ids
-    frequent[most_frequent(token_ids(tokenizer, corpus, max_length), size, options["frequent_tokens"], special)] = True
+    top = options.get("frequent_tokens", 0)
+    frequent[most_frequent(token_ids(tokenizer, corpus, max_length), size, top, special)] = True
     idf = idf_table(token_ids(tokenizer, corpus_texts, max_length), size, "config: baselines.fit_corpus")
     return TokenTables(idf, frequent, punctuation_table(tokenizer))
 
@@ -163,7 +165,7 @@ class Extraction:
 
     def device_tables(self, tables: TokenTables, idf: np.ndarray) -> DeviceTables:
         return DeviceTables(torch.from_numpy(idf).to(self.device), torch.from_numpy(tables.frequent).to(self.device),
-                            torch.from_numpy(tables.punctuation).to(self.device), self.options["biases"])
+                            torch.from_numpy(tables.punctuation).to(self.device), self.options.get("biases", NO_BIASES))
 
     def split_tables(self, tables: TokenTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
                      max_length: int) -> dict[str, tuple[DeviceTables, dict]]:
@@ -245,10 +247,10 @@ class Pooled:
             inside = where >= 0
             if not inside.any():
                 continue
-            pooled, fallback = aggregate("idf_task", vectors, tokens, tables)
-            keep = torch.from_numpy(inside).to(pooled.device)
+            keep = torch.from_numpy(inside).to(vectors.device)
+            pooled, fallback = aggregate("idf_task", vectors[keep], rows_of(tokens, keep), tables)
             self.cache.write(self.layers, f"{self.source}.idf_task.eval-{task}", len(task_rows), where[inside],
-                             pooled[keep], fallback)
+                             pooled, fallback)
 
 
 def task_positions(rows: np.ndarray, n: int) -> np.ndarray:

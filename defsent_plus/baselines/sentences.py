@@ -1,8 +1,8 @@
 """The sentences a baseline grid embeds: the evaluation set (every distinct STS sentence, and the STS-B train pairs of
 alignment and uniformity) and the fit corpus (a seeded sample of dictionary definitions, or a text file).
 
-The fit corpus never contains an evaluation sentence's source: it is drawn from the dictionary, and every
-reverse-dictionary held-out query of the configured subsets is excluded from it.
+Sampled from the dictionary, the fit corpus never contains a reverse-dictionary held-out query of the configured
+subsets; a user's text file (``fit_corpus.file``) is taken as it is.
 """
 
 from __future__ import annotations

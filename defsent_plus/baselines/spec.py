@@ -175,15 +175,21 @@ def extraction_request(grid: dict, template: str, custom_templates: dict) -> dic
         "template": template,
         "text": template_text(template, custom_templates, "baselines.templates"),
         "layers": grid["layers"],
-        "sweep": aggregations_for(grid["layer_sweep"], template, ENCODER, custom_templates),
+        "sweep": aggregations_for(grid["layer_sweep"], template, ENCODER, custom_templates)
+        if ENCODER in grid["sources"] else [],
         "aggregations": aggregations,
     }
 
 
-def extraction_options(config: dict) -> dict:
-    """The baselines options a forward pass depends on (its job's params: nothing of the scoring)."""
+def extraction_options(config: dict, request: dict) -> dict:
+    """The baselines options one forward pass depends on (its job's params: nothing of the scoring, and the bias and
+    random-vector options only where its request uses them)."""
     baselines = config["baselines"]
-    keys = ("frequent_tokens", "biases", "random", "alignment", "batch_size", "max_length")
+    keys = ["alignment", "batch_size", "max_length"]
+    if any("biases" in names for names in (request["sweep"], *request["aggregations"].values())):
+        keys += ["frequent_tokens", "biases"]
+    if RANDOM in request["aggregations"]:
+        keys.append("random")
     return {key: baselines[key] for key in keys}
 
 

@@ -68,7 +68,12 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
     with atomic_path(outputs["md"]) as tmp:
         tmp.write_text(summary_markdown(table, title, notes), encoding="utf-8")
     plot_layers(table, n_layers, outputs["png"], title)
-    best = table[~table["transductive"]].nlargest(1, "dev").iloc[0]
+    inductive = table[~table["transductive"]]
+    if inductive.empty:
+        log.info("%d combinations in %.0f s, all transductive (none is selected on STS-B dev)", len(table),
+                 time.perf_counter() - start)
+        return
+    best = inductive.nlargest(1, "dev").iloc[0]
     log.info("%d combinations in %.0f s; selected on STS-B dev: %s (dev %.2f, STS avg %.2f)", len(table),
              time.perf_counter() - start, ", ".join(f"{k} {best[k]}" for k in ("source", "template", "layers",
                                                                                  "aggregation", "postprocess", "fit")),

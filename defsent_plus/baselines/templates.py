@@ -57,7 +57,8 @@ def render_all(text: str, sentences: list[str], tokenizer, max_length: int) -> t
         return list(sentences), 0
     budget = max_length - len(tokenizer(render(text, "", mask))["input_ids"])
     if budget < 1:
-        raise ValueError(f"template {text!r} alone needs more than max_length={max_length} tokens")
+        raise DefSentError("config: baselines.max_length", f"template {text!r} alone needs more than {max_length} "
+                                                           "tokens")
     encoded = tokenizer(list(sentences), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
     rendered, cut = [], 0
     for sentence, offsets in zip(sentences, encoded, strict=True):
