@@ -156,6 +156,11 @@ def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: s
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_xticks(sorted(steps.unique()))
+    save_plot(fig, ax, title, out_png)
+
+
+def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
+    """Title and legend, then the figure written as PNG atomically and closed."""
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()

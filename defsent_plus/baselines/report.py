@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
-from ..report import STS_COLUMNS, honest_ylim, markdown  # noqa: E402
+from ..report import STS_COLUMNS, honest_ylim, markdown, save_plot  # noqa: E402
 from .spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
 
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
@@ -72,9 +72,4 @@ def plot_layers(table: pd.DataFrame, n_layers: int, out_png: str | Path, title: 
     ax.set_xticks(range(len(order)), ["static" if name == "static" else name[1:] for name in order])
     ax.set_xlabel("layer (static = input embedding rows, 0 = embedding output)")
     ax.set_ylabel("STS average, Spearman × 100")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_plot(fig, ax, title, out_png)
