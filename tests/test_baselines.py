@@ -316,3 +316,31 @@ def test_fit_corpus_never_contains_a_heldout_query_and_is_never_empty(tmp_path):
     empty.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(DefSentError, match="empty"):
         fit_corpus({"file": str(empty), "max_sentences": 10, "seed": 0}, None, [])
+
+
+def test_a_template_longer_than_max_length_names_the_config_key(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    with pytest.raises(DefSentError, match="config: baselines.max_length"):
+        render_all(TEMPLATES["T4"], ["the dog"], encoder.tokenizer, 8)
+
+
+def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config():
+    from defsent_plus.dag import Plan
+
+    def plan_with(baselines: dict) -> None:
+        config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"},
+                  "runs": {"r": {"method": "defsent_plus", "model": "m", "dataset": "a", "seeds": [0],
+                                 "batch_size": 8, "steps": [{"lr": 1e-5, "spaces": ["amp"]}]}},
+                  "baselines": {"encoders": {}, "grids": {"g": {**GRID}}, "fit_corpus": {"dataset": "a"},
+                                "templates": {}, **baselines}}
+        Plan(config, lambda run, step: {})
+
+    plan_with({"encoders": {"m": "g", "r.step1": "g"}})  # valid
+    with pytest.raises(DefSentError, match="config: baselines.encoders.m: no grid named 'nope'"):
+        plan_with({"encoders": {"m": "nope"}})
+    with pytest.raises(DefSentError, match="config: baselines.encoders.r.step2"):
+        plan_with({"encoders": {"r.step2": "g"}})
+    with pytest.raises(DefSentError, match="config: baselines.fit_corpus.dataset"):
+        plan_with({"fit_corpus": {"dataset": "z"}})
+    with pytest.raises(DefSentError, match=r"config: baselines.grids.g.postprocess\[0\]"):
+        plan_with({"grids": {"g": {**GRID, "postprocess": ["sharpen"]}}})
