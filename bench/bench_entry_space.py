@@ -10,7 +10,7 @@ import torch
 from common import load, parser, timed
 
 from defsent_plus.dictionary import definition_pairs
-from defsent_plus.entry_space import entry_embeddings
+from defsent_plus.spaces.entry_space import entry_embeddings
 
 
 def reference_recipe(encoder, frame, max_length: int) -> dict[str, np.ndarray]:

@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_ica.py --npy entries.npy    # a real entry space
     .venv/bin/python bench/bench_ica.py --precision float64 --candidates torch:float64,sklearn:float64:2
 
-Every run goes through ``defsent_plus.transforms.apply_transform(E, "ica", ...)``: StandardScaler, FastICA
+Every run goes through ``defsent_plus.spaces.transforms.apply_transform(E, "ica", ...)``: StandardScaler, FastICA
 (logcosh, unit-variance, tol 1e-4, random_state 42), x 100. The reference is sklearn on one BLAS thread in
 ``--precision`` (default float32, as the reference script and the workflow compute it); "default config" is what
 the workflow runs in that precision (backend "auto": torch on a GPU when CUDA is present, else sklearn on
@@ -28,7 +28,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from defsent_plus.io import read_npy  # noqa: E402
-from defsent_plus.transforms import (  # noqa: E402
+from defsent_plus.spaces.transforms import (  # noqa: E402
     apply_transform,
     available_threads,
     cuda_available,

@@ -88,7 +88,7 @@ TIMESTAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
 
 def torch_device():
-    from defsent_plus.models import device_for_run
+    from defsent_plus.encoders.runtime import device_for_run
 
     return device_for_run()
 
@@ -99,7 +99,8 @@ def precision(mode: str) -> Iterator[None]:
     jobs run. Replaces the autocast factory the encoding loop and the training step call."""
     import torch
 
-    from defsent_plus import encoding, training
+    from defsent_plus.encoders import encoding
+    from defsent_plus.training import trainer as training
 
     saved = (encoding.autocast_for, training.autocast_for, torch.backends.cuda.matmul.allow_tf32,
              torch.backends.cudnn.allow_tf32)
@@ -119,7 +120,7 @@ def precision(mode: str) -> Iterator[None]:
 
 def load_float_encoder(model_dir: Path, device):
     """An encoder in float32 on ``device`` (half-precision checkpoints are cast up)."""
-    from defsent_plus.models import load_encoder
+    from defsent_plus.encoders.models import load_encoder
 
     encoder = load_encoder(model_dir)
     encoder.model.float()
@@ -172,7 +173,7 @@ def minilm_slice(carry: Path | None, dataset: Path, workdir: Path, entries: int)
             archive.extractall(target)
         return target, pd.read_parquet(target / "slice.parquet")
     try:
-        from defsent_plus.model_store import resolve_model
+        from defsent_plus.pipeline.model_store import resolve_model
 
         model = Path(resolve_model(MINILM))
     except Exception:  # noqa: BLE001 - not installed and not carried: the rows say so
@@ -183,7 +184,7 @@ def minilm_slice(carry: Path | None, dataset: Path, workdir: Path, entries: int)
 def tokenizer_dir(carry: Path | None) -> Path:
     if carry is not None and (carry / "models" / "minilm-tokenizer").is_dir():
         return carry / "models" / "minilm-tokenizer"
-    from defsent_plus.model_store import resolve_model
+    from defsent_plus.pipeline.model_store import resolve_model
 
     return Path(resolve_model(MINILM))
 
@@ -208,7 +209,7 @@ def shaped_encoder(shape: str, tokenizer: Path, workdir: Path) -> Path:
 
 
 def entry_spaces(model_dir: Path, frame, device, mode: str, batch_size: int = 64) -> dict:
-    from defsent_plus.entry_space import entry_embeddings
+    from defsent_plus.spaces.entry_space import entry_embeddings
 
     encoder = load_float_encoder(model_dir, device)
     with precision(mode):
@@ -240,7 +241,7 @@ def train_once(model_dir: Path, frame, device, mode: str) -> list[float]:
     import torch
 
     from defsent_plus.dictionary import definition_pairs
-    from defsent_plus.training import EntryProjection, TrainConfig, train_epoch
+    from defsent_plus.training.trainer import EntryProjection, TrainConfig, train_epoch
 
     encoder = load_float_encoder(model_dir, device)
     texts, entry_ids = definition_pairs(frame)
@@ -282,7 +283,7 @@ def ica_checks(device, smoke: bool) -> list[Check]:
     from sklearn.decomposition import FastICA
     from sklearn.preprocessing import StandardScaler
 
-    from defsent_plus.transforms import apply_transform
+    from defsent_plus.spaces.transforms import apply_transform
 
     rows, cols = (3000, 16) if smoke else (50_000, 64)
     E = mixed_sources(rows=rows, cols=cols, seed=1)
@@ -482,7 +483,7 @@ def _overlap(first: dict, second: dict) -> bool:
 def entry_space_row(label: str, model_dir: Path, frame, device, batch_size: int) -> tuple[dict, object]:
     import torch
 
-    from defsent_plus.entry_space import entry_embeddings
+    from defsent_plus.spaces.entry_space import entry_embeddings
 
     encoder = load_float_encoder(model_dir, device)
     if device.type == "cuda":
@@ -505,7 +506,7 @@ def training_row(label: str, model_dir: Path, frame, space, device, steps: int, 
     import torch
 
     from defsent_plus.dictionary import training_pairs
-    from defsent_plus.training import EntryProjection, TrainConfig, train_epoch
+    from defsent_plus.training.trainer import EntryProjection, TrainConfig, train_epoch
 
     texts, entry_ids = training_pairs(frame)
     order = np.random.default_rng(0).permutation(len(texts))
@@ -532,7 +533,7 @@ def ica_row(rows: int, cols: int, device, smoke: bool, max_iter: int) -> dict:
     import torch
     from bench_ica import synthetic_entry_space
 
-    from defsent_plus.transforms import apply_transform
+    from defsent_plus.spaces.transforms import apply_transform
 
     # smoke: a well-conditioned toy input (bench_ica's realistic space, float32 on one CPU thread, can blow up)
     E = mixed_sources(rows, cols, seed=0) if smoke else synthetic_entry_space(rows, cols)
@@ -657,8 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)]))
     import torch
 
-    from defsent_plus.devices import device_ids
     from defsent_plus.dictionary import read_dataset
+    from defsent_plus.encoders.devices import device_ids
 
     torch.manual_seed(0)
     device = torch_device()

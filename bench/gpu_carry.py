@@ -112,7 +112,7 @@ def write_dataset(source: Path, dest: Path) -> dict:
 
 def minilm_dir() -> Path:
     sys.path.insert(0, str(REPO))
-    from defsent_plus.model_store import resolve_model
+    from defsent_plus.pipeline.model_store import resolve_model
 
     return Path(resolve_model(MINILM))
 

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import DefSentError
-from .names import POOLINGS, TRAINING_POOLINGS
+from defsent_plus.errors import DefSentError
+from defsent_plus.names import POOLINGS, TRAINING_POOLINGS
 
 
 def read_sentences(args: argparse.Namespace) -> list[str]:
@@ -26,13 +26,14 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
 
 def embed(model: str, sentences: list[str], pooling: str):
     """``[n, hidden]`` float32 embeddings of ``sentences`` by the encoder in ``model``."""
-    from .models import device_for_run, load_encoder
+    from defsent_plus.encoders.models import load_encoder
+    from defsent_plus.encoders.runtime import device_for_run
 
     return load_encoder(model).to(device_for_run()).encode(sentences, pooling)
 
 
 def cmd_encode(args: argparse.Namespace) -> None:
-    from .io import write_npy
+    from defsent_plus.io import write_npy
 
     vectors = embed(args.model, read_sentences(args), args.pooling)
     write_npy(args.output, vectors)
@@ -47,8 +48,9 @@ def cmd_similarity(args: argparse.Namespace) -> None:
 
 
 def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
-    from .reverse_dictionary import ReverseDictionary
+    from defsent_plus.evaluation.reverse_dictionary import ReverseDictionary
 
+    require_command(args.model, "reverse-dictionary")
     rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling)
     for sentence, ranked in zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True):
         print(sentence)
@@ -56,26 +58,31 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
             print(f"  {rank:2d}. {entry}\t{score:.3f}")
 
 
-def check_defsent_model(model: str) -> None:
-    """Fail early for a DefSent+ model directory: it has no masked-LM head, its words come from the reverse
-    dictionary."""
-    from .io import read_json
-    from .training import TRAINING_CARD
+def require_command(model: str, command: str) -> None:
+    """Fail early when the method a model was trained with (its training card) does not support ``command``,
+    naming the commands it does support. A model without a card (a base model) is not checked."""
+    from defsent_plus.io import read_json
+    from defsent_plus.methods import method_of
+    from defsent_plus.training.task import TRAINING_CARD
 
     card = Path(model) / TRAINING_CARD
-    if card.is_file() and read_json(card).get("method") == "defsent_plus":
-        raise DefSentError(model, "a DefSent+ model (method defsent_plus in its training card) has no DefSent "
-                                  "masked-LM head: use `defsent-plus reverse-dictionary` for it")
+    trained_with = read_json(card).get("method") if card.is_file() else None
+    if trained_with is None:
+        return
+    method = method_of(trained_with, f"{card}: method")
+    if command not in method.commands:
+        raise DefSentError(model, f"a {method.name} model ({method.paper}) does not support `{command}`; its "
+                                  f"commands: {', '.join(method.commands)}")
 
 
 def cmd_predict_words(args: argparse.Namespace) -> None:
-    from .defsent import predict_words
+    from defsent_plus.methods.masked_lm import predict_words
 
     if not args.definitions:
         raise DefSentError("input", "no definitions given (pass them as arguments)")
     if args.top_k < 1:
         raise DefSentError("--top-k", f"expected at least 1, got {args.top_k}")
-    check_defsent_model(args.model)
+    require_command(args.model, "predict-words")
     predictions = predict_words(args.model, args.definitions, args.top_k, args.pooling)
     for definition, ranked in zip(args.definitions, predictions, strict=True):
         print(definition)
@@ -84,14 +91,14 @@ def cmd_predict_words(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from .export import export_huggingface, export_sentence_transformers
+    from defsent_plus.encoders.export import export_huggingface, export_sentence_transformers
 
     print(export_huggingface(args.model, Path(args.output) / "huggingface"))
     print(export_sentence_transformers(args.model, Path(args.output) / "sentence-transformers", args.pooling))
 
 
 def cmd_setup_wordnet(args: argparse.Namespace) -> None:
-    from .dictionary import prepare_wordnet
+    from defsent_plus.dictionary import prepare_wordnet
 
     print(prepare_wordnet(args.target, args.source))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DefSentError
+from defsent_plus.errors import DefSentError
 
 
 @contextmanager

@@ -29,10 +29,8 @@ def alternatives(names: tuple[str, ...]) -> str:
 
 
 SPACE_PATTERN = rf"({alternatives(BASE_SPACES)})(\.({alternatives(TRANSFORMS)}))?"
-VOCAB_TARGET = "vocab"  # what DefSent's candidates predict: the masked-LM head's vocabulary
-CONTRASTIVE_TARGET = "contrastive"  # the candidates of unsupervised contrastive methods (SimCSE, SLT-FAI)
-METHOD_TARGETS = (VOCAB_TARGET, CONTRASTIVE_TARGET)  # candidate targets of methods without an entry space
-TARGET_PATTERN = rf"(?:{SPACE_PATTERN}|{alternatives(METHOD_TARGETS)})"  # a candidate's target
+# A candidate's target: an entry space, or the plain name a method without one declares (defsent_plus.methods)
+TARGET_PATTERN = rf"(?:{SPACE_PATTERN}|[a-z][a-z0-9_]*)"
 
 
 def split_space(space: str) -> tuple[str, str | None]:

@@ -9,7 +9,7 @@ rule baseline_fit_corpus:
     output:
         dag.fit_corpus_file(),
     params:
-        options=config["baselines"]["fit_corpus"],
+        options=canonical(config["baselines"]["fit_corpus"]),
     log:
         dag.log_file("baselines", "fit_corpus"),
     threads: 1
@@ -29,8 +29,8 @@ rule baseline_embed:
     output:
         directory(dag.baseline_cache("{encoder}", "{template}")),
     params:
-        request=lambda w: PLAN.baseline_request(w.encoder, w.template),
-        options=lambda w: extraction_options(config, PLAN.baseline_request(w.encoder, w.template)),
+        request=canonical_of(lambda w: PLAN.baseline_request(w.encoder, w.template)),
+        options=canonical_of(lambda w: extraction_options(config, PLAN.baseline_request(w.encoder, w.template))),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     log:
         dag.log_file("baselines", "{encoder}", "embed_{template}"),
@@ -57,11 +57,11 @@ rule baseline_grid:
         png=report(dag.baselines_file("{encoder}", "layers.png"), caption="../report/baselines_layers.rst",
                    category="Baselines"),
     params:
-        caches=lambda w: PLAN.baseline_caches(w.encoder),
-        grid=lambda w: PLAN.baseline_grid(w.encoder),
+        caches=canonical_of(lambda w: PLAN.baseline_caches(w.encoder)),
+        grid=canonical_of(lambda w: PLAN.baseline_grid(w.encoder)),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
-        templates=lambda w: PLAN.baseline_templates(w.encoder),
-        options=BASELINE_SCORING,
+        templates=canonical_of(lambda w: PLAN.baseline_templates(w.encoder)),
+        options=canonical(BASELINE_SCORING),
         title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
     log:
         dag.log_file("baselines", "{encoder}", "grid"),

@@ -1,17 +1,18 @@
-# Config validation and the bridge to defsent_plus.dag (identities, paths, the plan) and defsent_plus.rule_inputs.
+# Config validation and the bridge to defsent_plus.pipeline.dag (identities, paths, the plan) and defsent_plus.pipeline.rule_inputs.
 from pathlib import Path
 
-from defsent_plus import dag
+from defsent_plus.pipeline import dag
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import identity as acquisition_identity
 from defsent_plus.acquisition.settings import resolve as resolve_acquisition
 from defsent_plus.baselines.spec import extraction_options, scoring_options
-from defsent_plus.config_schema import validated_config
-from defsent_plus.dag import Plan
+from defsent_plus.pipeline.config_schema import validated_config
+from defsent_plus.pipeline.dag import Plan
 from defsent_plus.io import read_json
-from defsent_plus.model_store import model_identity
+from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TRANSFORMS, alternatives, split_space
-from defsent_plus.rule_inputs import RuleInputs
+from defsent_plus.pipeline.params import canonical, canonical_of
+from defsent_plus.pipeline.rule_inputs import RuleInputs
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -40,7 +41,7 @@ def run_cfg(wildcards):
     return config["runs"][wildcards.run]
 
 
-# Every rule's inputs: named input functions from defsent_plus.rule_inputs (with the selection wait built in).
+# Every rule's inputs: named input functions from defsent_plus.pipeline.rule_inputs (with the selection wait built in).
 INPUTS = RuleInputs(PLAN)
 
 

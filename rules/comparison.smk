@@ -9,7 +9,7 @@ rule compare_sts:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
     params:
-        runs=PLAN.sts_comparison(),
+        runs=canonical(PLAN.sts_comparison()),
     log:
         dag.log_file("compare", "sts"),
     threads: 1
@@ -29,6 +29,6 @@ use rule compare_sts as compare_reverse_dictionary with:
         tsv=dag.compare_file("reverse_dictionary.tsv"),
         md=dag.compare_file("reverse_dictionary.md"),
     params:
-        runs=PLAN.reverse_dictionary_comparison(),
+        runs=canonical(PLAN.reverse_dictionary_comparison()),
     log:
         dag.log_file("compare", "reverse_dictionary"),

@@ -7,7 +7,7 @@ rule acquire_data:
     output:
         directory(dag.data_dir("{data}")),
     params:
-        identity=lambda w: acquisition_identity(DATA[w.data]),
+        identity=canonical_of(lambda w: acquisition_identity(DATA[w.data])),
     wildcard_constraints:
         data=alternatives(tuple(DATA)),
     log:

@@ -8,7 +8,7 @@ rule dictionary:
         c=dag.dictionary_file("c.parquet"),
         stats=dag.dictionary_file("stats.tsv"),
     params:
-        sources=config["dictionary"]["sources"],
+        sources=canonical(config["dictionary"]["sources"]),
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],
         on_malformed=config["dictionary"]["on_malformed"],
@@ -53,6 +53,6 @@ use rule dictionary_subset as heldout_subset with:
         subset=dag.subset_file("{dataset}"),
         queries=dag.subset_file("{dataset}", "queries.parquet"),
     params:
-        heldout=lambda w: PLAN.heldout(w.dataset),
+        heldout=canonical_of(lambda w: PLAN.heldout(w.dataset)),
     wildcard_constraints:
         dataset=PLAN.subset_pattern(heldout=True),

@@ -32,7 +32,7 @@ rule transform_space:
         space=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}"),
         info=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}", "json"),
     params:
-        options=lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {},
+        options=canonical_of(lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {}),
     wildcard_constraints:
         base=alternatives(BASE_SPACES),
         transform=alternatives(TRANSFORMS),
@@ -72,7 +72,7 @@ rule isotropy:
     params:
         names=ANALYSED,
         transformed=TRANSFORMED,
-        options=config["entry_space"]["isotropy"],
+        options=canonical(config["entry_space"]["isotropy"]),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
     threads: 1

@@ -55,7 +55,7 @@ rule sts_table:
         md=dag.run_file("{run}", "sts.md"),
         png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
-        rows=lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts"),
+        rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
         title=lambda w: f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}",
     log:
         dag.log_file("{run}", "eval", "sts_table"),
@@ -76,7 +76,7 @@ rule senteval_table:
         tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
         md=dag.run_file("{run}", "senteval.md"),
     params:
-        rows=lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval"),
+        rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
         title=lambda w: f"SentEval transfer accuracy (%), run {w.run}",
     log:
         dag.log_file("{run}", "eval", "senteval_table"),
@@ -97,7 +97,7 @@ rule steps_report:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
     params:
-        steps=lambda w: PLAN.step_records(w.run),
+        steps=canonical_of(lambda w: PLAN.step_records(w.run)),
         title=lambda w: f"PST steps of run {w.run}",
     log:
         dag.log_file("{run}", "eval", "steps_report"),

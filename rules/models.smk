@@ -7,7 +7,7 @@ rule pin_model:
     output:
         directory(dag.pinned_model("{model}")),
     params:
-        identity=lambda w: model_identity(config["models"][w.model], where=f"config: models.{w.model}"),
+        identity=canonical_of(lambda w: model_identity(config["models"][w.model], where=f"config: models.{w.model}")),
     wildcard_constraints:
         model=alternatives(tuple(config["models"])),
     log:

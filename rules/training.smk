@@ -10,7 +10,7 @@ rule train:
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
     params:
         method=lambda w: PLAN.method(w.run).name,
-        options=lambda w: config["methods"][PLAN.method(w.run).name],
+        options=canonical_of(lambda w: config["methods"][PLAN.method(w.run).name]),
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],
@@ -38,7 +38,7 @@ checkpoint select_best:
         best=dag.best_json("{run}", "{step}"),
         model=directory(dag.best_dir("{run}", "{step}")),
     params:
-        candidates=lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)],
+        candidates=canonical_of(lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)]),
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
     threads: 1

@@ -24,8 +24,8 @@ from defsent_plus.baselines.spec import (
 )
 from defsent_plus.baselines.templates import TEMPLATES, render_all, template_text
 from defsent_plus.baselines.tokens import idf_table, most_frequent
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.models import load_encoder
 
 CPU = torch.device("cpu")
 BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}
@@ -325,7 +325,7 @@ def test_a_template_longer_than_max_length_names_the_config_key(tiny_bert):
 
 
 def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config():
-    from defsent_plus.dag import Plan
+    from defsent_plus.pipeline.dag import Plan
 
     def plan_with(baselines: dict) -> None:
         config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"},

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
 
-from defsent_plus import dag
 from defsent_plus.baselines.spec import combinations
-from defsent_plus.evaluation import STS_TASKS
+from defsent_plus.evaluation.sts import STS_TASKS
+from defsent_plus.pipeline import dag
 
 pytestmark = pytest.mark.workflow
 RUNS = {"r": {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,

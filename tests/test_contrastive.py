@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from defsent_plus.contrastive import (
+from defsent_plus.encoders.encoding import mean_pool
+from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods import method_of
+from defsent_plus.methods.contrastive import (
     AUGMENTATIONS,
     UnsupervisedContrastive,
     feature_cutoff_mask,
@@ -17,10 +20,9 @@ from defsent_plus.contrastive import (
     shuffle_tokens,
     token_cutoff_mask,
 )
-from defsent_plus.encoding import mean_pool
-from defsent_plus.errors import DefSentError
-from defsent_plus.models import load_encoder
-from defsent_plus.training import Batch, TrainConfig, train_epoch
+from defsent_plus.training.options import OPTIMISATION_OPTIONS
+from defsent_plus.training.task import Batch, TaskInputs
+from defsent_plus.training.trainer import TrainConfig, train_epoch
 
 TEXTS = [
     "a long necked african animal with a small head",
@@ -35,11 +37,8 @@ def make_batch(encoder, texts=TEXTS) -> Batch:
     """A Batch as the training loop builds it: the encoder's forward pass (in its current mode) on padded texts."""
     features = encoder.tokenizer(texts, padding=True, return_tensors="pt")
     hidden = encoder.model(**features).last_hidden_state
-    fields = dict(hidden=hidden.float(), attention_mask=features["attention_mask"], input_ids=features["input_ids"],
-                  entry_ids=torch.zeros(len(texts), dtype=torch.long))
-    if "progress" in {f.name for f in dataclasses.fields(Batch)}:
-        fields["progress"] = 0.0
-    return Batch(**fields)
+    return Batch(hidden.float(), features["attention_mask"], features["input_ids"],
+                 torch.zeros(len(texts), dtype=torch.long), progress=0.0)
 
 
 def embedding_outputs(encoder, run) -> list[torch.Tensor]:
@@ -275,8 +274,14 @@ def test_trains_in_the_training_loop(tiny_bert):
     ({"temperature": 0.0}, "temperature", "0.0"),
     ({"temperature": -0.05}, "temperature", "-0.05"),
 ])
-def test_bad_options_name_their_config_key(tiny_bert, kwargs, key, shown):
+@pytest.mark.parametrize("method", ["simcse", "slt_fai"])
+def test_bad_options_name_the_config_key_of_the_method_that_has_them(tiny_bert, method, kwargs, key, shown):
+    declared = method_of(method)
+    options = {name: spec["default"] for name, spec in declared.options.items() if name not in OPTIMISATION_OPTIONS}
+    options.update({name: value for name, value in kwargs.items() if name != "pooling"})
+    inputs = TaskInputs(load_encoder(tiny_bert), None, TEXTS, np.zeros(len(TEXTS), dtype=np.int64),
+                        kwargs.get("pooling", "cls"), 0, "toy", options, 4, None, declared.config_key())
     with pytest.raises(DefSentError) as err:
-        UnsupervisedContrastive(load_encoder(tiny_bert), **kwargs)
-    assert err.value.where == f"config: methods.simcse.{key}"
+        declared.task(inputs)
+    assert err.value.where == f"config: methods.{method}.{key}"
     assert shown in err.value.message

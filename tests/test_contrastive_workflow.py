@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from workflow_utils import snakemake, write_tiny_config
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId
-from defsent_plus.training import TRAINING_CARD
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
 CONTRASTIVE = {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,

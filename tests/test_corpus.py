@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from defsent_plus.corpus import training_corpus
 from defsent_plus.errors import DefSentError
+from defsent_plus.training.corpus import training_corpus
 
 
 def test_definitions_are_deduplicated_in_order_and_sampled_by_seed():

@@ -1,4 +1,4 @@
-"""The workflow's identities, paths and plan (defsent_plus.dag), without running Snakemake."""
+"""The workflow's identities, paths and plan (defsent_plus.pipeline.dag), without running Snakemake."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import yaml
 from conftest import FIXTURES, REPO
 from workflow_utils import validated
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId, Plan
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
-from defsent_plus.rule_inputs import RuleInputs
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId, Plan
+from defsent_plus.pipeline.rule_inputs import RuleInputs
 
 SELECTED = {"space": "amp", "seed": 1}
 
@@ -67,7 +67,7 @@ def test_kinds_and_names():
                                                                                           "candidate"]
 
 
-@pytest.mark.parametrize("name", ["r.step0", "r.step1.xyz.seed0", "r.step1.amp", "a b", "r.step1.amp.seedx"])
+@pytest.mark.parametrize("name", ["r.step0", "r.step1.X-y.seed0", "r.step1.amp", "a b", "r.step1.amp.seedx"])
 def test_malformed_names_are_refused(name):
     with pytest.raises(ValueError, match="not an encoder name"):
         EncoderId.parse(name)

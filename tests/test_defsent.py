@@ -13,7 +13,13 @@ from safetensors.torch import save_file
 from tiny_models import build_tiny_bert, build_tiny_roberta, vary_layer_norms
 from transformers import AutoConfig, AutoModelForMaskedLM, BertForMaskedLM, DistilBertConfig, DistilBertModel
 
-from defsent_plus.defsent import (
+from defsent_plus.dictionary import single_token_entries
+from defsent_plus.encoders.encoding import get_pooling
+from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.io import write_json
+from defsent_plus.methods.masked_lm import (
     HEAD_FILE,
     defsent_objective,
     headword_token_ids,
@@ -23,13 +29,8 @@ from defsent_plus.defsent import (
     save_head,
     word_logits,
 )
-from defsent_plus.dictionary import single_token_entries
-from defsent_plus.encoding import get_pooling
-from defsent_plus.errors import DefSentError
-from defsent_plus.io import write_json
-from defsent_plus.models import load_encoder
-from defsent_plus.ranking import ranking_metrics, ranks_of_targets
-from defsent_plus.training import TRAINING_CARD, Batch, TrainConfig, train_epoch
+from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs
+from defsent_plus.training.trainer import TrainConfig, train_epoch
 
 HEADWORDS = ["food", "team", "eat"]  # one token of both tiny vocabularies (RoBERTa: in leading-space form)
 DEFINITIONS = ["something you eat", "a group of young person that play a game with a ball", "to take food"]
@@ -348,24 +349,24 @@ def test_a_partial_head_is_completed_and_its_bias_may_be_stored_on_the_decoder(t
 def test_a_dataset_without_single_token_headwords_is_refused_by_name(tiny_bert):
     import pandas as pd
 
-    from defsent_plus.defsent import defsent_training_task
+    from defsent_plus.methods.masked_lm import build_task
 
     encoder = load_encoder(tiny_bert)
     frame = pd.DataFrame({"entry": ["new york", "xyzzy"], "definitions": [["a city"], ["a word"]],
                           "sources": [["s"], ["s"]]})
     with pytest.raises(DefSentError, match=r"toy\.parquet: no training entry is a single token"):
-        defsent_training_task(encoder, frame, ["a city", "a word"], np.array([0, 1]), "cls", 0, "toy.parquet")
+        build_task(TaskInputs(encoder, frame, ["a city", "a word"], np.array([0, 1]), "cls", 0, "toy.parquet", {}, 2))
 
 
 def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert):
     import pandas as pd
 
-    from defsent_plus.defsent import defsent_training_task
+    from defsent_plus.methods.masked_lm import build_task
 
     encoder = load_encoder(tiny_bert)
     frame = pd.DataFrame({"entry": ["food", "new york"], "definitions": [["what you eat"], ["a city"]],
                           "sources": [["s"], ["s"]]})
-    task = defsent_training_task(encoder, frame, ["what you eat", "a city"], np.array([0, 1]), "cls", 0, "toy")
+    task = build_task(TaskInputs(encoder, frame, ["what you eat", "a city"], np.array([0, 1]), "cls", 0, "toy", {}, 2))
     assert task.texts == ["what you eat"] and task.targets.tolist() == headword_token_ids(encoder.tokenizer, ["food"])
     assert task.card["dropped_not_single_token"] == 1 and task.card["classes"] == encoder.model.config.vocab_size
 
@@ -373,7 +374,7 @@ def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert)
 def test_defsents_reverse_dictionary_needs_a_held_out_split(tmp_path):
     from helpers import write_toy_dataset
 
-    from defsent_plus.reverse_dictionary import evaluate_headwords
+    from defsent_plus.evaluation.reverse_dictionary import evaluate_headwords
 
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     with pytest.raises(DefSentError, match=r"toy\.parquet: no held-out split"):

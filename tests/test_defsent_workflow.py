@@ -11,9 +11,9 @@ import pytest
 from safetensors import safe_open
 from workflow_utils import snakemake, write_tiny_config
 
-from defsent_plus import dag
-from defsent_plus.defsent import HEAD_FILE
-from defsent_plus.training import TRAINING_CARD
+from defsent_plus.methods.masked_lm import HEAD_FILE
+from defsent_plus.pipeline import dag
+from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
 SUBSETS = {"cheld": {"dataset": "c", "max_entries": 1000, "seed": 0, "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from defsent_plus.devices import device_count, device_ids, gpu_slot
+from defsent_plus.encoders.devices import device_count, device_ids, gpu_slot
 
 CLAIMER = """
 import sys, time
 from pathlib import Path
-from defsent_plus.devices import gpu_slot
+from defsent_plus.encoders.devices import gpu_slot
 requested, lock_dir, release = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 with gpu_slot(requested, lock_dir, poll_seconds=0.05) as visible:
     print(repr(visible), flush=True)
@@ -129,7 +129,7 @@ def test_more_gpus_than_the_machine_has_is_an_error(tmp_path, monkeypatch):
 
 
 def test_hold_gpus_keeps_the_slot_until_the_process_exits(tmp_path):
-    code = ("import os, fcntl; from defsent_plus.devices import hold_gpus; "
+    code = ("import os, fcntl; from defsent_plus.encoders.devices import hold_gpus; "
             f"print(repr(hold_gpus(1, {str(tmp_path)!r})), repr(os.environ['CUDA_VISIBLE_DEVICES']), "
             f"repr(hold_gpus(0, {str(tmp_path)!r})), repr(os.environ['CUDA_VISIBLE_DEVICES'])); "
             f"fd = os.open({str(tmp_path / 'gpu0.lock')!r}, os.O_RDWR); "

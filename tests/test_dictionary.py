@@ -24,8 +24,8 @@ from defsent_plus.dictionary import (
     subsample_entries,
     write_dictionary_stage,
 )
+from defsent_plus.encoders.models import load_tokenizer
 from defsent_plus.errors import DefSentError
-from defsent_plus.models import load_tokenizer
 
 OXFORD = {"name": "oxford", "type": "oxford", "path": str(FIXTURES / "oxford")}
 GCIDE = {"name": "gcide", "type": "gcide", "path": str(FIXTURES / "gcide")}

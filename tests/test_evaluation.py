@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation import (
+from defsent_plus.evaluation.sts import (
     STS_TASKS,
     aggregate_spearman,
     cosine_rows,
@@ -21,7 +22,6 @@ from defsent_plus.evaluation import (
     load_stsb,
     sts_scores,
 )
-from defsent_plus.models import load_encoder
 
 PAIR_COUNTS = {
     "STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,

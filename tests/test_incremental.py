@@ -22,8 +22,8 @@ from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
 from workflow_utils import snakemake, validated, write_tiny_config
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId, Plan
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId, Plan
 
 pytestmark = pytest.mark.workflow
 

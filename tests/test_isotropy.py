@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.isotropy import (
+from defsent_plus.spaces.isotropy import (
     isoscore,
     isoscore_from_variances,
     isotropy_metrics,

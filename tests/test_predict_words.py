@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from defsent_plus.cli import main as cli
-from defsent_plus.defsent import HEAD_FILE, defsent_objective, load_defsent_model, save_head, word_logits
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.io import write_json
-from defsent_plus.models import load_encoder
-from defsent_plus.training import TRAINING_CARD
+from defsent_plus.methods.masked_lm import HEAD_FILE, defsent_objective, load_defsent_model, save_head, word_logits
+from defsent_plus.training.task import TRAINING_CARD
 
 DEFINITIONS = ["something you eat", "a group of young person that play a game with a ball", "to take food"]
 
@@ -61,12 +61,14 @@ def test_predict_words_prints_top_k_sorted_probabilities(defsent_model, capsys, 
     assert [ranked[0][0] for _, ranked in blocks] == argmax_words(defsent_model, pooling or "mean")
 
 
-def test_a_defsent_plus_model_points_to_the_reverse_dictionary(tiny_bert, tmp_path, capsys):
-    model = tmp_path / "defsent_plus"
+@pytest.mark.parametrize(("method", "supported"), [("defsent_plus", "reverse-dictionary"), ("simcse", "similarity")])
+def test_a_model_of_a_method_without_predict_words_names_its_commands(tiny_bert, tmp_path, capsys, method, supported):
+    model = tmp_path / method
     load_encoder(tiny_bert).save(model)
-    write_json(model / TRAINING_CARD, {"method": "defsent_plus", "pooling": "mean"})
+    write_json(model / TRAINING_CARD, {"method": method, "pooling": "mean"})
     assert cli(["predict-words", "--model", str(model), "a dog"]) == 2
-    assert "reverse-dictionary" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert f"a {method} model" in error and "does not support `predict-words`" in error and supported in error
 
 
 def test_a_model_without_a_head_fails_clearly(tiny_bert, capsys):

@@ -14,8 +14,6 @@ import torch
 import yaml
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId
 from defsent_plus.dictionary import (
     HeldOut,
     definition_pairs,
@@ -25,18 +23,21 @@ from defsent_plus.dictionary import (
     training_pairs,
     write_subset,
 )
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.io import write_json, write_npy
-from defsent_plus.models import load_encoder
-from defsent_plus.reverse_dictionary import (
+from defsent_plus.evaluation.reverse_dictionary import (
     entry_logits,
     evaluate_baseline,
     evaluate_queries,
     read_queries,
     trained_space,
-    write_reverse_dictionary,
+    write_entry_ranking,
 )
-from defsent_plus.training import TRAINING_CARD, TrainConfig, train_on_space
+from defsent_plus.io import write_json, write_npy
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.training.task import TRAINING_CARD
+from defsent_plus.training.trainer import TrainConfig, train_on_space
 
 HELDOUT = {"dev": 0.1, "test": 0.1, "seed": 0}
 WHERE = "config: subsets.x.heldout"
@@ -151,7 +152,7 @@ def test_training_uses_the_train_split_against_all_entries(tmp_path, tiny_bert):
     frame.to_parquet(tmp_path / "toy.parquet", index=False)
     write_npy(tmp_path / "space.npy", np.random.default_rng(0).normal(size=(len(frame), 32)).astype(np.float32))
     summary = train_on_space(tiny_bert, tmp_path / "toy.parquet", tmp_path / "space.npy", tmp_path / "model",
-                             tmp_path / "train.json", TrainConfig(batch_size=2, max_length=16))
+                             tmp_path / "train.json", TrainConfig(batch_size=2, max_length=16), "defsent_plus")
     assert summary["examples"] == frame.loc[frame["split"] == "train", "definitions"].map(len).sum() == 4
 
 
@@ -261,9 +262,9 @@ def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
         tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
     out = {name: tmp_path / f"rd.{name}" for name in ("json", "tsv", "md")}
-    write_reverse_dictionary(model_dir=trained_model, spaces=[space], dataset=dataset, queries=queries,
-                             base_model=tiny_bert, base_space=space, out_json=out["json"], out_tsv=out["tsv"],
-                             out_md=out["md"], title="Held out")
+    write_entry_ranking(method="defsent_plus", model_dir=trained_model, spaces=[space], dataset=dataset,
+                        queries=queries, base_model=tiny_bert, base_space=[space], out_json=out["json"],
+                        out_tsv=out["tsv"], out_md=out["md"], title="Held out")
     result = json.loads(out["json"].read_text())
     check_constructed(result["trained"])
     table = pd.read_csv(out["tsv"], sep="\t")

@@ -9,7 +9,7 @@ import pytest
 from sklearn.feature_extraction.text import HashingVectorizer
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.senteval import (
+from defsent_plus.evaluation.senteval import (
     C_GRID,
     TRANSFER_TASKS,
     Labelled,

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.models import load_encoder
-from defsent_plus.slt_fai import (
+from defsent_plus.methods.slt_fai_objective import (
     RATE_KEY,
     Discriminator,
     SltFai,

@@ -23,8 +23,8 @@ from safetensors.numpy import load_file
 from slurm_cluster import SlurmCluster, install_reason, shadow_reason
 from workflow_utils import planned_jobs, snakemake, write_tiny_config
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 

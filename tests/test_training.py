@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,18 +16,15 @@ from helpers import toy_frame, write_toy_dataset
 from safetensors.torch import load_file
 
 from defsent_plus.dictionary import definition_pairs
+from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
-from defsent_plus.models import load_encoder
-from defsent_plus.training import (
-    Batch,
-    EntryProjection,
-    TrainConfig,
-    learning_rate_schedule,
-    select_best,
-    train_on_space,
-    write_best,
-)
+from defsent_plus.methods.entry_projection import EntryProjection
+from defsent_plus.training.selection import select_best, write_best
+from defsent_plus.training.task import Batch
+from defsent_plus.training.trainer import TrainConfig, learning_rate_schedule, train_on_space
+
+METHOD = "defsent_plus"
 
 
 def fixed_batch(encoder, frame):
@@ -112,7 +108,7 @@ def train_toy(tmp_path: Path, model_dir: Path, seed: int = 0, name: str = "run",
     write_npy(tmp_path / "space.npy", space)
     out = tmp_path / name
     cfg = TrainConfig(lr=1e-3, batch_size=4, seed=seed, max_length=32)
-    train_on_space(model_dir, dataset, tmp_path / "space.npy", out / "model", out / "train.json", cfg)
+    train_on_space(model_dir, dataset, tmp_path / "space.npy", out / "model", out / "train.json", cfg, METHOD)
     return out
 
 
@@ -135,10 +131,10 @@ def test_same_seed_gives_identical_weights_and_a_loadable_checkpoint(tmp_path, m
 
 
 def test_training_does_not_change_the_entry_space_file(tmp_path, tiny_bert):
-    out = train_toy(tmp_path, tiny_bert)
-    before = np.load(tmp_path / "space.npy")
+    space = np.random.default_rng(1).normal(size=(6, 32)).astype(np.float32)
+    out = train_toy(tmp_path, tiny_bert, space=space)  # writes space.npy, then trains against it
     assert (out / "model").is_dir()
-    np.testing.assert_array_equal(np.load(tmp_path / "space.npy"), before)
+    np.testing.assert_array_equal(np.load(tmp_path / "space.npy"), space)
 
 
 def test_exploding_loss_stops_with_an_error_and_no_output(tmp_path, tiny_bert):
@@ -150,19 +146,21 @@ def test_exploding_loss_stops_with_an_error_and_no_output(tmp_path, tiny_bert):
 
 KILL_SCRIPT = """
 import sys, time
-import defsent_plus.training as t
-original = t._train_step
-def slow_step(*args, **kwargs):
-    print("step", flush=True)
-    time.sleep(0.5)
-    return original(*args, **kwargs)
-t._train_step = slow_step
+import defsent_plus.encoders.models as models
+import defsent_plus.training.trainer as t
+original = models.Encoder.save
+def save_then_stall(self, path):
+    original(self, path)  # the weights are on disk: a non-atomic save would now look complete
+    print("saved", flush=True)
+    time.sleep(60)
+models.Encoder.save = save_then_stall
 cfg = t.TrainConfig(lr=1e-3, batch_size=1, seed=0, max_length=32)
-t.train_on_space(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] + "/model", sys.argv[4] + "/train.json", cfg)
+t.train_on_space(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] + "/model", sys.argv[4] + "/train.json", cfg,
+                 "defsent_plus")
 """
 
 
-def test_killed_training_leaves_no_complete_looking_output(tmp_path, tiny_bert):
+def test_training_killed_while_saving_leaves_no_complete_looking_output(tmp_path, tiny_bert):
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     write_npy(tmp_path / "space.npy", np.ones((6, 32), dtype=np.float32))
     out = tmp_path / "run"
@@ -170,8 +168,7 @@ def test_killed_training_leaves_no_complete_looking_output(tmp_path, tiny_bert):
         [sys.executable, "-c", KILL_SCRIPT, str(tiny_bert), str(dataset), str(tmp_path / "space.npy"), str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
-    assert proc.stdout.readline().strip() == "step"
-    time.sleep(0.2)
+    assert proc.stdout.readline().strip() == "saved"  # training is over; the model is being written
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert not (out / "model").exists() and not (out / "train.json").exists()
@@ -202,7 +199,7 @@ def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, prob
     elif problem == "width":
         space = np.ones((6, 16), dtype=np.float32)
     elif problem == "entry_id":
-        from defsent_plus import training
+        from defsent_plus.training import trainer as training
 
         original = training.training_pairs
         monkeypatch.setattr(training, "training_pairs", lambda frame: (original(frame)[0], original(frame)[1] + 6))
@@ -223,7 +220,7 @@ def test_bad_input_fails_before_training(tmp_path, tiny_bert, tiny_roberta, prob
                 "empty": "no entries", "tokenizer": "do not match"}
     with pytest.raises(DefSentError, match=messages[problem]):
         train_on_space(model, dataset, tmp_path / "space.npy", tmp_path / "out/model", tmp_path / "out/t.json",
-                       TrainConfig())
+                       TrainConfig(), METHOD)
     assert not (tmp_path / "out").exists()
 
 
@@ -249,7 +246,7 @@ def test_schedules_linear_decay_and_constant_after_warmup():
 def test_chance_level_training_is_flagged():
     import math
 
-    from defsent_plus.training import fit_diagnostic
+    from defsent_plus.training.trainer import fit_diagnostic
 
     assert not fit_diagnostic(6.97, 1000)["fitted"]  # the default DefSent+ run before: 6.97 vs ln 1000 = 6.91
     assert "within 2% of ln(1000)" in fit_diagnostic(6.80, 1000)["note"]
@@ -259,7 +256,7 @@ def test_chance_level_training_is_flagged():
 
 def test_adam_without_clipping_is_plain_adam():
     """DefSent's optimisation: Adam (no decoupled weight decay) and no gradient clipping."""
-    from defsent_plus.training import make_optimizer
+    from defsent_plus.training.trainer import make_optimizer
 
     params = [torch.nn.Parameter(torch.ones(3))]
     optimizer = make_optimizer(params, TrainConfig(optimizer="adam", adam_eps=1e-8, max_grad_norm=None),
@@ -270,7 +267,7 @@ def test_adam_without_clipping_is_plain_adam():
 
 
 def test_selection_during_training_needs_dev_data(tiny_bert):
-    from defsent_plus.training import BestWeights
+    from defsent_plus.training.trainer import BestWeights
 
     with pytest.raises(DefSentError, match=r"methods\.\*\.select_every: needs STS-B dev data"):
         BestWeights(load_encoder(tiny_bert), None, every=10, steps=100)

@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.transforms import apply_transform, sklearn_initial_unmixing
+from defsent_plus.spaces.transforms import apply_transform, sklearn_initial_unmixing
 
 TORCH_FLOAT64_ATOL = 1e-3
 FLOAT32_ATOL = 0.25
@@ -202,7 +202,7 @@ def test_torch_other_contrast_functions_equal_sklearn(space, fun):
 
 
 def test_auto_backend_is_torch_on_gpu_and_sklearn_on_cpu(space, monkeypatch):
-    import defsent_plus.transforms as transforms
+    import defsent_plus.spaces.transforms as transforms
 
     assert transforms.resolve_backend("auto", "unit-variance", "logcosh", "parallel") == (
         "torch" if transforms.cuda_available() else "sklearn"

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
 
-from defsent_plus import dag
-from defsent_plus.dag import EncoderId, Plan
-from defsent_plus.model_store import SOURCE_CARD
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId, Plan
+from defsent_plus.pipeline.model_store import SOURCE_CARD
 
 pytestmark = pytest.mark.workflow
 RUN, STEPS = "tiny", 3

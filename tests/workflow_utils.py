@@ -24,7 +24,7 @@ def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
 
 def validated(config: dict) -> dict:
     """``config`` validated against the workflow's schema, with its defaults filled in (as the workflow sees it)."""
-    from defsent_plus.config_schema import validated_config
+    from defsent_plus.pipeline.config_schema import validated_config
 
     return validated_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DefSentError
-from ..io import file_sha256
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 
 def read_manifest(path: str | Path) -> dict[str, str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ..errors import DefSentError
-from ..io import file_sha256
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 16

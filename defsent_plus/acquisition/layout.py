@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ..errors import DefSentError
-from ..io import atomic_path, file_sha256, write_json
-from .catalog import Archive, DataSpec
-from .checksums import manifest_of, read_manifest, write_manifest
-from .download import DEFAULT_RETRY, Retry, fetch
+from defsent_plus.acquisition.catalog import Archive, DataSpec
+from defsent_plus.acquisition.checksums import manifest_of, read_manifest, write_manifest
+from defsent_plus.acquisition.download import DEFAULT_RETRY, Retry, fetch
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import atomic_path, file_sha256, write_json
 
 log = logging.getLogger(__name__)
 LINKS = ("copy", "symlink")

@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DefSentError
-from ..io import file_sha256
-from .catalog import Archive, DataSpec, archives_from_config, spec_of
-from .download import Retry
+from defsent_plus.acquisition.catalog import Archive, DataSpec, archives_from_config, spec_of
+from defsent_plus.acquisition.download import Retry
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 
 def mirror_variable(name: str) -> str:

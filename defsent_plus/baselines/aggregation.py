@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
-from .tokens import BatchTokens
+from defsent_plus.baselines.tokens import BatchTokens
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,21 @@ import torch
 from numpy.lib.format import open_memmap
 from tqdm.auto import tqdm
 
-from ..encoding import length_order
-from ..io import write_json
-from ..models import Encoder, autocast_for
-from .aggregation import DeviceTables, aggregate, only_known, rows_of
-from .sentences import sentences_digest
-from .sources import StaticAccumulator, random_table
-from .spec import AVG, ENCODER, RANDOM, RANDOM_LAYERS, STATIC_LAYER, for_layers, layer_set_name, resolve_layers
-from .templates import render_all
-from .tokens import (
+from defsent_plus.baselines.aggregation import DeviceTables, aggregate, only_known, rows_of
+from defsent_plus.baselines.sentences import sentences_digest
+from defsent_plus.baselines.sources import StaticAccumulator, random_table
+from defsent_plus.baselines.spec import (
+    AVG,
+    ENCODER,
+    RANDOM,
+    RANDOM_LAYERS,
+    STATIC_LAYER,
+    for_layers,
+    layer_set_name,
+    resolve_layers,
+)
+from defsent_plus.baselines.templates import render_all
+from defsent_plus.baselines.tokens import (
     BatchTokens,
     TokenTables,
     batch_tokens,
@@ -37,6 +43,10 @@ from .tokens import (
     require_fast,
     token_ids,
 )
+from defsent_plus.encoders.encoding import length_order
+from defsent_plus.encoders.models import Encoder
+from defsent_plus.encoders.runtime import autocast_for
+from defsent_plus.io import write_json
 
 log = logging.getLogger(__name__)
 INDEX = "index.json"

@@ -19,14 +19,14 @@ from joblib import Parallel, delayed
 from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 
-from ..errors import DefSentError
-from ..evaluation import aggregate_spearman, cosine_rows
-from ..io import read_json
-from ..isotropy import isoscore, mean_pair_cosine
-from .extract import INDEX, cache_file
-from .postprocess import apply_chain, fit_chain
-from .sentences import DEV, EvaluationSet, sentences_digest
-from .spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
+from defsent_plus.baselines.extract import INDEX, cache_file
+from defsent_plus.baselines.postprocess import apply_chain, fit_chain
+from defsent_plus.baselines.sentences import DEV, EvaluationSet, sentences_digest
+from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import aggregate_spearman, cosine_rows
+from defsent_plus.io import read_json
+from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"

@@ -11,9 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..io import atomic_path  # noqa: E402
-from ..report import STS_COLUMNS, honest_ylim, markdown, save_plot  # noqa: E402
-from .spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
+from defsent_plus.baselines.spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
+from defsent_plus.evaluation.report import STS_COLUMNS, honest_ylim, markdown, save_plot  # noqa: E402
+from defsent_plus.io import atomic_path  # noqa: E402
 
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
 SHAPE_COLUMNS = {"alignment": "align", "uniformity": "uniform", "isoscore": "IsoScore", "mean_cosine": "cos"}

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..corpus import read_corpus_file
-from ..errors import DefSentError
-from ..evaluation import StsPairs, load_sts_parts, load_stsb, normalise_space
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
+from defsent_plus.training.corpus import read_corpus_file
 
 DEV = "dev"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import astuple, dataclass
 
-from ..errors import DefSentError
-from .templates import NO_TEMPLATE, has_mask, template_text
+from defsent_plus.baselines.templates import NO_TEMPLATE, has_mask, template_text
+from defsent_plus.errors import DefSentError
 
 STATIC_LAYER = -1  # 003's layer -1: the rows of the input embedding matrix
 LAST = "last"

@@ -8,14 +8,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..evaluation import STS_TASKS
-from ..io import atomic_path, read_json
-from ..models import device_for_run, load_encoder
-from .extract import INDEX, Extraction
-from .grid import CachedEmbeddings, score_grid
-from .report import plot_layers, summary_markdown, write_scores
-from .sentences import evaluation_set, fit_corpus, read_lines, write_lines
-from .spec import combinations
+from defsent_plus.baselines.extract import INDEX, Extraction
+from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
+from defsent_plus.baselines.report import plot_layers, summary_markdown, write_scores
+from defsent_plus.baselines.sentences import evaluation_set, fit_corpus, read_lines, write_lines
+from defsent_plus.baselines.spec import combinations
+from defsent_plus.encoders.models import load_encoder
+from defsent_plus.encoders.runtime import device_for_run
+from defsent_plus.evaluation.sts import STS_TASKS
+from defsent_plus.io import atomic_path, read_json
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ multi-mask templates, written as in its Table 1.
 
 from __future__ import annotations
 
-from ..errors import DefSentError
-from ..names import PROMPT_TEMPLATE
+from defsent_plus.errors import DefSentError
+from defsent_plus.names import PROMPT_TEMPLATE
 
 NO_TEMPLATE = "none"
 TEMPLATES: dict[str, str] = {

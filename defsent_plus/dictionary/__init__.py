@@ -8,7 +8,7 @@ Modules: :mod:`.records` (the record every reader yields, drop counts), :mod:`.s
 
 from __future__ import annotations
 
-from .datasets import (
+from defsent_plus.dictionary.datasets import (
     DATASETS,
     Datasets,
     SourceSpec,
@@ -21,7 +21,7 @@ from .datasets import (
     single_token_entries,
     write_dictionary_stage,
 )
-from .heldout import (
+from defsent_plus.dictionary.heldout import (
     HELDOUT_SPLITS,
     HeldOut,
     check_queries,
@@ -30,9 +30,9 @@ from .heldout import (
     query_key,
     split_by_headword,
 )
-from .pairs import definition_pairs, training_pairs
-from .records import Definition, DropCounts
-from .sources import (
+from defsent_plus.dictionary.pairs import definition_pairs, training_pairs
+from defsent_plus.dictionary.records import Definition, DropCounts
+from defsent_plus.dictionary.sources import (
     OXFORD_SPLITS,
     READERS,
     default_gcide_dir,
@@ -46,9 +46,15 @@ from .sources import (
     split_columns,
     wordnet_reader,
 )
-from .subsets import subsample_entries, write_subset
-from .table import SPLITS, check_dataset, read_dataset
-from .wordnet_setup import LEXNAME_POS, LEXNAMES, WORDNET_FILES, WORDNET_SYSTEM_DIR, prepare_wordnet
+from defsent_plus.dictionary.subsets import subsample_entries, write_subset
+from defsent_plus.dictionary.table import SPLITS, check_dataset, read_dataset
+from defsent_plus.dictionary.wordnet_setup import (
+    LEXNAME_POS,
+    LEXNAMES,
+    WORDNET_FILES,
+    WORDNET_SYSTEM_DIR,
+    prepare_wordnet,
+)
 
 __all__ = [
     "DATASETS",

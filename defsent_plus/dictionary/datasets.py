@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DefSentError
-from ..io import atomic_path
-from .records import Definition, DropCounts
-from .sources import READERS
+from defsent_plus.dictionary.records import Definition, DropCounts
+from defsent_plus.dictionary.sources import READERS
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def write_dictionary_stage(
     on_malformed: str = "error",
 ) -> pd.DataFrame:
     """Build datasets a, b, c and write them and their stats; outputs appear only when all succeeded."""
-    from ..models import load_tokenizer  # torch + transformers: only when the stage runs
+    from defsent_plus.encoders.models import load_tokenizer  # torch + transformers: only when the stage runs
 
     tokenizer = load_tokenizer(tokenizer_path)
     datasets = build_datasets(sources, tokenizer, primary, lowercase, on_malformed)

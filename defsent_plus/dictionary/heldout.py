@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import DefSentError
-from .table import SPLITS
+from defsent_plus.dictionary.table import SPLITS
+from defsent_plus.errors import DefSentError
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..errors import DefSentError
-from .records import Definition, DropCounts
+from defsent_plus.dictionary.records import Definition, DropCounts
+from defsent_plus.errors import DefSentError
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_path
-from .heldout import check_queries, hold_out_queries, parse_heldout, split_by_headword
-from .table import read_dataset
+from defsent_plus.dictionary.heldout import check_queries, hold_out_queries, parse_heldout, split_by_headword
+from defsent_plus.dictionary.table import read_dataset
+from defsent_plus.io import atomic_path
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DefSentError
+from defsent_plus.errors import DefSentError
 
 DATASET_COLUMNS = ("entry", "definitions", "sources")
 SPLITS = ("train", "dev", "test")  # a subset's held-out split (column ``split``), by headword

@@ -1,7 +1,7 @@
 """Snakemake script: one (encoder, template) forward pass into the baselines' cache."""
 
 from defsent_plus.baselines.stage import write_cache
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)
 write_cache(

@@ -1,7 +1,7 @@
 """Snakemake script: the baselines' fit corpus (sampled definitions or a text file)."""
 
 from defsent_plus.baselines.stage import write_fit_corpus
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_fit_corpus(

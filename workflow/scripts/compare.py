@@ -1,7 +1,7 @@
 """Snakemake script: a table of every run side by side (STS, or the reverse dictionary)."""
 
-from defsent_plus.comparison import write_reverse_dictionary_comparison, write_sts_comparison
-from defsent_plus.jobs import start_job
+from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison, write_sts_comparison
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write = write_sts_comparison if snakemake.rule == "compare_sts" else write_reverse_dictionary_comparison

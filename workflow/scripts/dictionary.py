@@ -1,7 +1,7 @@
 """Snakemake script: merge the configured dictionaries into datasets a, b, c (+ stats.tsv)."""
 
 from defsent_plus.dictionary import write_dictionary_stage
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_dictionary_stage(

@@ -1,7 +1,7 @@
 """Snakemake script: a seeded sub-sample of a dataset's entries; with a held-out split, also its queries."""
 
 from defsent_plus.dictionary import write_subset
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 heldout = snakemake.params.get("heldout")

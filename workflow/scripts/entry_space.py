@@ -1,7 +1,7 @@
 """Snakemake script: AC and AMP entry spaces of a dataset, built by one encoder."""
 
-from defsent_plus.entry_space import write_entry_space
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.spaces.entry_space import write_entry_space
 
 start_job(snakemake, gpu=True)
 write_entry_space(

@@ -1,7 +1,7 @@
 """Snakemake script: isotropy metrics and SVD/PCA plots of every analysed entry space."""
 
-from defsent_plus.isotropy import write_isotropy
-from defsent_plus.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.spaces.isotropy import write_isotropy
 
 start_job(snakemake)
 write_isotropy(

@@ -1,7 +1,7 @@
 """Snakemake script: score one encoder with one pooling on STS, SentEval transfer or STS-B dev."""
 
-from defsent_plus.jobs import start_job
-from defsent_plus.report import write_benchmark_scores
+from defsent_plus.evaluation.scoring import write_benchmark_scores
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)
 write_benchmark_scores(

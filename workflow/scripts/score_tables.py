@@ -1,7 +1,7 @@
 """Snakemake script: the run's STS or SentEval table (TSV + markdown in the paper's layout, STS: a plot per step)."""
 
-from defsent_plus.jobs import start_job
-from defsent_plus.report import write_score_tables
+from defsent_plus.evaluation.report import write_score_tables
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_score_tables(

@@ -1,7 +1,7 @@
 """Snakemake script: per-step table (dev score per seed, chosen seed, loss, seconds) and its plot."""
 
-from defsent_plus.jobs import start_job
-from defsent_plus.report import write_steps_report
+from defsent_plus.evaluation.report import write_steps_report
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_steps_report(

@@ -1,7 +1,7 @@
 """Snakemake script: one epoch of a run's training method from its starting weights (against a frozen entry space)."""
 
-from defsent_plus.jobs import start_job
-from defsent_plus.training import train_candidate
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.training.trainer import train_candidate
 
 start_job(snakemake, gpu=True)
 train_candidate(

@@ -1,7 +1,7 @@
 """Snakemake script: a candidate entry space (centered, PCA-whitened or ICA-transformed)."""
 
-from defsent_plus.jobs import start_job
-from defsent_plus.transforms import write_transform
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.spaces.transforms import write_transform
 
 start_job(snakemake, gpu=True)
 write_transform(

@@ -1,0 +1,183 @@
+"""Paper-style tables and plots of a run: STS / SentEval scores per (model, pooling), PST step summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from defsent_plus.io import atomic_path, read_json  # noqa: E402
+
+STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
+               "STSB": "STS-B", "SICKR": "SICK-R", "avg": "Avg."}
+
+
+def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd.DataFrame:
+    """One row per (model, pooling) with every task's score and the average; ``dev_selected`` marks the
+    final step's model chosen on STS-B dev."""
+    chosen = Path(read_json(best_json)["best"]["model"])
+    rows = []
+    for path in score_jsons:
+        result = read_json(path)
+        setting = {"sts_aggregation": result["sts_aggregation"]} if "sts_aggregation" in result else {}
+        rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"], **setting,
+                     "dev_selected": Path(result["model_dir"]) == chosen})
+    return pd.DataFrame(rows)
+
+
+def seed_summary(table: pd.DataFrame, group: str = "group") -> pd.DataFrame:
+    """Mean ± std over seeds for rows sharing ``group`` (Table 2 of 000 reports 10-seed means)."""
+    numeric = [c for c in table.columns if c not in ("model", "pooling", "dev_selected", group)]
+    grouped = table.groupby([group, "pooling"], sort=False)[numeric]
+    mean, std, n = grouped.mean(), grouped.std(ddof=0), grouped.size()
+    out = mean.map(lambda v: f"{v:.2f}") + " ± " + std.map(lambda v: f"{v:.2f}")
+    out.insert(0, "seeds", n)
+    return out.reset_index()
+
+
+def markdown(table: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
+    """A markdown table with the paper's column names and two decimals."""
+    shown = table.rename(columns=columns or {})
+    return shown.to_markdown(index=False, floatfmt=".2f") + "\n"
+
+
+SETTING_COLUMNS = ("sts_aggregation",)  # how a score was computed: in the TSV's rows, in the markdown's header
+
+
+def aggregation_note(table: pd.DataFrame) -> str:
+    """The markdown header line naming how STS12-16 were aggregated over their subsets (SentEval's three ways)."""
+    if "sts_aggregation" not in table:
+        return ""
+    settings = ", ".join(f"'{value}'" for value in dict.fromkeys(table["sts_aggregation"]))
+    return (f"STS12-16: Spearman over each year's subsets aggregated as {settings} (SentEval's all / mean / wmean; "
+            "'all' = one correlation over the concatenated subsets, as SimCSE and DefSent+ report)\n\n")
+
+
+def write_score_tables(
+    rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
+    out_png: str | Path | None = None,
+) -> pd.DataFrame:
+    """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
+    with ``out_png``, the average per PST step as a plot. ``rows``: one record per (model, pooling) with its
+    score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model)."""
+    table = scores_table([row["scores"] for row in rows], best_json)
+    marks = ["*" if selected else "" for selected in table["dev_selected"]]
+    table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
+    placed = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
+    with atomic_path(out_tsv) as tmp:
+        placed.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
+        table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), STS_COLUMNS)
+    grouped = placed.drop(columns=list(SETTING_COLUMNS), errors="ignore")
+    final = grouped[grouped["group"] != ""].drop(columns="step")
+    if not final.empty:
+        text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    if out_png is not None:
+        plot_average_by_step(grouped, out_png, title)
+    return table
+
+
+def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) -> None:
+    """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line through
+    the steps' means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown
+    table)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for pooling, rows in data.groupby("pooling", sort=False):
+        ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
+        per_step = rows.groupby("step")["avg"].mean()
+        ax.plot(per_step.index, per_step.to_numpy(), alpha=0.4, label=f"{pooling}: mean per step")
+        for i, (group, seeds) in enumerate(rows[rows["group"] != ""].groupby("group", sort=False), start=1):
+            x = seeds["step"].iloc[:1] + 0.08 * i  # side by side, right of the step's points
+            ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
+                        capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
+    honest_ylim(ax, data["avg"])
+    save_step_plot(fig, ax, data["step"], "PST step (0 = starting model)", "average Spearman × 100", title, out_png)
+
+
+MIN_SCORE_RANGE = 4.0  # Spearman × 100 points: a plot never magnifies differences smaller than this to full height
+
+
+def honest_ylim(ax, values: pd.Series, min_range: float = MIN_SCORE_RANGE) -> None:
+    """A y-range of at least ``min_range`` points centred on the data (autoscaling would stretch a 0.05-point
+    difference over the whole plot); with errorbars already drawn, their extent is kept too."""
+    low, high = ax.get_ylim()
+    low, high = min(low, float(values.min())), max(high, float(values.max()))
+    if high - low < min_range:
+        middle = (high + low) / 2
+        low, high = middle - min_range / 2, middle + min_range / 2
+    ax.set_ylim(low, high)
+
+
+def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
+    """Label a per-step plot (one tick per step), add its legend and write it as PNG atomically."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(sorted(steps.unique()))
+    save_plot(fig, ax, title, out_png)
+
+
+def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
+    """Title and legend, then the figure written as PNG atomically and closed."""
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
+    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, whether it left chance
+    level (``fitted``: final loss not within 2% of ln(classes)), seconds. ``steps``: one
+    record per step with its selection file (``best``) and its candidates' training summaries (``train``)."""
+    rows = []
+    for record in steps:
+        best = read_json(record["best"])
+        for candidate, train_json in zip(best["candidates"], record["train"], strict=True):
+            train = read_json(train_json)
+            rows.append({
+                "step": record["step"], "space": candidate["space"], "seed": candidate["seed"],
+                "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
+                "loss_first": train["loss_first"], "loss_last": train["loss_last"],
+                **fit_columns(train),
+                "train_seconds": train["seconds"], "sentences_per_second": train["sentences_per_second"],
+            })
+    return pd.DataFrame(rows)
+
+
+def fit_columns(train: dict) -> dict:
+    """Classes, the chance-level loss ln(classes) and whether the final loss left it (train.json's ``fit``)."""
+    fit = train.get("fit", {})
+    return {"classes": train.get("classes"), "chance_loss": fit.get("chance_loss"), "fitted": fit.get("fitted")}
+
+
+def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title: str) -> None:
+    """STS-B dev score per PST step: every (space, seed) as a point, the chosen one joined by a line."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.axhline(base_dev, color="grey", linestyle="--", label="starting model (untrained by this run)")
+    for space, rows in steps.groupby("space", sort=False):
+        ax.scatter(rows["step"], rows["dev_score"], label=f"{space} (each seed)", alpha=0.7)
+    chosen = steps[steps["chosen"]].sort_values("step")
+    ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
+    honest_ylim(ax, pd.concat([steps["dev_score"], pd.Series([base_dev])]))
+    save_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title, out_png)
+
+
+def write_steps_report(
+    steps: Sequence[dict], start_dev_json: str | Path, out_tsv: str | Path, out_png: str | Path, title: str,
+) -> pd.DataFrame:
+    """The steps table (TSV, with the starting model's dev score) and its plot."""
+    steps = steps_table(steps)
+    base_dev = read_json(start_dev_json)["dev_score"]
+    with atomic_path(out_tsv) as tmp:
+        steps.assign(start_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    plot_steps(steps, base_dev, out_png, title)
+    return steps
+

@@ -1,0 +1,267 @@
+"""SentEval transfer tasks (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC) with frozen embeddings and logistic regression.
+
+Follows SentEval's scikit-learn protocol (``usepytorch=False``, ``kfold=10``, seed 1111):
+
+* L2 strength grid ``C in 2^-2 .. 2^3`` (SentEval's ``[2**t for t in range(-2, 4)]``).
+* MR, CR, SUBJ, MPQA: 10-fold stratified, shuffled, seeded CV; in every outer fold C is chosen by an
+  inner 10-fold CV on the training part, then refit on it (SentEval's ``InnerKFoldClassifier``).
+* SST2: C chosen on dev, the classifier trained on train only, scored on test (``SplitClassifier``).
+* TREC (6 coarse classes) and MRPC: C chosen by 10-fold CV on train, refit on train, scored on test
+  (``KFoldClassifier``). MRPC features are ``[|u - v|; u * v]``, exactly SentEval's ``mrpc.py``
+  (SICK-E/SNLI use ``[u; v; |u - v|; u * v]``, MRPC does not).
+* Features are not standardised: SentEval feeds raw embeddings to ``LogisticRegression``.
+
+Classifier: SentEval's ``LogisticRegression(C=reg, random_state=seed)`` ran on scikit-learn < 0.22, whose
+default was the ``liblinear`` solver with one-vs-rest for multi-class (TREC). Current scikit-learn refuses
+multi-class liblinear, so :func:`make_classifier` wraps it in ``OneVsRestClassifier`` (the same model;
+for two classes it is a single binary liblinear fit).
+
+Deliberate differences: files are read as UTF-8 (SentEval reads MR/CR/SUBJ/MPQA as Latin-1, which garbles
+MR's few non-ASCII characters); the TREC files are Latin-1 as in SentEval. Empty lines in CR and MPQA are
+kept as (empty) sentences, as SentEval does, so the sizes match its paper (CR 3775, MPQA 10606).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.multiclass import OneVsRestClassifier
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
+
+log = logging.getLogger(__name__)
+
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+"""The seven transfer tasks of the paper's Table 4, in its order."""
+
+C_GRID = tuple(2.0**t for t in range(-2, 4))
+"""SentEval's scikit-learn grid of inverse L2 strengths: 0.25, 0.5, 1, 2, 4, 8."""
+
+DEFAULT_SEED = 1111  # SentEval's default
+BINARY_FILES = {  # task -> (label-1 file, label-0 file)
+    "MR": ("MR/rt-polarity.pos", "MR/rt-polarity.neg"),
+    "CR": ("CR/custrev.pos", "CR/custrev.neg"),
+    "SUBJ": ("SUBJ/subj.objective", "SUBJ/subj.subjective"),
+    "MPQA": ("MPQA/mpqa.pos", "MPQA/mpqa.neg"),
+}
+TREC_FILES = {"train": ("train_5500.label", "latin-1"), "test": ("TREC_10.label", "latin-1")}
+TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """Sentences with integer class labels."""
+
+    sentences: list[str]
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class LabelledPairs:
+    """Sentence pairs with integer class labels."""
+
+    sentences1: list[str]
+    sentences2: list[str]
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+# ---------------------------------------------------------------- loaders
+
+
+def read_lines(path: Path, encoding: str = "utf-8") -> list[str]:
+    """Lines of a text file without their line ends (``str.splitlines`` semantics, as SentEval)."""
+    if not path.is_file():
+        raise DefSentError(path, "file not found (expected SentEval's data/downstream layout)")
+    try:
+        return path.read_text(encoding=encoding).splitlines()
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise DefSentError(path, f"not valid {encoding} text: {err.reason}", line=line) from None
+
+
+def parse_label(text: str, path: Path, line: int, allowed: Sequence[str] = ("0", "1")) -> str:
+    if text not in allowed:
+        raise DefSentError(path, f"expected a label in {list(allowed)}, got {text!r}", line=line)
+    return text
+
+
+def load_binary(senteval_dir: str | Path, task: str) -> Labelled:
+    """MR, CR, SUBJ or MPQA: one sentence a line, one file per class (first file = label 1)."""
+    positive, negative = (read_lines(Path(senteval_dir) / name) for name in BINARY_FILES[task])
+    sentences = [normalise_space(s) for s in positive + negative]
+    return Labelled(sentences, np.array([1] * len(positive) + [0] * len(negative)))
+
+
+def load_sst2(senteval_dir: str | Path, split: str) -> Labelled:
+    """SST-2 ``sentiment-{train,dev,test}``: sentence, tab, 0/1 label."""
+    path = Path(senteval_dir) / "SST" / "binary" / f"sentiment-{split}"
+    sentences, labels = [], []
+    for line, fields in read_tsv(path):
+        if len(fields) != 2:
+            raise DefSentError(path, f"expected 'sentence<TAB>label', got {len(fields)} fields", line=line)
+        labels.append(int(parse_label(fields[1].strip(), path, line)))
+        sentences.append(normalise_space(fields[0]))
+    return Labelled(sentences, np.array(labels))
+
+
+def load_trec(senteval_dir: str | Path, split: str) -> Labelled:
+    """TREC ``COARSE:fine question`` lines; labels index :data:`TREC_CLASSES`."""
+    name, encoding = TREC_FILES[split]
+    path = Path(senteval_dir) / "TREC" / name
+    sentences, labels = [], []
+    for line, text in enumerate(read_lines(path, encoding), start=1):
+        coarse, _, rest = text.partition(":")
+        fine_and_question = rest.split(maxsplit=1)
+        if len(fine_and_question) != 2:
+            raise DefSentError(path, f"expected 'COARSE:fine question', got {text[:60]!r}", line=line)
+        labels.append(TREC_CLASSES.index(parse_label(coarse, path, line, TREC_CLASSES)))
+        sentences.append(normalise_space(fine_and_question[1]))
+    return Labelled(sentences, np.array(labels))
+
+
+def load_mrpc(senteval_dir: str | Path, split: str) -> LabelledPairs:
+    """MRPC ``msr_paraphrase_{train,test}.txt``: header, then Quality, #1 ID, #2 ID, #1 String, #2 String."""
+    path = Path(senteval_dir) / "MRPC" / f"msr_paraphrase_{split}.txt"
+    s1, s2, labels = [], [], []
+    for line, fields in read_tsv(path, encoding="utf-8-sig"):
+        if line == 1:
+            continue
+        if len(fields) != 5:
+            raise DefSentError(path, f"expected 5 tab-separated fields, got {len(fields)}", line=line)
+        labels.append(int(parse_label(fields[0].strip(), path, line)))
+        s1.append(normalise_space(fields[3]))
+        s2.append(normalise_space(fields[4]))
+    return LabelledPairs(s1, s2, np.array(labels))
+
+
+def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelled | LabelledPairs]:
+    """The splits of one task: ``{"all"}`` for the CV tasks, else ``train`` / (``dev``) / ``test``."""
+    if task in BINARY_FILES:
+        return {"all": load_binary(senteval_dir, task)}
+    if task == "SST2":
+        return {split: load_sst2(senteval_dir, split) for split in ("train", "dev", "test")}
+    if task == "TREC":
+        return {split: load_trec(senteval_dir, split) for split in ("train", "test")}
+    if task == "MRPC":
+        return {split: load_mrpc(senteval_dir, split) for split in ("train", "test")}
+    raise DefSentError("tasks", f"unknown transfer task {task!r}; expected one of {list(TRANSFER_TASKS)}")
+
+
+def subsample(data: Labelled | LabelledPairs, size: int | None, seed: int) -> Labelled | LabelledPairs:
+    """At most ``size`` examples, drawn without replacement with a seeded generator (order kept)."""
+    if size is None or len(data) <= size:
+        return data
+    keep = np.sort(np.random.default_rng(seed).choice(len(data), size, replace=False))
+    if isinstance(data, LabelledPairs):
+        return LabelledPairs([data.sentences1[i] for i in keep], [data.sentences2[i] for i in keep], data.labels[keep])
+    return Labelled([data.sentences[i] for i in keep], data.labels[keep])
+
+
+# ---------------------------------------------------------------- features and classifiers
+
+
+def sentences_of(data: Labelled | LabelledPairs) -> list[str]:
+    if isinstance(data, LabelledPairs):
+        return data.sentences1 + data.sentences2
+    return data.sentences
+
+
+def features(data: Labelled | LabelledPairs, vectors: dict[str, np.ndarray]) -> np.ndarray:
+    """Sentence embeddings; for pairs SentEval's MRPC features ``[|u - v|; u * v]``."""
+    if isinstance(data, LabelledPairs):
+        u = np.stack([vectors[s] for s in data.sentences1])
+        v = np.stack([vectors[s] for s in data.sentences2])
+        return np.hstack([np.abs(u - v), u * v])
+    return np.stack([vectors[s] for s in data.sentences])
+
+
+C_PARAM = "estimator__C"  # the grid parameter of make_classifier()
+
+
+def make_classifier(seed: int, c: float = 1.0) -> OneVsRestClassifier:
+    """SentEval's ``LogisticRegression(C=reg, random_state=seed)`` as its scikit-learn ran it: liblinear, OvR."""
+    return OneVsRestClassifier(LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000))
+
+
+def c_search(seed: int, kfold: int, n_jobs: int | None) -> GridSearchCV:
+    """Logistic regression whose C is picked by stratified, shuffled, seeded k-fold CV, then refit."""
+    folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    return GridSearchCV(make_classifier(seed), {C_PARAM: list(C_GRID)}, cv=folds, n_jobs=n_jobs)
+
+
+def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None) -> float:
+    """Mean outer-fold test accuracy (%) with C chosen by an inner CV in every fold (InnerKFoldClassifier)."""
+    outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    return float(cross_val_score(c_search(seed, kfold, n_jobs), x, y, cv=outer).mean() * 100)
+
+
+def cv_selected_accuracy(
+    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
+    seed: int, kfold: int = 10, n_jobs: int | None = None,
+) -> float:
+    """Test accuracy (%) with C chosen by k-fold CV on train, refit on all of train (KFoldClassifier)."""
+    return float(c_search(seed, kfold, n_jobs).fit(x_train, y_train).score(x_test, y_test) * 100)
+
+
+def dev_selected_accuracy(
+    x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
+    x_test: np.ndarray, y_test: np.ndarray, seed: int,
+) -> float:
+    """Test accuracy (%) with C chosen on dev; trained on train only (SplitClassifier). Ties go to the smaller C."""
+    dev_scores = [make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev) for c in C_GRID]
+    best_c = C_GRID[int(np.argmax(dev_scores))]
+    return float(make_classifier(seed, best_c).fit(x_train, y_train).score(x_test, y_test) * 100)
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def task_accuracy(
+    embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
+    max_examples: int | None = None, n_jobs: int | None = None,
+) -> float:
+    """Accuracy (%) of one transfer task; every distinct sentence of the task is embedded once.
+
+    ``max_examples`` subsamples every split (for quick tests); ``None`` uses the full data.
+    """
+    splits = {
+        name: subsample(data, max_examples, seed) for name, data in load_transfer_task(senteval_dir, task).items()
+    }
+    vectors = embed_unique(embed, [s for data in splits.values() for s in sentences_of(data)])
+    xy = {name: (features(data, vectors), data.labels) for name, data in splits.items()}
+    if "all" in xy:
+        return nested_cv_accuracy(*xy["all"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+    if "dev" in xy:
+        return dev_selected_accuracy(*xy["train"], *xy["dev"], *xy["test"], seed=seed)
+    return cv_selected_accuracy(*xy["train"], *xy["test"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+
+
+def senteval_scores(
+    embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
+    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None,
+) -> dict[str, float]:
+    """Accuracy (%) per transfer task plus ``avg`` over ``tasks``; deterministic for a fixed ``seed``."""
+    unknown = [task for task in tasks if task not in TRANSFER_TASKS]
+    if unknown:
+        raise DefSentError("tasks", f"unknown transfer task(s) {unknown}; expected some of {list(TRANSFER_TASKS)}")
+    scores = {}
+    for task in tasks:
+        start = time.perf_counter()
+        scores[task] = task_accuracy(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs)
+        log.info("SentEval %s: %.2f%% (%.0f s)", task, scores[task], time.perf_counter() - start)
+    scores["avg"] = float(np.mean([scores[task] for task in tasks]))
+    return scores

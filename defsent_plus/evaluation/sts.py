@@ -1,0 +1,228 @@
+"""Unsupervised STS evaluation (STS12-16, STS-B, SICK-R) on SentEval's data layout, as in SimCSE and DefSent+.
+
+Protocol (SimCSE's modified SentEval, which DefSent+ follows): cosine similarity of the two sentence
+embeddings, Spearman correlation with the gold scores, times 100. STS12-16 use the "all" setting by default
+(``sts_aggregation``; SentEval also reports "mean" and "wmean" over a year's subsets): the subsets of a year are
+concatenated and one correlation is computed; pairs whose gold line is empty are
+skipped. STS-B and SICK-R are scored on their test split without any training. Sentences are
+whitespace-normalised (``" ".join(s.split())``) as SentEval's batcher does.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from defsent_plus.encoders.models import Encoder
+from defsent_plus.errors import DefSentError
+
+Embed = Callable[[list[str]], np.ndarray]
+
+STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR")
+"""The seven STS tasks of the paper's table, in its order."""
+
+STS_YEAR_SUBSETS = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("FNWN", "headlines", "OnWN"),  # SMT is not distributed (licence)
+    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+STSB_SPLITS = {"STSB": "test", "STSB-dev": "dev"}
+KNOWN_STS_TASKS = (*STS_TASKS, "STSB-dev")
+
+
+@dataclass(frozen=True)
+class StsPairs:
+    """Sentence pairs with gold similarity scores; ``skipped`` counts pairs dropped for an empty gold line."""
+
+    sentences1: list[str]
+    sentences2: list[str]
+    gold: np.ndarray
+    skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.gold)
+
+
+def normalise_space(sentence: str) -> str:
+    """Collapse runs of whitespace, as SentEval's ``' '.join(s.split())`` does."""
+    return " ".join(sentence.split())
+
+
+def read_tsv(path: Path, encoding: str = "utf-8") -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of a tab-separated file, quotes taken literally (csv.QUOTE_NONE), any line end."""
+    if not path.is_file():
+        raise DefSentError(path, "file not found (expected SentEval's data/downstream layout)")
+    with open(path, encoding=encoding, newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        for fields in reader:
+            yield reader.line_num, fields
+
+
+def parse_score(text: str, path: Path, line: int) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise DefSentError(path, f"expected a numeric similarity score, got {text!r}", line=line) from None
+
+
+def fields_at_least(fields: list[str], count: int, path: Path, line: int) -> list[str]:
+    if len(fields) < count:
+        raise DefSentError(path, f"expected at least {count} tab-separated fields, got {len(fields)}", line=line)
+    return fields
+
+
+def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
+    """One STS subset: ``STS.input.X.txt`` (sentence TAB sentence) with ``STS.gs.X.txt`` (score or empty)."""
+    input_path, gold_path = Path(input_path), Path(gold_path)
+    pairs = list(read_tsv(input_path))
+    golds = list(read_tsv(gold_path))
+    if len(pairs) != len(golds):
+        raise DefSentError(gold_path, f"has {len(golds)} lines but {input_path.name} has {len(pairs)}")
+    s1, s2, gold, skipped = [], [], [], 0
+    for (line, fields), (_, gold_fields) in zip(pairs, golds, strict=True):
+        if len(fields) != 2:
+            raise DefSentError(input_path, f"expected 2 tab-separated sentences, got {len(fields)} fields", line)
+        gold_text = "\t".join(gold_fields).strip()
+        if not gold_text:
+            skipped += 1
+            continue
+        gold.append(parse_score(gold_text, gold_path, line))
+        s1.append(normalise_space(fields[0]))
+        s2.append(normalise_space(fields[1]))
+    return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64), skipped)
+
+
+def concatenate(parts: Sequence[StsPairs]) -> StsPairs:
+    return StsPairs(
+        [s for p in parts for s in p.sentences1],
+        [s for p in parts for s in p.sentences2],
+        np.concatenate([p.gold for p in parts]),
+        sum(p.skipped for p in parts),
+    )
+
+
+def load_sts_year_subsets(senteval_dir: str | Path, task: str) -> list[StsPairs]:
+    """The subsets of an STS12-16 year, in SentEval's order."""
+    folder = Path(senteval_dir) / "STS" / f"{task}-en-test"
+    return [load_sts_subset(folder / f"STS.input.{name}.txt", folder / f"STS.gs.{name}.txt")
+            for name in STS_YEAR_SUBSETS[task]]
+
+
+def load_sts_year(senteval_dir: str | Path, task: str) -> StsPairs:
+    """STS12-16 in the "all" setting: every subset of the year, concatenated."""
+    return concatenate(load_sts_year_subsets(senteval_dir, task))
+
+
+def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = False) -> StsPairs:
+    """Pairs from a tab-separated file given 0-based (score, sentence 1, sentence 2) columns."""
+    score_col, col1, col2 = columns
+    s1, s2, gold = [], [], []
+    for line, fields in read_tsv(path):
+        if header and line == 1:
+            continue
+        fields = fields_at_least(fields, max(columns) + 1, path, line)
+        gold.append(parse_score(fields[score_col].strip(), path, line))
+        s1.append(normalise_space(fields[col1]))
+        s2.append(normalise_space(fields[col2]))
+    return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64))
+
+
+def load_stsb(senteval_dir: str | Path, split: str = "test") -> StsPairs:
+    """STS Benchmark ``sts-{split}.csv``: score in column 5, sentences in columns 6 and 7 (1-based)."""
+    return load_scored_pairs(Path(senteval_dir) / "STS" / "STSBenchmark" / f"sts-{split}.csv", (4, 5, 6))
+
+
+def load_sickr(senteval_dir: str | Path) -> StsPairs:
+    """SICK-R test: header line, relatedness score in column 4, sentences in columns 2 and 3 (1-based)."""
+    return load_scored_pairs(Path(senteval_dir) / "SICK" / "SICK_test_annotated.txt", (3, 1, 2), header=True)
+
+
+def load_sts_task(senteval_dir: str | Path, task: str) -> StsPairs:
+    """Any task of :data:`KNOWN_STS_TASKS` (STS12-16: the year's subsets concatenated)."""
+    return concatenate(load_sts_parts(senteval_dir, task))
+
+
+def load_sts_parts(senteval_dir: str | Path, task: str) -> list[StsPairs]:
+    """A task's datasets: the subsets of an STS12-16 year, or the one dataset of STS-B and SICK-R."""
+    if task in STS_YEAR_SUBSETS:
+        return load_sts_year_subsets(senteval_dir, task)
+    if task in STSB_SPLITS:
+        return [load_stsb(senteval_dir, STSB_SPLITS[task])]
+    if task == "SICKR":
+        return [load_sickr(senteval_dir)]
+    raise DefSentError("tasks", f"unknown STS task {task!r}; expected one of {list(KNOWN_STS_TASKS)}")
+
+
+STS_AGGREGATIONS = ("all", "mean", "wmean")
+
+
+def aggregate_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], aggregation: str) -> float:
+    """Spearman x 100 over a task's datasets as SentEval reports it: ``all`` on the concatenated pairs (SimCSE's and
+    DefSent+'s setting), ``mean`` the plain mean over datasets, ``wmean`` their mean weighted by pairs."""
+    if aggregation == "all":
+        return spearman_percent(np.concatenate(predicted), np.concatenate(gold))
+    per_dataset = [spearman_percent(p, g) for p, g in zip(predicted, gold, strict=True)]
+    if aggregation == "mean":
+        return float(np.mean(per_dataset))
+    if aggregation == "wmean":
+        return float(np.average(per_dataset, weights=[len(g) for g in gold]))
+    raise DefSentError("config: evaluation.sts_aggregation", f"unknown aggregation {aggregation!r}; expected one of "
+                                                             f"{list(STS_AGGREGATIONS)}")
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity (a zero vector gets similarity 0)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.einsum("ij,ij->i", a, b) / np.maximum(norms, 1e-12)
+
+
+def spearman_percent(predicted: np.ndarray, gold: np.ndarray) -> float:
+    return float(spearmanr(predicted, gold).correlation * 100)
+
+
+def embed_unique(embed: Embed, sentences: Sequence[str]) -> dict[str, np.ndarray]:
+    """Call ``embed`` once on the distinct sentences (first-seen order); map each sentence to its row."""
+    unique = list(dict.fromkeys(sentences))
+    vectors = np.asarray(embed(unique))
+    if vectors.ndim != 2 or len(vectors) != len(unique):
+        raise ValueError(f"embed returned shape {vectors.shape} for {len(unique)} sentences")
+    return dict(zip(unique, vectors, strict=True))
+
+
+def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS,
+               aggregation: str = "all") -> dict[str, float]:
+    """Spearman x 100 of cosine similarity per task (STS12-16 aggregated over their subsets by ``aggregation``),
+    plus ``avg`` over ``tasks``. Every distinct sentence across all tasks is embedded exactly once."""
+    data = {task: load_sts_parts(senteval_dir, task) for task in tasks}
+    sentences = [s for parts in data.values() for pairs in parts for s in (*pairs.sentences1, *pairs.sentences2)]
+    vectors = embed_unique(embed, sentences)
+    scores = {}
+    for task, parts in data.items():
+        similarities = [cosine_rows(np.stack([vectors[s] for s in pairs.sentences1]),
+                                    np.stack([vectors[s] for s in pairs.sentences2])) for pairs in parts]
+        scores[task] = aggregate_spearman(similarities, [pairs.gold for pairs in parts], aggregation)
+    scores["avg"] = float(np.mean([scores[task] for task in tasks]))
+    return scores
+
+
+def encoder_embed(
+    encoder: Encoder, pooling: str = "mean", batch_size: int = 128, max_length: int = 128, progress: bool = False
+) -> Embed:
+    """An ``embed`` callable: sentences -> float32 ``[n, hidden]`` with one pooling of ``encoder``.
+
+    ``max_length=128`` truncates nothing that matters here: all-MiniLM-L6-v2 scores identically at 128,
+    256 and 512 tokens on all seven STS tasks.
+    """
+
+    def embed(sentences: list[str]) -> np.ndarray:
+        return encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=progress)
+
+    return embed

@@ -1,0 +1,29 @@
+"""DefSent+ (000): each definition projected onto its entry in a frozen space of entry embeddings, with PST."""
+
+from __future__ import annotations
+
+from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol
+from defsent_plus.training.options import OPTIMISATION_OPTIONS
+
+REVERSE_DICTIONARY = ReverseDictionaryProtocol(
+    name="entries",
+    description="DefSent+: each held-out definition (one per dev/test entry, in no entry embedding) ranks every "
+                "entry of the space the model was trained against (h · Eᵀ through its pooler).",
+    write="defsent_plus.evaluation.reverse_dictionary:write_entry_ranking",
+    splits="defsent_plus.evaluation.reverse_dictionary:entry_ranking_splits",
+)
+
+METHOD = Method(
+    name="defsent_plus",
+    paper="000 (DefSent+): definitions projected into a frozen entry space, Progressive Separate Training",
+    target=ENTRY_SPACE,
+    options=OPTIMISATION_OPTIONS,  # 000, Appendix A: AdamW eps 1e-6, linear decay to 0, no warm-up, clipping 1.0
+    options_source="DefSent+'s optimisation (000, Appendix A)",
+    build_task="defsent_plus.methods.entry_projection:build_task",
+    reverse_dictionary=REVERSE_DICTIONARY,
+    commands=(*SENTENCE_COMMANDS, "reverse-dictionary"),
+    deviations=(
+        "length-bucketed batches by default (bucket_by_length: true), a throughput choice: batches are composed "
+        "differently from a plain shuffle",
+    ),
+)

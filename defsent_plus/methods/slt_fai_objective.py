@@ -1,0 +1,246 @@
+"""SLT-FAI (004): frequency-induced adversarial tuning and incomplete sentence filtering around a USRL objective.
+
+The objective adds two discriminators to any unsupervised sentence objective ``R_USRL`` (004, Eq. 2):
+
+* **adversarial tuning** (L_AT, 004 §3.2, Eq. 4): a token-level discriminator predicts each token's frequency
+  label from its last hidden state; a gradient reversal layer between encoder and discriminator makes the encoder
+  maximise what the discriminator minimises, so the hidden space becomes frequency-invariant;
+* **incomplete sentence filtering** (L_ISF, §3.3, Eq. 6-7): a sentence-level discriminator (no reversal) tells a
+  pooled sentence from the pooled version with some of its low-frequency tokens masked.
+
+Readings of paper and public code (github.com/wangbing1416/SLT-FAI) that this module commits to:
+
+* frequency labels (§3.5) count the tokenizer's tokens of a corpus (the paper: BookCorpus, the PLM's pre-training
+  corpus; here whatever corpus the caller passes) without special tokens; among the token types that occur, the
+  least frequent ``rate`` share is low-frequency. Token types that never occur are low-frequency too, as in the
+  public code (count 0 is below its threshold); they are left out when the share is computed, as there.
+  The code's threshold ``count < count_at_rank`` leaves ties on the high side; here ties are broken by token id
+  so the low share is exactly ``floor(rate * seen)`` types.
+* incomplete sentences (§3.3): the paper masks "its low-frequency words at a sampling ratio of ε"; here each
+  sentence masks ``max(1, round(ε · n))`` of its ``n`` low-frequency tokens (0 when ``n = 0``), chosen uniformly
+  at random, never special or padding tokens. The public code instead masks each *high*-frequency token
+  (label 0) with probability 0.5 (its ``--mask_rate`` is unused); we follow the paper. Sentences with no
+  low-frequency token have no incomplete version and are left out of L_ISF (their "pair" would be identical).
+* the sentence discriminator sees the pooled original from the loop's forward pass (``batch.hidden``: the code
+  uses its first augmented view's sentence embedding) and the pooled incomplete sentence from a second forward
+  pass in train mode; L_ISF is the sum of the two cross-entropies (Eq. 6).
+* the gradient reversal coefficient is a constant 1 (the code's GRL is never given a schedule); α = β = 1.
+* L_AT (Eq. 4) averages cross-entropy over each sentence's non-padding, non-special tokens, then over sentences
+  (the code averages over all positions, padding included).
+* discriminators: Linear(width, width) → ReLU → Linear(width, 2) ("two linear layers and a ReLU"; the code puts
+  its ReLU after the last layer).
+* warm-up: while ``batch.progress < warmup`` the loss is R_USRL alone and neither discriminator is run (so they get
+  no gradient and the second forward pass is saved); their sub-losses are logged as 0.0. The code computes them
+  and drops them from the loss.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from defsent_plus.encoders.encoding import get_pooling
+from defsent_plus.encoders.models import Encoder
+from defsent_plus.encoders.runtime import autocast_for
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods.contrastive import contrastive_corpus, contrastive_objective, corpus_card
+from defsent_plus.training.corpus import read_corpus_file
+from defsent_plus.training.task import TaskInputs, TrainingTask, unused_targets
+
+RATE_KEY = "config: methods.slt_fai.frequency_rate"
+TOKENIZE_CHUNK = 4096
+
+
+def _count_tokens(tokenizer, sentences: Sequence[str], size: int) -> np.ndarray:
+    """Occurrences of each token id in ``sentences`` (tokenised without special tokens)."""
+    counts = np.zeros(size, dtype=np.int64)
+    texts = list(sentences)
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        ids = tokenizer(texts[start : start + TOKENIZE_CHUNK], add_special_tokens=False)["input_ids"]
+        flat = np.fromiter((i for sentence in ids for i in sentence), dtype=np.int64)
+        counts += np.bincount(flat, minlength=size)[:size]
+    return counts
+
+
+def frequency_labels(tokenizer, sentences: Sequence[str], rate: float = 0.5,
+                     where: str = "frequency corpus") -> torch.Tensor:
+    """Bool ``[len(tokenizer)]``: True for low-frequency token types (004 §3.5, λ = ``rate``).
+
+    Among the token types occurring in ``sentences``, the ``floor(rate * seen)`` least frequent (ties: lower token
+    id first) are low-frequency; types that never occur are low-frequency too (the public code's choice).
+    """
+    if not 0.0 < rate < 1.0:
+        raise DefSentError(RATE_KEY, f"frequency rate must lie in (0, 1), got {rate}")
+    counts = _count_tokens(tokenizer, sentences, len(tokenizer))
+    seen = np.flatnonzero(counts)
+    if len(seen) == 0:
+        raise DefSentError(where, "empty corpus: no tokens to count frequencies from")
+    n_low = int(rate * len(seen))
+    if n_low == 0:
+        raise DefSentError(RATE_KEY, f"no low-frequency token: {len(seen)} token type(s) in the corpus, rate {rate} "
+                                     "labels none of them low-frequency")
+    order = seen[np.lexsort((seen, counts[seen]))]  # ascending count, then token id
+    labels = counts == 0
+    labels[order[:n_low]] = True
+    return torch.from_numpy(labels)
+
+
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; the backward pass multiplies the gradient by ``-coefficient`` (Ganin & Lempitsky)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, coefficient: float) -> torch.Tensor:
+        ctx.coefficient = coefficient
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return -ctx.coefficient * grad, None
+
+
+def reverse_gradient(x: torch.Tensor, coefficient: float = 1.0) -> torch.Tensor:
+    """``x`` unchanged, with its gradient reversed (and scaled by ``coefficient``) on the way back."""
+    return GradientReversal.apply(x, coefficient)
+
+
+class Discriminator(nn.Module):
+    """Two linear layers with a ReLU: ``width → width → classes``, initialised from ``generator``."""
+
+    def __init__(self, width: int, generator: torch.Generator, classes: int = 2):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, classes))
+        with torch.no_grad():
+            for layer in (self.net[0], self.net[2]):
+                bound = 1.0 / math.sqrt(layer.in_features)  # nn.Linear's default range, drawn from the generator
+                for param in (layer.weight, layer.bias):
+                    param.copy_((torch.rand(param.shape, generator=generator) * 2 - 1) * bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def incomplete_input_ids(input_ids: torch.Tensor, attention_mask: torch.Tensor, low_frequency: torch.Tensor,
+                         ratio: float, mask_token_id: int, generator: torch.Generator,
+                         special: torch.Tensor | None = None) -> torch.Tensor:
+    """Each sentence with ``max(1, round(ratio · n))`` of its ``n`` low-frequency tokens replaced by the mask token.
+
+    Only non-padding tokens that are low-frequency and not special (``special``: bool per token id) are eligible;
+    which ones are masked is drawn from ``generator`` (on the CPU, so the choice does not depend on the device).
+    """
+    eligible = low_frequency.to(input_ids.device)[input_ids] & attention_mask.bool()
+    if special is not None:
+        eligible &= ~special.to(input_ids.device)[input_ids]
+    n = eligible.sum(1)
+    k = torch.minimum(torch.floor(ratio * n + 0.5).long().clamp(min=1), n)  # n = 0 gives k = 0
+    scores = torch.rand(input_ids.shape, generator=generator).to(input_ids.device)
+    scores = scores.masked_fill(~eligible, 2.0)  # ineligible tokens rank after every eligible one
+    ranks = scores.argsort(1).argsort(1)
+    return input_ids.masked_fill(eligible & (ranks < k.unsqueeze(1)), mask_token_id)
+
+
+def special_token_mask(tokenizer, size: int) -> torch.Tensor:
+    """Bool ``[size]``: True at the tokenizer's special token ids."""
+    special = torch.zeros(size, dtype=torch.bool)
+    special[[i for i in tokenizer.all_special_ids if i < size]] = True
+    return special
+
+
+def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, pooling: str) -> None:
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if value < 0:
+            raise DefSentError(f"config: methods.slt_fai.{name}", f"must be >= 0, got {value}")
+    if not 0.0 < epsilon <= 1.0:
+        raise DefSentError("config: methods.slt_fai.epsilon", f"masking ratio must lie in (0, 1], got {epsilon}")
+    if not 0.0 <= warmup <= 1.0:
+        raise DefSentError("config: methods.slt_fai.warmup", f"warm-up must be a share of the epoch in [0, 1], "
+                                                              f"got {warmup}")
+    if pooling == "prompt":
+        raise DefSentError("config: methods.slt_fai.pooling", "prompt pooling is not supported (no mask positions)")
+
+
+class SltFai(nn.Module):
+    """``R_USRL + α·L_AT + β·L_ISF`` after a warm-up of ``warmup`` epochs trained with ``R_USRL`` alone (004, Eq. 2)."""
+
+    def __init__(self, encoder: Encoder, usrl: nn.Module, low_frequency: torch.Tensor, pooling: str = "cls",
+                 alpha: float = 1.0, beta: float = 1.0, epsilon: float = 0.2, warmup: float = 0.1, seed: int = 0):
+        super().__init__()
+        _check_options(alpha, beta, epsilon, warmup, pooling)
+        tokenizer = encoder.tokenizer
+        if tokenizer.mask_token_id is None:
+            raise DefSentError("config: methods.slt_fai", "the tokenizer has no mask token for incomplete sentences")
+        if low_frequency.dim() != 1 or len(low_frequency) < len(tokenizer):
+            raise DefSentError("config: methods.slt_fai", f"frequency labels cover {len(low_frequency)} token ids, "
+                                                          f"the tokenizer has {len(tokenizer)}")
+        self.encoder_model = [encoder.model]  # a list: the encoder's parameters are not this module's
+        self.usrl = usrl
+        self.pooling = get_pooling(pooling)
+        self.alpha, self.beta, self.epsilon, self.warmup = alpha, beta, epsilon, warmup
+        self.mask_token_id = tokenizer.mask_token_id
+        self.register_buffer("low_frequency", low_frequency.bool().clone(), persistent=False)
+        self.register_buffer("special", special_token_mask(tokenizer, len(low_frequency)), persistent=False)
+        init = torch.Generator().manual_seed(seed)
+        self.token_discriminator = Discriminator(encoder.hidden_size, init)
+        self.sentence_discriminator = Discriminator(encoder.hidden_size, init)
+        self.mask_generator = torch.Generator().manual_seed(seed)
+
+    def adversarial_loss(self, batch) -> torch.Tensor:
+        """L_AT (Eq. 4): frequency-label cross-entropy of the token discriminator behind a gradient reversal layer,
+        averaged over each sentence's non-padding, non-special tokens, then over sentences."""
+        valid = batch.attention_mask.bool() & ~self.special[batch.input_ids]
+        logits = self.token_discriminator(reverse_gradient(batch.hidden.float()))
+        labels = self.low_frequency[batch.input_ids].long()
+        ce = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none") * valid
+        tokens = valid.sum(1)
+        has_tokens = tokens > 0
+        if not has_tokens.any():
+            return logits.sum() * 0.0
+        return (ce.sum(1)[has_tokens] / tokens[has_tokens]).mean()
+
+    def incomplete_loss(self, batch) -> torch.Tensor:
+        """L_ISF (Eq. 6): the sentence discriminator's cross-entropy on pooled originals (label 0) plus that on
+        their incomplete versions (label 1), over the sentences that have a low-frequency token to mask."""
+        masked_ids = incomplete_input_ids(batch.input_ids, batch.attention_mask, self.low_frequency, self.epsilon,
+                                          self.mask_token_id, self.mask_generator, self.special)
+        rows = (masked_ids != batch.input_ids).any(1)
+        if not rows.any():
+            return batch.hidden.sum() * 0.0
+        original = self.pooling.pool(batch.hidden[rows].float(), batch.attention_mask[rows], None)
+        incomplete = self._pooled(masked_ids[rows], batch.attention_mask[rows])
+        zeros = torch.zeros(len(original), dtype=torch.long, device=original.device)
+        return (F.cross_entropy(self.sentence_discriminator(original), zeros)
+                + F.cross_entropy(self.sentence_discriminator(incomplete), zeros + 1))
+
+    def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        with autocast_for(input_ids.device):
+            hidden = self.encoder_model[0](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.pooling.pool(hidden.float(), attention_mask, None)
+
+    def forward(self, batch) -> tuple[torch.Tensor, dict[str, float]]:
+        usrl_loss, usrl_parts = self.usrl(batch)
+        parts = {**usrl_parts, "usrl": usrl_loss.item(), "adversarial": 0.0, "incomplete": 0.0}
+        if getattr(batch, "progress", 1.0) < self.warmup:
+            return usrl_loss, parts
+        adversarial = self.adversarial_loss(batch)
+        incomplete = self.incomplete_loss(batch)
+        parts.update(adversarial=adversarial.item(), incomplete=incomplete.item())
+        return usrl_loss + self.alpha * adversarial + self.beta * incomplete, parts
+
+
+def build_task(inputs: TaskInputs) -> TrainingTask:
+    """SLT-FAI's task: its discriminators around the contrastive objective (SimCSE, or a ConSERT view); frequency
+    labels from the training corpus or ``frequency_corpus``, tokenised with the model's tokenizer."""
+    options, encoder = inputs.options, inputs.encoder
+    corpus = contrastive_corpus(inputs)
+    counted = read_corpus_file(options["frequency_corpus"]) if options["frequency_corpus"] else corpus
+    low_frequency = frequency_labels(encoder.tokenizer, counted, options["frequency_rate"])
+    objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling,
+                       alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
+                       warmup=options["warmup"], seed=inputs.seed)
+    card = {**corpus_card(corpus, options), "frequency_corpus": options["frequency_corpus"] or "training corpus",
+            "low_frequency_types": int(low_frequency.sum())}
+    return TrainingTask(objective, corpus, unused_targets(corpus), card=card)

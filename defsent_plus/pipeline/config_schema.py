@@ -1,0 +1,69 @@
+"""The workflow config checked against its JSON schema, with the schema's defaults filled in.
+
+Snakemake's own ``validate`` is skipped inside cluster job steps (it assumes the config was checked by the main
+process, but a job step re-reads the raw config files), so a default the main process filled in would be missing
+there. This runs in both, and its errors name the config key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods import DEFAULT_METHOD, all_methods, load_plugins
+
+
+def _with_defaults(validator_class):
+    """A validator that fills every ``default`` of a ``properties`` subschema before checking it."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def fill_then_check(validator, properties: dict, instance, schema: dict) -> Iterator:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, _copy(subschema["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": fill_then_check})
+
+
+def _copy(value):
+    return yaml.safe_load(yaml.safe_dump(value))  # defaults are plain YAML data; never share one between keys
+
+
+DefaultingValidator = _with_defaults(Draft202012Validator)
+
+
+def with_methods(schema: dict) -> dict:
+    """``schema`` with every registered method's config block (``methods.<name>``) and the methods a run can name,
+    built from the methods' declarations: the registry is the only list of methods."""
+    methods = all_methods()
+    schema["properties"]["methods"]["properties"] = {name: m.options_schema() for name, m in methods.items()}
+    run = schema["properties"]["runs"]["additionalProperties"]["properties"]
+    run["method"] = {**run["method"], "enum": list(methods), "default": DEFAULT_METHOD}
+    return schema
+
+
+def load_schema(schema_path: str | Path, plugins: list[str] | tuple[str, ...] = ()) -> dict:
+    """The workflow's JSON schema with the registered methods (built-in, and ``plugins``) filled in."""
+    load_plugins(plugins)
+    return with_methods(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+
+
+def validated_config(config: dict, schema_path: str | Path) -> dict:
+    """``config`` with the schema's defaults filled in (in place); a violation raises naming its config key.
+    Methods of ``method_plugins`` are registered first, so their blocks are checked too."""
+    plugins = config.get("method_plugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+        raise DefSentError("config: method_plugins", f"expected a list of module names, got {plugins!r}")
+    schema = load_schema(schema_path, plugins)
+    errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        key = ".".join(str(part) for part in first.absolute_path) or "(top level)"
+        raise DefSentError(f"config: {key}", first.message)
+    return config

@@ -1,0 +1,23 @@
+"""The start of every workflow script: its log file, its GPU slot and its CPU threads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def start_job(snakemake: Any, gpu: bool = False) -> None:
+    """Log to the job's log file; register the config's method plugins (their jobs ask their declarations); with
+    ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to the job's
+    threads."""
+    from defsent_plus.methods import load_plugins
+    from defsent_plus.pipeline.logs import log_to
+
+    log_to(snakemake.log[0] if snakemake.log else None)
+    load_plugins(snakemake.config.get("method_plugins") or [])
+    if gpu:
+        import torch
+
+        from defsent_plus.encoders.devices import hold_gpus
+
+        hold_gpus(getattr(snakemake.resources, "gpu", 0))
+        torch.set_num_threads(snakemake.threads)

@@ -1,0 +1,120 @@
+"""The Snakemake inputs of every rule, as named input functions of the job's wildcards, built from a :class:`Plan`.
+
+A rule computed from an encoder gets, besides its files, a ``selection`` input that asks every selection the
+encoder comes from (the select_best checkpoint): no rule can forget that dependency. Each file is its own input
+function, so while a selection is pending the other inputs stay known and a dry run still lists the jobs that make
+them. Light on purpose (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId, Evaluated, Plan
+
+InputFunction = Callable[[Any], "str | list[str]"]
+
+
+def encoder_of(wildcards) -> EncoderId:
+    """The encoder of an ``{encoder}`` job."""
+    return EncoderId.parse(wildcards.encoder)
+
+
+def candidate_of(wildcards) -> EncoderId:
+    """The candidate of a ``{run}/step{step}/{space}/seed{seed}`` job."""
+    return EncoderId.candidate(wildcards.run, wildcards.step, wildcards.space, wildcards.seed)
+
+
+def formatted(pattern: str | list[str]) -> InputFunction:
+    """An input function: ``pattern`` (or each of a list of patterns) filled with the job's wildcards."""
+    if isinstance(pattern, list):
+        return lambda wildcards: [p.format(**wildcards) for p in pattern]
+    return lambda wildcards: pattern.format(**wildcards)
+
+
+class RuleInputs:
+    """Named input functions per rule (``input: **INPUTS.<rule>(...)`` in the rule files)."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def computed_from(self, encoder: Callable[[Any], EncoderId], model: bool = True,
+                      **files: InputFunction) -> dict[str, InputFunction]:
+        """``files``, the encoder's model directory (with ``model``) and the ``selection`` wait."""
+        items = dict(files)
+        if model:
+            items["model"] = lambda wildcards: self.plan.model_dir(encoder(wildcards))
+        items["selection"] = lambda wildcards: self.plan.wait_for_selections(encoder(wildcards))
+        return items
+
+    def of_encoder(self, model: bool = True, **patterns: str | list[str]) -> dict[str, InputFunction]:
+        """An ``{encoder}`` job: its model (with ``model``) and files given as wildcard patterns."""
+        return self.computed_from(encoder_of, model, **{name: formatted(p) for name, p in patterns.items()})
+
+    def entry_space(self) -> dict[str, InputFunction]:
+        """The encoder that builds the spaces, and the dataset whose entries it embeds."""
+        return self.computed_from(encoder_of, dataset=lambda wildcards: self.plan.dataset_file(wildcards.dataset))
+
+    def training(self) -> dict[str, InputFunction]:
+        """A candidate's starting weights (``base``), ``dataset``, frozen entry ``space`` (methods with one) and
+        ``senteval`` data (methods that select on STS-B dev while training)."""
+        def training_file(name: str) -> InputFunction:
+            return lambda wildcards: self.plan.training_files(candidate_of(wildcards)).get(name, [])
+
+        names = ("base", "dataset", "space", "senteval", "corpus")
+        return self.computed_from(candidate_of, model=False, **{name: training_file(name) for name in names})
+
+    def selection(self) -> dict[str, InputFunction]:
+        """A step's candidates: their dev scores and models (after the previous step's selection)."""
+        def step_candidates(wildcards) -> list[EncoderId]:
+            return self.plan.candidates(wildcards.run, wildcards.step)
+
+        return self.computed_from(
+            lambda wildcards: step_candidates(wildcards)[0], model=False,  # the step's candidates share selections
+            dev=lambda wildcards: [dag.dev_file(c) for c in step_candidates(wildcards)],
+            models=lambda wildcards: [dag.trained_model(c) for c in step_candidates(wildcards)],
+        )
+
+    def reverse_dictionary(self) -> dict[str, InputFunction]:
+        """The final dev-selected model, the held-out queries and the run's starting model; for entry-space methods
+        also the spaces the final step trained on and the starting model's AMP space (the untrained reference)."""
+        plan = self.plan
+
+        def final_model(wildcards) -> EncoderId:
+            return EncoderId.selected(wildcards.run, plan.final_step(wildcards.run))
+
+        def entry_space_only(spaces: Callable[[str], list[str]]) -> InputFunction:
+            return lambda wildcards: spaces(wildcards.run) if plan.method(wildcards.run).uses_entry_space else []
+
+        def final_spaces(run: str) -> list[str]:
+            last = plan.final_step(run)
+            return [plan.space_of(run, last, space) for space in plan.run(run)["steps"][-1]["spaces"]]
+
+        return self.computed_from(
+            final_model,
+            spaces=entry_space_only(final_spaces),
+            dataset=lambda wildcards: plan.run_dataset(wildcards.run),
+            queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
+            base=lambda wildcards: plan.model_dir(plan.start(wildcards.run)),
+            base_space=entry_space_only(lambda run: [plan.space_of(run, 1, "amp")]),
+        )
+
+    def score_table(self, models_of: Callable[[str], list[Evaluated]], benchmark: str) -> dict[str, InputFunction]:
+        """A run's score table: the score files of ``models_of(run)`` and the final selection."""
+        plan = self.plan
+        return {
+            "scores": lambda wildcards: [row["scores"] for row in plan.score_rows(models_of(wildcards.run), benchmark)],
+            "best": lambda wildcards: dag.best_json(wildcards.run, plan.final_step(wildcards.run)),
+        }
+
+    def steps_report(self) -> dict[str, InputFunction]:
+        """Every step's selection, every candidate's training summary, the starting model's dev score."""
+        plan = self.plan
+        return {
+            "best": lambda wildcards: [record["best"] for record in plan.step_records(wildcards.run)],
+            "train": lambda wildcards: [path for record in plan.step_records(wildcards.run)
+                                        for path in record["train"]],
+            "start_dev": lambda wildcards: plan.dev_of(plan.start(wildcards.run)),
+        }

@@ -1,0 +1,22 @@
+"""The optimisation options every method's config block shares (``methods.<name>``), as JSON-schema properties.
+
+Each names a field of :class:`defsent_plus.training.trainer.TrainConfig`; a method declares its own defaults for
+them (:func:`defsent_plus.methods.base.with_defaults`) and adds its objective's options. Light (no torch).
+"""
+
+from __future__ import annotations
+
+# DefSent+'s values (000, Appendix A) are the defaults here; other methods override them in their declarations.
+OPTIMISATION_OPTIONS = {
+    "max_length": {"type": "integer", "minimum": 8, "default": 64},
+    "weight_decay": {"type": "number", "minimum": 0, "default": 0.0},
+    "adam_eps": {"type": "number", "exclusiveMinimum": 0, "default": 1.0e-6},
+    "optimizer": {"enum": ["adamw", "adam"], "default": "adamw"},
+    "max_grad_norm": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": 1.0,
+                      "description": "null = no clipping"},
+    "bucket_by_length": {"type": "boolean", "default": True},
+    "schedule": {"enum": ["linear", "constant"], "default": "linear"},
+    "warmup_ratio": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.0},
+    "select_every": {"type": "integer", "minimum": 0, "default": 0,
+                     "description": "0: off; N: keep the best STS-B dev weights, scored every N steps"},
+}

@@ -1,0 +1,71 @@
+"""What a method hands the trainer (:class:`TrainingTask`) and what its objective sees of a batch (:class:`Batch`).
+
+The base types methods build on: methods import this module, the trainer never imports a method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+TRAINING_CARD = "defsent_training.json"  # saved in every trained model dir: what its model was trained with
+
+
+@dataclass
+class Batch:
+    """What an objective sees of one batch."""
+
+    hidden: torch.Tensor  # last hidden states [batch, tokens, hidden]
+    attention_mask: torch.Tensor
+    input_ids: torch.Tensor
+    entry_ids: torch.Tensor
+    progress: float = 0.0  # share of the epoch done before this batch (warm-ups of objectives)
+
+
+class Objective(Protocol):
+    """Maps a batch's encoder outputs to a loss and named sub-losses (for logging)."""
+
+    def parameters(self): ...
+
+    def __call__(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]: ...
+
+
+@dataclass
+class TaskInputs:
+    """Everything a method may build its task from: the encoder, the run's dataset and its training definitions
+    (held-out entries never among them), the method's objective options and the job's inputs."""
+
+    encoder: Any  # defsent_plus.encoders.models.Encoder
+    frame: pd.DataFrame  # the run's dataset, one row per entry
+    texts: list[str]  # its training definitions
+    entry_ids: np.ndarray  # each definition's entry (row of ``frame``)
+    pooling: str
+    seed: int
+    where: str  # the dataset's path, for errors
+    options: dict  # methods.<name> without the optimisation options
+    batch_size: int
+    space: torch.Tensor | None = None  # the frozen entry space (methods that train against one)
+    config_key: str = "config: methods"  # where users set ``options`` (for errors)
+
+
+@dataclass
+class TrainingTask:
+    """What a method trains: its objective, the examples and their targets, and what it adds to the model."""
+
+    objective: nn.Module
+    texts: list[str]
+    targets: np.ndarray  # per example: the class the objective predicts (entry id, headword token id, ...)
+    card: dict = field(default_factory=dict)  # recorded in the model's training card
+    save: Callable[[Path], None] | None = None  # writes the objective's own weights next to the encoder
+
+
+def unused_targets(examples: list[str]) -> np.ndarray:
+    """For objectives without class targets (contrastive ones): the loop still batches an array of them."""
+    return np.zeros(len(examples), dtype=np.int64)

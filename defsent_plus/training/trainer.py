@@ -1,0 +1,307 @@
+"""The training loop every method shares: one epoch of a method's task from the run's ORIGINAL weights.
+
+The loop is objective-agnostic: a method's task (:mod:`defsent_plus.training.task`) gives an objective that maps a
+batch's encoder outputs to a loss plus named sub-losses for logging, the examples and their targets. Which method a
+candidate trains is looked up in the registry (:mod:`defsent_plus.methods`); the loop never names one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+from defsent_plus.dictionary import read_dataset, training_pairs
+from defsent_plus.encoders.models import Encoder, load_encoder
+from defsent_plus.encoders.runtime import autocast_for, device_for_run
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import atomic_path, write_json
+from defsent_plus.methods import method_of
+from defsent_plus.spaces.entry_matrix import load_space
+from defsent_plus.training.selection import DEV_TASK
+from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyperparameters of one training run (defaults from 000, Appendix A)."""
+
+    lr: float = 5e-5
+    batch_size: int = 32
+    seed: int = 0
+    max_length: int = 128
+    pooling: str = "cls"
+    optimizer: str = "adamw"  # adamw (DefSent+) | adam (DefSent)
+    weight_decay: float = 0.0
+    adam_eps: float = 1e-6
+    max_grad_norm: float | None = 1.0  # None: no gradient clipping (DefSent)
+    bucket_by_length: bool = False
+    schedule: str = "linear"  # linear: decay to 0 after the warm-up (DefSent+); constant: constant after it
+    warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
+    select_every: int = 0  # >0: score STS-B dev every N steps and keep the best weights (SimCSE's protocol)
+    log_every: int = 50
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
+def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator, bucket: bool) -> list[np.ndarray]:
+    """Shuffled batches of example indices; with ``bucket``, lengths are similar within a batch.
+
+    Bucketing sorts chunks of 50 batches by length, then shuffles the batches, so every epoch still
+    sees every example once and batch composition stays seeded.
+    """
+    order = torch.randperm(len(lengths), generator=generator).numpy()
+    if bucket:
+        chunk = batch_size * 50
+        parts = np.split(order, range(chunk, len(order), chunk))
+        order = np.concatenate([part[np.argsort(-lengths[part], kind="stable")] for part in parts])
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if bucket:
+        perm = torch.randperm(len(batches), generator=generator).numpy()
+        batches = [batches[i] for i in perm]
+    return batches
+
+
+def train_epoch(
+    encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
+    progress: bool = True, dev_score: Callable[[Encoder], float] | None = None,
+) -> dict:
+    """One epoch of the configured optimiser and schedule (+ gradient clipping); with ``cfg.select_every`` and a
+    ``dev_score``, the encoder's weights at the best STS-B dev score are kept (checked every N steps and at the end).
+    Returns a summary of the run."""
+    if len(texts) == 0:
+        raise DefSentError("training data", "no training examples")
+    seed_everything(cfg.seed)
+    device = next(encoder.model.parameters()).device
+    objective.to(device)
+    tokenized = encoder.tokenizer(list(texts), truncation=True, max_length=cfg.max_length)["input_ids"]
+    lengths = np.array([len(ids) for ids in tokenized])
+    batches = batch_order(lengths, cfg.batch_size, torch.Generator().manual_seed(cfg.seed), cfg.bucket_by_length)
+    params = [p for p in list(encoder.model.parameters()) + list(objective.parameters()) if p.requires_grad]
+    optimizer = make_optimizer(params, cfg, device)
+    scheduler = learning_rate_schedule(optimizer, cfg, len(batches))
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, len(batches))
+    encoder.model.train()
+    objective.train()
+    losses: list[float] = []
+    start = time.perf_counter()
+    with tqdm(total=len(texts), desc="training", unit="sent", disable=not progress, mininterval=5) as bar:
+        for step, idx in enumerate(batches):
+            loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
+                                      step / len(batches))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss)
+            bar.update(len(idx))
+            if step % cfg.log_every == 0 or step == len(batches) - 1:
+                rate = bar.n / max(time.perf_counter() - start, 1e-9)
+                bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
+                log.info("step %d/%d loss %.4f %s %.1f sent/s", step + 1, len(batches), loss, parts, rate)
+            keeper.after(step)
+    seconds = time.perf_counter() - start
+    return {**summarise(losses, len(texts), seconds, cfg), **keeper.restore()}
+
+
+class BestWeights:
+    """SimCSE's model selection inside one training run: STS-B dev every ``every`` steps and after the last one;
+    the weights of the best score are restored at the end."""
+
+    def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int, steps: int):
+        if every and dev_score is None:
+            raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
+        self.encoder, self.dev_score, self.every, self.steps = encoder, dev_score, every, steps
+        self.curve: list[tuple[int, float]] = []
+        self.best: dict[str, torch.Tensor] | None = None
+
+    def after(self, step: int) -> None:
+        if not self.every or ((step + 1) % self.every and step != self.steps - 1):
+            return
+        score = self.dev_score(self.encoder)
+        log.info("step %d/%d: STS-B dev %.2f", step + 1, self.steps, score)
+        if not self.curve or score > max(s for _, s in self.curve):
+            self.best = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.model.state_dict().items()}
+        self.curve.append((step + 1, score))
+
+    def restore(self) -> dict:
+        """Load the best weights; what the summary records about the selection."""
+        if not self.every:
+            return {}
+        self.encoder.model.load_state_dict(self.best)
+        best_step, best_score = max(self.curve, key=lambda point: point[1])
+        return {"selection": {"every": self.every, "curve": self.curve, "best_step": best_step,
+                              "best_dev": best_score}}
+
+
+SCHEDULES = ("linear", "constant")
+OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+
+
+def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW (DefSent+) or Adam (DefSent) over the trainable parameters."""
+    if cfg.optimizer not in OPTIMIZERS:
+        raise DefSentError("config: methods.*.optimizer", f"unknown optimizer {cfg.optimizer!r}; expected one of "
+                                                           f"{list(OPTIMIZERS)}")
+    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
+    return OPTIMIZERS[cfg.optimizer](params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+                                     fused=device.type in ("cpu", "cuda"))
+
+
+def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
+    """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate."""
+    warmup = math.ceil(cfg.warmup_ratio * steps)
+    if cfg.schedule == "linear":
+        return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=steps)
+    if cfg.schedule == "constant":
+        return get_constant_schedule_with_warmup(optimizer, num_warmup_steps=warmup)
+    raise DefSentError("config: methods.*.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
+                                                       f"{list(SCHEDULES)}")
+
+
+def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg, progress) -> tuple[float, dict]:
+    features = encoder.tokenizer.pad({"input_ids": [tokenized[i] for i in idx]}, return_tensors="pt").to(device)
+    with autocast_for(device):
+        hidden = encoder.model(**features).last_hidden_state
+    batch = Batch(hidden.float(), features["attention_mask"], features["input_ids"],
+                  torch.as_tensor(entry_ids[idx], device=device), progress)
+    loss, parts = objective(batch)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
+    loss.backward()
+    if cfg.max_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+    return loss.item(), parts
+
+
+def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConfig) -> dict:
+    """Loss curve summary (first, last, mean and ten segment means), examples, seconds, throughput."""
+    segments = np.array_split(np.asarray(losses), min(10, len(losses)))
+    return {
+        "config": asdict(cfg),
+        "examples": examples,
+        "steps": len(losses),
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "loss_mean": float(np.mean(losses)),
+        "loss_curve": [float(s.mean()) for s in segments],
+        "seconds": round(seconds, 2),
+        "sentences_per_second": round(examples / max(seconds, 1e-9), 2),
+    }
+
+
+def check_entry_ids(entry_ids: np.ndarray, n_entries: int, where: str) -> None:
+    if len(entry_ids) and (entry_ids.min() < 0 or entry_ids.max() >= n_entries):
+        raise DefSentError(where, f"entry id out of range [0, {n_entries}): {int(entry_ids.max())}")
+
+
+def train_on_space(
+    base_model: str | Path,
+    dataset_path: str | Path,
+    space_path: str | Path | None,
+    model_out: str | Path,
+    summary_out: str | Path,
+    cfg: TrainConfig,
+    method: str,
+    options: dict | None = None,
+    senteval_dir: str | Path | None = None,
+) -> dict:
+    """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
+    space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
+    (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
+    STS-B dev score during training are the ones saved."""
+    declared = method_of(method)
+    frame = read_dataset(dataset_path)
+    texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
+    encoder = load_encoder(base_model, pooler_seed=cfg.seed)
+    space = None
+    if space_path is not None:
+        space = torch.from_numpy(frozen_space(space_path, frame, entry_ids, encoder, dataset_path))
+    device = device_for_run()
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    encoder.to(device)
+    task = declared.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
+                                    options or {}, cfg.batch_size, space, declared.config_key()))
+    log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
+             len(frame), space_path, device)
+    dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
+    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
+    card = {**declared.training_card(), "dataset": str(dataset_path), "entry_space": None if space_path is None else
+            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), **task.card}
+    summary.update(card, device=device.type, classes=task.card.get("classes"))
+    summary["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
+    if not summary["fit"]["fitted"]:
+        log.warning("%s", summary["fit"]["note"])
+    with atomic_path(model_out) as tmp:
+        encoder.save(tmp)
+        if task.save is not None:
+            task.save(tmp)
+        write_json(Path(tmp) / TRAINING_CARD, card)
+    write_json(summary_out, summary)
+    return summary
+
+
+def dev_scorer(senteval_dir: str | Path, pooling: str, batch_size: int = 128, max_length: int = 128
+               ) -> Callable[[Encoder], float]:
+    """STS-B dev Spearman x 100 of an encoder with the run's pooling (SimCSE: CLS without its training MLP)."""
+    from defsent_plus.evaluation.sts import encoder_embed, sts_scores  # the loop needs it only with select_every
+
+    def score(encoder: Encoder) -> float:
+        embed = encoder_embed(encoder, pooling, batch_size, max_length)
+        return sts_scores(embed, senteval_dir, (DEV_TASK,))[DEV_TASK]
+
+    return score
+
+
+CHANCE_MARGIN = 0.02  # a final loss within 2% of ln(classes) has not left chance level
+
+
+def fit_diagnostic(final_loss: float, classes: int | None) -> dict:
+    """Whether training left chance level: a final loss within 2% of ln(number of classes) did not fit its
+    targets (a uniform prediction over the classes has exactly that loss)."""
+    if not classes or classes < 2:
+        return {"fitted": True, "chance_loss": None, "note": ""}
+    chance = math.log(classes)
+    fitted = final_loss < (1 - CHANCE_MARGIN) * chance
+    note = "" if fitted else (f"final loss {final_loss:.3f} is within {CHANCE_MARGIN:.0%} of ln({classes}) = "
+                              f"{chance:.3f}: the training did not fit its targets (chance level)")
+    return {"fitted": fitted, "chance_loss": round(chance, 4), "note": note}
+
+
+def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: Encoder,
+                 dataset_path: str | Path) -> np.ndarray:
+    """The entry space a method trains against, checked against the dataset's entries and the encoder's width."""
+    space = load_space(space_path, len(frame))
+    check_entry_ids(entry_ids, len(space), str(dataset_path))
+    if space.shape[1] != encoder.hidden_size:
+        raise DefSentError(space_path, f"entry space has width {space.shape[1]}, encoder hidden size is "
+                                       f"{encoder.hidden_size}")
+    return space
+
+
+def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
+                    base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
+                    model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None) -> dict:
+    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>: the optimisation fields of
+    :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling and seed."""
+    optimisation = {f.name for f in fields(TrainConfig)}
+    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling,
+                      **{k: v for k, v in options.items() if k in optimisation})
+    objective_options = {k: v for k, v in options.items() if k not in optimisation}
+    return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
+                          options=objective_options, senteval_dir=senteval_dir)

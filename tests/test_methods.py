@@ -1,0 +1,175 @@
+"""Methods as plugins: the registry is the only list of methods, every declaration resolves, no code outside a
+method's own modules names it, the package's imports form no cycle, and parsing the workflow needs no torch."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import subprocess
+import sys
+import tokenize
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods import REGISTRY, all_methods, declaration, load_plugins, method_of
+from defsent_plus.methods.base import ENTRY_SPACE, resolve
+from defsent_plus.pipeline.config_schema import load_schema
+from defsent_plus.training.options import OPTIMISATION_OPTIONS
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+PACKAGE = REPO / "defsent_plus"
+PLUGINS = Path(__file__).parent / "plugins"
+
+
+def test_the_schema_lists_exactly_the_registered_methods_with_their_declared_defaults():
+    schema = load_schema(SCHEMA)
+    methods = all_methods()
+    assert list(methods) == [declaration(module).name for module in REGISTRY]
+    blocks = schema["properties"]["methods"]["properties"]
+    assert set(blocks) == set(methods)
+    for name, method in methods.items():
+        assert blocks[name]["properties"] == method.options and blocks[name]["additionalProperties"] is False
+    assert schema["properties"]["runs"]["additionalProperties"]["properties"]["method"]["enum"] == list(methods)
+    assert "enum" not in SCHEMA.read_text().split("runs:")[-1].split("method:")[1].splitlines()[0]  # not by hand
+
+
+def test_every_shared_optimisation_option_is_a_trainer_setting():
+    from defsent_plus.training.trainer import TrainConfig
+
+    assert set(OPTIMISATION_OPTIONS) <= {f.name for f in fields(TrainConfig)}
+
+
+@pytest.mark.parametrize("name", list(all_methods()))
+def test_every_declaration_resolves_and_says_what_it_trains_against(name):
+    method = method_of(name)
+    assert callable(resolve(method.build_task))
+    if method.reverse_dictionary is not None:
+        assert callable(resolve(method.reverse_dictionary.write))
+        assert callable(resolve(method.reverse_dictionary.splits))
+        assert method.reverse_dictionary.description
+    assert method.uses_entry_space == (method.target == ENTRY_SPACE)
+    assert method.training_card()["method"] == name and isinstance(method.training_card()["deviations"], list)
+
+
+def own_modules(name: str) -> set[Path]:
+    """The files that may name a method: its declaration module and the module of its training task."""
+    method = method_of(name)
+    declared = next(module for module in REGISTRY if declaration(module) is method)
+    files = {REPO / (declared.replace(".", "/") + ".py")}
+    if isinstance(method.build_task, str):
+        files.add(REPO / (method.build_task.partition(":")[0].replace(".", "/") + ".py"))
+    return files
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, value) of every string literal of a Python file (snakemake files: of their Python lines)."""
+    source = path.read_text(encoding="utf-8")
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.STRING:
+            try:
+                found.append((token.start[0], ast.literal_eval(token.string)))
+            except (ValueError, SyntaxError):  # f-strings: their literal text still counts
+                found.append((token.start[0], token.string))
+    return found
+
+
+def code_files() -> list[Path]:
+    return [*PACKAGE.rglob("*.py"), *(REPO / "workflow" / "scripts").glob("*.py"), *(REPO / "rules").glob("*.smk")]
+
+
+@pytest.mark.parametrize("name", list(all_methods()))
+def test_no_code_outside_a_methods_own_modules_names_it(name):
+    naming = re.compile(rf"^{re.escape(name)}$|methods\.{re.escape(name)}\b")
+    allowed = own_modules(name) | {PACKAGE / "methods" / "__init__.py"}  # the registry lists its module
+    found = []
+    for path in code_files():
+        if path in allowed:
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".smk" else None
+        literals = re.findall(r"\"([^\"]*)\"|'([^']*)'", "\n".join(lines)) if lines else None
+        values = [a or b for a, b in literals] if literals is not None else [v for _, v in string_literals(path)]
+        found += [f"{path.relative_to(REPO)}: {value!r}" for value in values
+                  if isinstance(value, str) and naming.search(value)]
+    assert not found, f"{name} is named outside its modules: {found}"
+
+
+def test_the_name_scan_finds_a_method_named_in_other_code(tmp_path):
+    """The scan above can fail: a literal like those it forbids is found."""
+    path = tmp_path / "x.py"
+    path.write_text('KEY = "config: methods.slt_fai.alpha"\nif method == "simcse":\n    pass\n')
+    values = [value for _, value in string_literals(path)]
+    assert any(re.search(r"methods\.slt_fai\b", v) for v in values) and "simcse" in values
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (anywhere in the file: function-level imports count too)."""
+    modules = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for module, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("defsent_plus"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    imported.add(full if full in modules else node.module)
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names if alias.name.startswith("defsent_plus")}
+        graph[module] = {m for m in imported if m in modules and m != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle found by depth-first search (empty: the graph is acyclic)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_the_package_has_no_import_cycles():
+    graph = import_graph()
+    assert "defsent_plus.training.task" in graph["defsent_plus.methods.entry_projection"]
+    assert not cycles(graph), cycles(graph)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
+
+
+def test_methods_and_the_workflows_plan_load_without_torch():
+    code = ("import sys; from defsent_plus.pipeline import dag, rule_inputs; "
+            "from defsent_plus.pipeline.config_schema import load_schema; "
+            f"load_schema({str(SCHEMA)!r}); import defsent_plus.methods as m; m.all_methods(); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_plugin_registers_beside_the_built_in_methods_and_bad_ones_are_named(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "not_a_method.py").write_text("METHOD = 1\n")
+    load_plugins(["toy_mirror"])
+    assert method_of("mirror").target == "mirror" and "mirror" in load_schema(SCHEMA)["properties"]["methods"][
+        "properties"]
+    with pytest.raises(DefSentError, match="config: method_plugins.*'no_such_module' does not declare"):
+        load_plugins(["no_such_module"])
+    with pytest.raises(DefSentError, match="not a Method"):
+        load_plugins(["not_a_method"])
