@@ -7,7 +7,7 @@ from defsent_plus.acquisition.settings import identity as acquisition_identity
 from defsent_plus.acquisition.settings import resolve as resolve_acquisition
 from defsent_plus.baselines.spec import extraction_options, scoring_options
 from defsent_plus.pipeline.config_schema import validated_config
-from defsent_plus.pipeline.dag import Plan
+from defsent_plus.pipeline.plan import Plan
 from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TRANSFORMS, alternatives, split_space

@@ -325,7 +325,7 @@ def test_a_template_longer_than_max_length_names_the_config_key(tiny_bert):
 
 
 def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config():
-    from defsent_plus.pipeline.dag import Plan
+    from defsent_plus.pipeline.plan import Plan
 
     def plan_with(baselines: dict) -> None:
         config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"},

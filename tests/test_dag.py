@@ -14,7 +14,8 @@ from workflow_utils import validated
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.dag import EncoderId, Plan
+from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.plan import Evaluated, Plan
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
 SELECTED = {"space": "amp", "seed": 1}
@@ -169,7 +170,7 @@ def test_config_references_to_unknown_names_name_the_key(selection, key, change)
 
 def test_evaluated_models_are_records_with_label_group_and_step(plan):
     rows = plan.evaluated("tiny")
-    assert rows[0] == dag.Evaluated(EncoderId.base("tiny"), "base (tiny)", "", 0)
+    assert rows[0] == Evaluated(EncoderId.base("tiny"), "base (tiny)", "", 0)
     final = rows[1:]
     assert [r.encoder for r in final] == plan.candidates("tiny", 3)
     assert {r.group for r in final} == {"step 3 amp", "step 3 amp.ica"} and {r.step for r in final} == {3}
@@ -330,3 +331,18 @@ def test_every_shipped_config_validates_and_plans(path, selection):
     assert plan.targets()
     for run in plan.config["runs"]:
         assert plan.candidates(run, plan.final_step(run))
+
+
+def test_only_runs_whose_method_declares_a_reverse_dictionary_plan_one_on_a_held_out_subset(selection):
+    contrastive = {"model": "tiny", "dataset": "held", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
+                   "steps": [{"lr": 1.0e-3}]}
+    config = tiny_config(sim=dict(contrastive, method="simcse"), slt=dict(contrastive, method="slt_fai"),
+                         ds=dict(contrastive, method="defsent"),
+                         dp={**contrastive, "method": "defsent_plus", "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]})
+    config["subsets"] = {"held": {"dataset": "a", "max_entries": 5, "seed": 0, "heldout": {"dev": 0.2, "test": 0.2}}}
+    plan = Plan(validated(config), selection)
+    assert plan.heldout_runs() == ["ds", "dp"]
+    targets = plan.targets()
+    assert {dag.run_file(run, "reverse_dictionary.json") for run in ("ds", "dp")} <= set(targets)
+    assert not {dag.run_file(run, "reverse_dictionary.json") for run in ("sim", "slt")} & set(targets)
+    assert [record["run"] for record in plan.reverse_dictionary_comparison()] == ["ds", "dp"]

@@ -256,9 +256,19 @@ def test_wordnet_reader_on_wordnet_30():
     assert any(r.entry == "New York" for r in records)  # lower-cased later by normalise_records
 
 
-def test_gcide_fixture_is_valid_json():
-    for file in (FIXTURES / "gcide").glob("*.json"):
-        json.loads(file.read_text())
+def test_gcide_reader_reads_every_text_of_the_fixture_and_counts_those_without():
+    expected, without_text = [], 0
+    for file in sorted((FIXTURES / "gcide").glob("words_*.json")):
+        for key, record in json.loads(file.read_text()).items():
+            for definition in (d for pos in record["pos"] for d in pos["definitions"]):
+                if isinstance(definition.get("text"), str):
+                    expected.append((record.get("entry", key), definition["text"]))
+                else:
+                    without_text += 1
+    drops = DropCounts()
+    records = list(read_gcide(FIXTURES / "gcide", "gcide", "error", drops))
+    assert len(expected) > 3 and [(r.entry, r.text) for r in records] == expected
+    assert drops.counts.get(("gcide", "definition_without_text"), 0) == without_text
 
 
 # ------------------------------------------------------------------ encodings and the reference's Ox+WN.csv

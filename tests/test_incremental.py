@@ -23,7 +23,8 @@ from safetensors.numpy import load_file
 from workflow_utils import snakemake, validated, write_tiny_config
 
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.dag import EncoderId, Plan
+from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.plan import Plan
 
 pytestmark = pytest.mark.workflow
 
@@ -105,6 +106,36 @@ def transforms(config: dict, run: str, step: int) -> int:
 
 def poolings(config: dict) -> int:
     return len(config["evaluation"]["poolings"])
+
+
+def plan_with_config_text(workdir: Path, rewrite: Callable[[str], str]) -> list[Job]:
+    """Jobs of a dry run with the config file's text rewritten (restored afterwards)."""
+    path = workdir / "config.yaml"
+    original = path.read_text()
+    path.write_text(rewrite(original))
+    try:
+        result = snakemake(workdir, "--dry-run")
+    finally:
+        path.write_text(original)
+    return parse_jobs(result.stdout + result.stderr)
+
+
+def test_the_same_config_with_its_keys_sorted_plans_nothing(complete_run):
+    def sorted_keys(text: str) -> str:
+        resorted = yaml.safe_dump(yaml.safe_load(text), sort_keys=True)
+        assert resorted.splitlines()[:3] != text.splitlines()[:3]  # the file really is written differently
+        return resorted
+
+    assert plan_with_config_text(complete_run, sorted_keys) == []
+
+
+def test_a_changed_value_inside_a_mapping_param_plans_its_jobs(complete_run):
+    def more_pairs(text: str) -> str:
+        config = yaml.safe_load(text)
+        config["entry_space"]["isotropy"]["n_pairs"] += 1
+        return yaml.safe_dump(config, sort_keys=True)
+
+    assert set(counts(plan_with_config_text(complete_run, more_pairs))) == {"isotropy", "all"}
 
 
 def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
@@ -301,7 +332,9 @@ def test_killed_training_resumes_to_the_uninterrupted_result(interrupted, tmp_pa
     stale = subprocess.run(snakemake_command(workdir, "--rerun-incomplete", TRAIN_TARGET), capture_output=True,
                            text=True)
     assert stale.returncode != 0 and "LockException" in stale.stderr, "a SIGKILL leaves the lock behind"
-    snakemake(workdir, "--unlock")
+    unlocked = subprocess.run([sys.executable, "-m", "defsent_plus.pipeline.locks", str(workdir)],
+                              capture_output=True, text=True, check=True)  # what bin/run does before Snakemake
+    assert "removed a stale Snakemake lock" in unlocked.stderr
     snakemake(workdir, "--rerun-incomplete", TRAIN_TARGET)
 
     reference = tmp_path / "uninterrupted"

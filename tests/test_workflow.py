@@ -14,8 +14,9 @@ import yaml
 from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.dag import EncoderId, Plan
+from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_store import SOURCE_CARD
+from defsent_plus.pipeline.plan import Plan
 
 pytestmark = pytest.mark.workflow
 RUN, STEPS = "tiny", 3

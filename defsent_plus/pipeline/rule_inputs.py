@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.dag import EncoderId, Evaluated, Plan
+from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.plan import Evaluated, Plan
 
 InputFunction = Callable[[Any], "str | list[str]"]
 

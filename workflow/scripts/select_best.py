@@ -1,7 +1,7 @@
 """Snakemake script: the step's best (space, seed) by STS-B dev score, copied to best/."""
 
 from defsent_plus.pipeline.jobs import start_job
-from defsent_plus.training.trainer import write_best
+from defsent_plus.training.selection import write_best
 
 start_job(snakemake)
 write_best(

@@ -1,0 +1,342 @@
+"""What a validated config implies: the encoder that builds a step's entry space, a step's candidates, the models a
+run evaluates (as :class:`Evaluated` records), the selections an encoder comes from, and what ``rule all`` builds.
+:mod:`defsent_plus.pipeline.rule_inputs` turns these into the rules' inputs. Light on purpose (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from defsent_plus.baselines.spec import check_grid, extraction_request
+from defsent_plus.errors import DefSentError
+from defsent_plus.methods import Method, method_of
+from defsent_plus.names import alternatives
+from defsent_plus.pipeline.dag import (
+    EncoderId,
+    acquired_data,
+    baseline_cache,
+    baselines_file,
+    best_json,
+    compare_file,
+    data_dir,
+    dev_file,
+    dictionary_file,
+    isotropy_file,
+    pinned_model,
+    run_file,
+    score_file,
+    space_file,
+    subset_file,
+    train_summary,
+    trained_model,
+)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One model of a run's evaluation tables."""
+
+    encoder: EncoderId
+    label: str
+    group: str  # final-step candidates of one space share a group (mean ± std over seeds); "" otherwise
+    step: int  # PST step, 0 for the run's starting model
+
+
+Selection = Callable[[str, int], dict]  # (run, step) -> best.json's "best" record ({"space", "seed", "model"})
+
+
+class Plan:
+    """What a validated config implies. ``selection`` reads a step's selection; in the workflow it asks the
+    select_best checkpoint, so calling it makes a job wait for (and be re-planned after) that selection."""
+
+    def __init__(self, config: dict, selection: Selection):
+        self.config = config
+        self.selection = selection
+        self.check_references()
+
+    def check_references(self) -> None:
+        """Every name the config refers to exists: models, datasets, methods, start_from runs (no cycles)."""
+        self._require_model("dictionary.tokenizer", self.config["dictionary"]["tokenizer"])
+        datasets = {"a", "b", "c", *self.config.get("subsets", {})}
+        for run, cfg in self.config["runs"].items():
+            if "model" in cfg:
+                self._require_model(f"runs.{run}.model", cfg["model"])
+            if cfg["dataset"] not in datasets:
+                raise DefSentError(f"config: runs.{run}.dataset", f"unknown dataset {cfg['dataset']!r}; expected "
+                                                                   f"a, b, c or a subset ({sorted(datasets)})")
+            self.check_steps(run)
+            self.start(run)
+        self.check_baselines()
+
+    def check_steps(self, run: str) -> None:
+        """Entry-space methods name each step's spaces; other methods have none and at most ``max_steps`` steps."""
+        method, steps = self.method(run), self.run(run)["steps"]
+        for k, step in enumerate(steps):
+            if method.uses_entry_space != ("spaces" in step):
+                need = "needs" if method.uses_entry_space else "takes no"
+                raise DefSentError(f"config: runs.{run}.steps[{k}].spaces", f"method {method.name} {need} entry "
+                                                                           "spaces")
+        if method.max_steps is not None and len(steps) > method.max_steps:
+            raise DefSentError(f"config: runs.{run}.steps", f"method {method.name} trains {method.max_steps} "
+                                                            f"step(s) (no PST), got {len(steps)}")
+
+    def check_baselines(self) -> None:
+        """Every baseline encoder is an encoder of this DAG, its grid exists and names only known things."""
+        baselines = self.config.get("baselines", {})
+        for name, grid in baselines.get("encoders", {}).items():
+            key = f"config: baselines.encoders.{name}"
+            try:
+                encoder = EncoderId.parse(name)
+            except ValueError as err:
+                raise DefSentError(key, str(err)) from None
+            if encoder.kind == "base":
+                self._require_model(key, encoder.model)
+            elif encoder.run not in self.config["runs"] or encoder.step > self.final_step(encoder.run) or (
+                    encoder.kind == "candidate" and encoder not in self.candidates(encoder.run, encoder.step)):
+                raise DefSentError(key, f"{name!r} is not an encoder of this config's runs")
+            if grid not in baselines.get("grids", {}):
+                raise DefSentError(key, f"no grid named {grid!r} (configured: {sorted(baselines.get('grids', {}))})")
+        for name, grid in baselines.get("grids", {}).items():
+            check_grid(grid, baselines.get("templates", {}), f"config: baselines.grids.{name}")
+        fit = baselines.get("fit_corpus", {})
+        if not fit.get("file") and fit.get("dataset", "a") not in {"a", "b", "c", *self.config.get("subsets", {})}:
+            raise DefSentError("config: baselines.fit_corpus.dataset", f"unknown dataset {fit['dataset']!r}")
+
+    def _require_model(self, key: str, name: str) -> None:
+        if name not in self.config["models"]:
+            raise DefSentError(f"config: {key}", f"no model named {name!r} in models "
+                                                 f"(configured: {sorted(self.config['models'])})")
+
+    # ---------------------------------------------------------------------------------- runs and steps
+
+    def run(self, run: str) -> dict:
+        return self.config["runs"][run]
+
+    def method(self, run: str) -> Method:
+        return method_of(self.run(run)["method"], f"config: runs.{run}.method")
+
+    def final_step(self, run: str) -> int:
+        return len(self.run(run)["steps"])
+
+    def start(self, run: str, seen: tuple[str, ...] = ()) -> EncoderId:
+        """The model a run starts from: its configured ``model``, or another run's final dev-selected model
+        (``start_from``, the paper's Table 3 chain). Every PST step trains from these weights."""
+        cfg = self.run(run)
+        if "start_from" not in cfg:
+            return EncoderId.base(cfg["model"])
+        other = cfg["start_from"]
+        if other not in self.config["runs"]:
+            raise DefSentError(f"config: runs.{run}.start_from", f"no run named {other!r}")
+        if other in seen + (run,):
+            raise DefSentError(f"config: runs.{run}.start_from",
+                               f"runs start from each other in a cycle ({' -> '.join(seen + (run, other))})")
+        self.start(other, seen + (run,))
+        return EncoderId.selected(other, self.final_step(other))
+
+    def space_builder(self, run: str, step: int) -> EncoderId:
+        """Who builds step k's entry space: the run's starting model at step 1, step k-1's best after."""
+        step = int(step)
+        return self.start(run) if step == 1 else EncoderId.selected(run, step - 1)
+
+    def candidates(self, run: str, step: int) -> list[EncoderId]:
+        """The (space, seed) candidates trained at a step, in config order (a method without an entry space: its
+        target, e.g. ``vocab``, in place of the space)."""
+        cfg = self.run(run)
+        targets = self.method(run).targets(cfg["steps"][int(step) - 1])
+        return [EncoderId.candidate(run, step, target, seed) for target in targets for seed in cfg["seeds"]]
+
+    # ------------------------------------------------------------------------------- files and inputs
+
+    def dataset_file(self, name: str) -> str:
+        """Parquet of dataset a, b, c or of a configured subset."""
+        if name in self.config.get("subsets", {}):
+            return subset_file(name)
+        return dictionary_file(f"{name}.parquet")
+
+    def run_dataset(self, run: str) -> str:
+        return self.dataset_file(self.run(run)["dataset"])
+
+    def space_of(self, run: str, step: int, space: str) -> str:
+        """The entry space a step's candidates train against."""
+        return space_file(self.space_builder(run, step), self.run(run)["dataset"], space)
+
+    def depends_on(self, encoder: EncoderId) -> list[tuple[str, int]]:
+        """The selections (run, step) an encoder comes from directly: a step's best its own step's; a candidate
+        its previous step's (at step 1: the one its run starts from, if any); a base model none."""
+        if encoder.kind == "base":
+            return []
+        if encoder.kind == "selected":
+            return [(encoder.run, encoder.step)]
+        builder = self.space_builder(encoder.run, encoder.step)
+        return [] if builder.kind == "base" else [(builder.run, builder.step)]
+
+    def model_dir(self, encoder: EncoderId) -> str:
+        """Where an encoder's weights are: the pinned copy, a candidate's model/, or, for a step's best, the
+        winning candidate's own directory (so re-selecting the same candidate re-runs nothing after it)."""
+        if encoder.kind == "base":
+            return pinned_model(encoder.model)
+        if encoder.kind == "selected":
+            return self.selection(encoder.run, encoder.step)["model"]
+        return trained_model(encoder)
+
+    def dev_of(self, encoder: EncoderId) -> str:
+        """An encoder's STS-B dev score file (a step's best: its winning candidate's)."""
+        if encoder.kind == "selected":
+            best = self.selection(encoder.run, encoder.step)
+            return dev_file(EncoderId.candidate(encoder.run, encoder.step, best["space"], best["seed"]))
+        return dev_file(encoder)
+
+    def wait_for_selections(self, encoder: EncoderId) -> list[str]:
+        """Ask every selection the encoder comes from (no files). In the workflow, asking a pending selection makes
+        the job wait and be planned afresh once it is known: Snakemake re-plans only a checkpoint's direct
+        dependents, and a job planned indirectly would keep a stale "input updated" reason."""
+        for run, step in self.depends_on(encoder):
+            self.selection(run, step)
+        return []
+
+    def training_files(self, candidate: EncoderId) -> dict[str, str]:
+        """A candidate's training: the run's starting weights (``base``), its ``dataset``, for methods that use
+        one the frozen entry ``space`` built by the previous step's best, and for methods that select their weights
+        on STS-B dev while training (SimCSE) the ``senteval`` data."""
+        files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.run_dataset(candidate.run)}
+        method = self.method(candidate.run)
+        if method.uses_entry_space:
+            files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
+        if method.dev_in_training:
+            files["senteval"] = data_dir("senteval")
+        options = self.config["methods"].get(method.name, {})
+        corpora = acquired_data([options.get("corpus_file"), options.get("frequency_corpus")])
+        if corpora:
+            files["corpus"] = list(corpora.values())
+        return files
+
+    # ------------------------------------------------------------------------------------- evaluation
+
+    def evaluated(self, run: str) -> list[Evaluated]:
+        """The models of a run's STS table: its starting model; each earlier step's best with
+        ``evaluation.steps: all``; the final step's best (``evaluation.final: best``) or every candidate."""
+        options, last = self.config["evaluation"], self.final_step(run)
+        rows = [self._start_row(run)]
+        earlier = range(1, last) if options["steps"] == "all" else []
+        rows += [Evaluated(EncoderId.selected(run, k), f"step {k} best", "", k) for k in earlier]
+        if options["final"] == "best":
+            return rows + [Evaluated(EncoderId.selected(run, last), f"step {last} best", "", last)]
+        return rows + [Evaluated(c, f"step {last} {c.space} seed {c.seed}", f"step {last} {c.space}", last)
+                       for c in self.candidates(run, last)]
+
+    def senteval_models(self, run: str) -> list[Evaluated]:
+        """SentEval transfer is slower: the starting model and the final dev-selected model only."""
+        last = self.final_step(run)
+        return [self._start_row(run), Evaluated(EncoderId.selected(run, last), "final best", "", last)]
+
+    def _start_row(self, run: str) -> Evaluated:
+        start = self.start(run)
+        label = f"base ({start.name})" if start.kind == "base" else f"start ({start.name}, dev-selected)"
+        return Evaluated(start, label, "", 0)
+
+    def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
+        """One record per (model, pooling) of a table: its score file, label, seed group and step."""
+        return [{"scores": score_file(row.encoder, benchmark, pooling), "label": row.label, "group": row.group,
+                 "step": row.step, "pooling": pooling}
+                for row in models for pooling in self.config["evaluation"]["poolings"]]
+
+    def step_records(self, run: str) -> list[dict]:
+        """Per PST step: its selection file and every candidate's training summary (the steps report)."""
+        return [{"step": k, "best": best_json(run, k), "train": [train_summary(c) for c in self.candidates(run, k)]}
+                for k in range(1, self.final_step(run) + 1)]
+
+    def analysed_encoders(self, run: str) -> list[EncoderId]:
+        """Encoders whose entry spaces a run builds (one per step): their isotropy is measured."""
+        return [self.space_builder(run, k) for k in range(1, self.final_step(run) + 1)]
+
+    # ------------------------------------------------------------------------------------- held-out split
+
+    def heldout(self, dataset: str) -> dict | None:
+        """A subset's held-out split (subsets.<name>.heldout), or None (also for datasets a, b, c)."""
+        return self.config.get("subsets", {}).get(dataset, {}).get("heldout")
+
+    def queries_file(self, dataset: str) -> str:
+        if self.heldout(dataset) is None:
+            raise DefSentError(f"config: subsets.{dataset}.heldout", "dataset has no held-out split")
+        return subset_file(dataset, "queries.parquet")
+
+    def subset_pattern(self, heldout: bool) -> str:
+        """Regex of the configured subsets with (or without) a held-out split; it matches nothing if none."""
+        names = tuple(name for name in self.config.get("subsets", {}) if (self.heldout(name) is not None) == heldout)
+        return alternatives(names) or "(?!)"
+
+    def heldout_runs(self) -> list[str]:
+        """Runs evaluated as a reverse dictionary: those trained on a subset with a held-out split by a method that
+        declares a reverse-dictionary protocol."""
+        return [run for run, cfg in self.config["runs"].items()
+                if self.heldout(cfg["dataset"]) is not None and self.method(run).reverse_dictionary is not None]
+
+    # ------------------------------------------------------------------------------------------ baselines
+
+    def baseline_encoders(self) -> list[str]:
+        return list(self.config.get("baselines", {}).get("encoders", {}))
+
+    def baseline_grid(self, encoder: str) -> dict:
+        baselines = self.config["baselines"]
+        return baselines["grids"][baselines["encoders"][encoder]]
+
+    def baseline_grid_key(self, encoder: str) -> str:
+        return f"config: baselines.grids.{self.config['baselines']['encoders'][encoder]}"
+
+    def baseline_request(self, encoder: str, template: str) -> dict:
+        """What the (encoder, template) forward pass computes (its job's params)."""
+        return extraction_request(self.baseline_grid(encoder), template, self.config["baselines"]["templates"])
+
+    def baseline_templates(self, encoder: str) -> dict[str, str]:
+        """The user templates an encoder's grid uses (its grid job's params)."""
+        custom = self.config["baselines"]["templates"]
+        return {name: custom[name] for name in self.baseline_grid(encoder)["templates"] if name in custom}
+
+    def baseline_caches(self, encoder: str) -> dict[str, str]:
+        """An encoder's cache directory per template of its grid."""
+        return {template: baseline_cache(encoder, template) for template in self.baseline_grid(encoder)["templates"]}
+
+    def fit_corpus_inputs(self) -> dict[str, str | list[str]]:
+        """The fit corpus' sources: its text file's acquired dataset, or the dictionary dataset and every held-out
+        query file (none of those queries may enter the corpus)."""
+        options = self.config["baselines"]["fit_corpus"]
+        if options.get("file"):
+            return {"corpus": list(acquired_data([options["file"]]).values())}
+        heldout = [name for name in self.config.get("subsets", {}) if self.heldout(name) is not None]
+        return {"dataset": self.dataset_file(options["dataset"]), "queries": [subset_file(name, "queries.parquet")
+                                                                             for name in heldout]}
+
+    # --------------------------------------------------------------------------------------- targets
+
+    def targets(self) -> list[str]:
+        """What ``rule all`` builds: the dictionary stats and, per run, its final selection, the isotropy of
+        every step's entry space, the STS table, the steps report and (held-out subsets) the reverse dictionary;
+        then the tables comparing every run."""
+        targets = [dictionary_file("stats.tsv")]
+        for run, cfg in self.config["runs"].items():
+            targets.append(best_json(run, self.final_step(run)))
+            if self.method(run).uses_entry_space:
+                targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
+            targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
+        targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
+        targets.append(compare_file("sts.tsv"))
+        targets += [baselines_file(encoder, name) for encoder in self.baseline_encoders()
+                    for name in ("scores.tsv", "summary.md", "layers.png")]
+        if self.heldout_runs():
+            targets.append(compare_file("reverse_dictionary.tsv"))
+        return targets
+
+    def chain(self, run: str) -> list[str]:
+        """The model a run comes from and the runs in between: ``[model, run1, ..., run]`` (000 Table 3's chain)."""
+        cfg = self.run(run)
+        return [cfg["model"], run] if "model" in cfg else [*self.chain(cfg["start_from"]), run]
+
+    def sts_comparison(self) -> list[dict]:
+        """Every run's STS table with its method and chain (rule compare_sts)."""
+        return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
+                 "sts": run_file(run, "sts.tsv")} for run in self.config["runs"]]
+
+    def reverse_dictionary_comparison(self) -> list[dict]:
+        """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""
+        return [{"run": run, "json": run_file(run, "reverse_dictionary.json")} for run in self.heldout_runs()]
