@@ -1,5 +1,5 @@
-"""Every workflow script's imports resolve (a script is a few lines calling one package function: a moved or
-renamed function would otherwise fail only when its job runs)."""
+"""Every workflow script's and benchmark's package imports resolve (a script is a few lines calling one package
+function: a moved or renamed function would otherwise fail only when its job, or the benchmark, runs)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,19 @@ import pytest
 from conftest import REPO
 
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
+BENCHMARKS = sorted((REPO / "bench").glob("*.py"))
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
-def test_the_scripts_imports_resolve(script):
-    imports = [node for node in ast.parse(script.read_text()).body if isinstance(node, ast.ImportFrom)]
-    assert imports, "a script calls a package function"
+def package_imports(path):
+    """Every ``from defsent_plus... import`` of a file, function-level ones included."""
+    return [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+            and node.module and node.module.startswith("defsent_plus")]
+
+
+@pytest.mark.parametrize("script", SCRIPTS + BENCHMARKS, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_the_package_imports_of_scripts_and_benchmarks_resolve(script):
+    imports = package_imports(script)
+    assert imports or script.parent.name == "bench", "a workflow script calls a package function"
     for node in imports:
         module = importlib.import_module(node.module)
         for alias in node.names:
