@@ -1,6 +1,6 @@
 # defsent-plus: DefSent+ (dictionary definitions projected into a frozen entry space) as a Snakemake workflow.
 # The rule files follow Figure 1 of the paper: dictionary -> entry space -> training -> best -> next step.
-# Every identity, path and input of the DAG comes from defsent_plus/dag.py (through rules/common.smk).
+# Every identity, path and input of the DAG comes from defsent_plus/pipeline/ (through rules/common.smk).
 
 # config.yaml is the default; a --configfile given on the command line replaces it (no merging of runs).
 if not workflow.overwrite_configfiles:

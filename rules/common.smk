@@ -1,4 +1,4 @@
-# Config validation and the bridge to defsent_plus.pipeline.dag (identities, paths, the plan) and defsent_plus.pipeline.rule_inputs.
+# Config validation and the bridge to defsent_plus.pipeline (dag: identities and paths; plan; rule_inputs; params).
 from pathlib import Path
 
 from defsent_plus.pipeline import dag
