@@ -312,3 +312,11 @@ def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(tmp_path,
     assert train["examples"] == subset.loc[subset["split"] == "train", "definitions"].map(len).sum()
     rerun = snakemake(workdir, "--dry-run", target)
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
+
+
+def test_a_method_without_a_reverse_dictionary_protocol_is_refused_by_name(tmp_path):
+    from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
+
+    with pytest.raises(DefSentError, match="method 'simcse' declares no reverse-dictionary protocol"):
+        write_run_reverse_dictionary(method="simcse", out_json=tmp_path / "rd.json")
+    assert not (tmp_path / "rd.json").exists()

@@ -348,5 +348,5 @@ def write_run_reverse_dictionary(*, method: str, **job) -> dict:
     """A run's reverse dictionary by its method's declared protocol (``job``: the protocol writer's arguments)."""
     protocol = method_of(method, "reverse dictionary").reverse_dictionary
     if protocol is None:
-        raise DefSentError(f"config: runs.*.method {method}", "this method declares no reverse-dictionary protocol")
+        raise DefSentError("reverse dictionary", f"method {method!r} declares no reverse-dictionary protocol")
     return resolve(protocol.write)(method=method, **job)
