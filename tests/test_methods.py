@@ -167,9 +167,52 @@ def test_a_plugin_registers_beside_the_built_in_methods_and_bad_ones_are_named(m
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "not_a_method.py").write_text("METHOD = 1\n")
     load_plugins(["toy_mirror"])
-    assert method_of("mirror").target == "mirror" and "mirror" in load_schema(SCHEMA)["properties"]["methods"][
-        "properties"]
+    assert method_of("mirror").target == "mirror"
+    assert "mirror" in load_schema(SCHEMA, ["toy_mirror"])["properties"]["methods"]["properties"]
     with pytest.raises(DefSentError, match="config: method_plugins.*'no_such_module' does not declare"):
         load_plugins(["no_such_module"])
     with pytest.raises(DefSentError, match="not a Method"):
         load_plugins(["not_a_method"])
+    (tmp_path / "second_mirror.py").write_text("from toy_mirror import METHOD as FIRST\n"
+                                               "import dataclasses\nMETHOD = dataclasses.replace(FIRST)\n")
+    with pytest.raises(DefSentError, match="config: method_plugins.*declares method 'mirror', which another"):
+        load_plugins(["toy_mirror", "second_mirror"])
+    load_plugins()  # the next config without the plugin: only the built-in methods
+    assert "mirror" not in all_methods() and "mirror" not in load_schema(SCHEMA)["properties"]["methods"][
+        "properties"]
+
+
+def test_method_plugins_must_be_a_list_of_module_names():
+    from defsent_plus.pipeline.config_schema import validated_config
+
+    with pytest.raises(DefSentError, match="config: method_plugins.*expected a list of module names"):
+        validated_config({"method_plugins": "toy_mirror"}, SCHEMA)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"name": "Mirror-1"}, "expected lowercase letters"),
+    ({"target": "amp.ica"}, "must be a plain name and not an entry space"),
+    ({"target": "Two words"}, "must be a plain name"),
+    ({"commands": ("encode", "translate")}, r"unknown commands \['translate'\]"),
+])
+def test_a_declaration_that_the_system_could_not_use_is_refused(change, message):
+    import dataclasses
+
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(method_of("simcse"), **change)
+
+
+def test_overriding_defaults_of_options_a_method_does_not_have_is_refused():
+    from defsent_plus.methods.base import with_defaults
+
+    assert with_defaults(OPTIMISATION_OPTIONS, adam_eps=1e-8)["adam_eps"]["default"] == 1e-8
+    with pytest.raises(ValueError, match=r"no such options: \['adam_epsilon'\]"):
+        with_defaults(OPTIMISATION_OPTIONS, adam_epsilon=1e-8)
+
+
+def test_an_entry_space_method_without_a_space_is_refused_naming_the_dataset():
+    from defsent_plus.methods.entry_projection import build_task
+    from defsent_plus.training.task import TaskInputs
+
+    with pytest.raises(DefSentError, match="toy.parquet: this method trains against an entry space"):
+        build_task(TaskInputs(None, None, [], None, "cls", 0, "toy.parquet", {}, 2))

@@ -320,3 +320,11 @@ def test_a_method_without_a_reverse_dictionary_protocol_is_refused_by_name(tmp_p
     with pytest.raises(DefSentError, match="method 'simcse' declares no reverse-dictionary protocol"):
         write_run_reverse_dictionary(method="simcse", out_json=tmp_path / "rd.json")
     assert not (tmp_path / "rd.json").exists()
+
+
+def test_the_entry_protocol_needs_exactly_one_starting_model_space():
+    from defsent_plus.evaluation.reverse_dictionary import only
+
+    assert only(["amp.npy"]) == "amp.npy"
+    with pytest.raises(DefSentError, match="expected one starting-model entry space"):
+        only(["a.npy", "b.npy"])

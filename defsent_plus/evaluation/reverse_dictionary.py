@@ -2,7 +2,7 @@
 
 A trained model's pooler projects the pooled query into the entry space it was trained against, and the
 entries are ranked by h · Eᵀ: the training objective's logits, computed by the objective itself
-(:meth:`defsent_plus.training.trainer.EntryProjection.logits`). :func:`evaluate_queries` scores the
+(:meth:`defsent_plus.methods.entry_projection.EntryProjection.logits`). :func:`evaluate_queries` scores the
 held-out queries of a subset (``dictionary.hold_out_queries``): definitions of dev/test entries that no entry
 embedding and no training example has seen, ranked among all entries of the space.
 """
@@ -39,6 +39,7 @@ from defsent_plus.training.task import TRAINING_CARD
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
 METRIC_COLUMNS = ("mrr", "mrr_at_10", "top1", "top3", "top10")
+HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
 
 
 @torch.inference_mode()
@@ -263,11 +264,8 @@ def headword_table(results: dict[str, dict]) -> pd.DataFrame:
     """One row per (model, protocol, split)."""
     return pd.DataFrame([{"model": label, "protocol": protocol, "split": split, "candidates": r["candidates"],
                           "queries": metrics["queries"], **{k: metrics[k] for k in METRIC_COLUMNS}}
-                         for label, r in results.items() for protocol in ("all_definitions", "heldout_queries")
+                         for label, r in results.items() for protocol in HEADWORD_PROTOCOLS
                          for split, metrics in r[protocol].items()])
-
-
-HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")
 
 
 def headword_ranking_splits(model: dict) -> dict[str, dict]:

@@ -36,20 +36,18 @@ def declaration(module: str, where: str = "config: method_plugins") -> Method:
     return method
 
 
-def _register(module: str, where: str) -> None:
-    method = declaration(module, where)
-    known = _LOADED.get(method.name)
-    if known is not None and known is not method:
-        raise DefSentError(where, f"two modules declare method {method.name!r}")
-    _LOADED[method.name] = method
-
-
 def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:
-    """Register the built-in methods and those of ``modules`` (config ``method_plugins``)."""
-    for module in REGISTRY:
-        _register(module, "defsent_plus.methods.REGISTRY")
-    for module in modules:
-        _register(module, "config: method_plugins")
+    """Register the built-in methods and those of ``modules`` (config ``method_plugins``): exactly these, so a
+    plugin of one config is not registered for the next."""
+    loaded: dict[str, Method] = {}
+    for module, where in [*((m, "defsent_plus.methods.REGISTRY") for m in REGISTRY),
+                          *((m, "config: method_plugins") for m in modules)]:
+        method = declaration(module, where)
+        if method.name in loaded and loaded[method.name] is not method:
+            raise DefSentError(where, f"{module} declares method {method.name!r}, which another module declares")
+        loaded[method.name] = method
+    _LOADED.clear()
+    _LOADED.update(loaded)
 
 
 def all_methods() -> dict[str, Method]:
