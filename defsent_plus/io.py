@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -71,3 +71,11 @@ def read_npy(path: str | Path) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as err:
         raise DefSentError(path, f"cannot read as a .npy array: {err}") from err
+
+
+def sentences_digest(sentences: Sequence[str]) -> str:
+    """A short fingerprint of a sentence list (stored embeddings record it; their readers check it)."""
+    digest = hashlib.sha256()
+    for sentence in sentences:
+        digest.update(sentence.encode("utf-8") + b"\n")
+    return digest.hexdigest()[:16]

@@ -14,6 +14,8 @@ TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base
 POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
 TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (DefSent: all three)
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
+RANKING_METRICS = ("mrr", "mrr_at_10", "top1", "top3", "top10")  # the reverse dictionary's metrics, in table order
+SENTENCE_SETS = ("sts", "stsb-dev", "senteval")  # what the embedding stage encodes (evaluation.sentence_sets)
 PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'  # PromptBERT's template (``prompt`` pooling, 003's T0)
 
 

@@ -1,50 +1,73 @@
-# One evaluator for every model: STS (and SentEval) per (encoder, pooling); STS-B dev (the selection score) per
-# encoder; the run's tables and PST steps report.
+# One evaluator for every model, from the stored embeddings (rules/embeddings.smk): STS and SentEval per (encoder,
+# pooling), STS-B dev (the selection score) per encoder; the run's tables and PST steps report.
 
 
 rule score:
     input:
-        **INPUTS.of_encoder(),
+        **INPUTS.of_encoder(
+            model=False,
+            embeddings=dag.embedding_file("{encoder}", "sts", "{pooling}"),
+            record=dag.embedding_file("{encoder}", "sts", "{pooling}", "json"),
+        ),
         senteval=dag.data_dir("senteval"),
     output:
-        dag.score_file("{encoder}", "{benchmark}", "{pooling}"),
+        json=dag.score_file("{encoder}", "sts", "{pooling}"),
+        pairs=dag.score_file("{encoder}", "sts", "{pooling}", "pairs.parquet"),
     params:
-        benchmark=lambda w: w.benchmark,
-        pooling=lambda w: w.pooling,
-        batch_size=config["evaluation"]["batch_size"],
-        max_length=config["evaluation"]["max_length"],
-        sts_aggregation=lambda w: config["evaluation"]["sts_aggregation"] if w.benchmark == "sts" else "all",
+        benchmark="sts",
+        sts_aggregation=config["evaluation"]["sts_aggregation"],
     wildcard_constraints:
         pooling=alternatives(POOLINGS),
     log:
-        dag.log_file("eval", "{encoder}", "{benchmark}_{pooling}"),
-    threads: THREADS
+        dag.log_file("eval", "{encoder}", "sts_{pooling}"),
+    threads: 1
     resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=120,
+        mem_mb=2000,
+        runtime=10,
     conda:
         "../envs/defsent.yaml"
     script:
         "../workflow/scripts/score.py"
 
 
-# STS-B dev with the selection's own options (selection:), so evaluation options never re-run a selection.
-use rule score as dev_score with:
+use rule score as senteval with:
+    input:
+        **INPUTS.of_encoder(
+            model=False,
+            embeddings=dag.embedding_file("{encoder}", "senteval", "{pooling}"),
+            record=dag.embedding_file("{encoder}", "senteval", "{pooling}", "json"),
+        ),
+        senteval=dag.data_dir("senteval"),
     output:
-        dag.dev_file("{encoder}"),
+        json=dag.score_file("{encoder}", "senteval", "{pooling}"),
+    params:
+        benchmark="senteval",
+        sts_aggregation="all",
+    log:
+        dag.log_file("eval", "{encoder}", "senteval_{pooling}"),
+    threads: THREADS
+    resources:
+        mem_mb=4000,
+        runtime=60,
+
+
+# STS-B dev with the selection's pooling (selection:), so evaluation options never re-run a selection.
+use rule score as dev_score with:
+    input:
+        **INPUTS.of_encoder(
+            model=False,
+            embeddings=dag.embedding_file("{encoder}", "stsb-dev", config["selection"]["pooling"]),
+            record=dag.embedding_file("{encoder}", "stsb-dev", config["selection"]["pooling"], "json"),
+        ),
+        senteval=dag.data_dir("senteval"),
+    output:
+        json=dag.dev_file("{encoder}"),
+        pairs=dag.dev_file("{encoder}", "pairs.parquet"),
     params:
         benchmark="dev",
-        pooling=config["selection"]["pooling"],
-        batch_size=config["selection"]["batch_size"],
-        max_length=config["selection"]["max_length"],
         sts_aggregation="all",  # STS-B dev is one dataset: the three aggregations agree
     log:
         dag.log_file("eval", "{encoder}", "dev"),
-    resources:
-        gpu=GPU,
-        mem_mb=4000,
-        runtime=30,
 
 
 rule sts_table:

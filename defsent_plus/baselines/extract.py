@@ -20,7 +20,6 @@ from numpy.lib.format import open_memmap
 from tqdm.auto import tqdm
 
 from defsent_plus.baselines.aggregation import DeviceTables, aggregate, only_known, rows_of
-from defsent_plus.baselines.sentences import sentences_digest
 from defsent_plus.baselines.sources import StaticAccumulator, random_table
 from defsent_plus.baselines.spec import (
     AVG,
@@ -46,7 +45,7 @@ from defsent_plus.baselines.tokens import (
 from defsent_plus.encoders.encoding import length_order
 from defsent_plus.encoders.models import Encoder
 from defsent_plus.encoders.runtime import autocast_for
-from defsent_plus.io import write_json
+from defsent_plus.io import sentences_digest, write_json
 
 log = logging.getLogger(__name__)
 INDEX = "index.json"

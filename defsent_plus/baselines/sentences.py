@@ -7,7 +7,6 @@ subsets; a user's text file (``fit_corpus.file``) is taken as it is.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import pandas as pd
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
+from defsent_plus.io import sentences_digest  # noqa: F401 (the cache's fingerprint, used here by name)
 from defsent_plus.training.corpus import read_corpus_file
 
 DEV = "dev"
@@ -76,12 +76,6 @@ def evaluation_set(senteval_dir: str | Path, tasks: Sequence[str], alignment: di
     return EvaluationSet(list(index), scored, (first, second), uniformity, dev)
 
 
-def sentences_digest(sentences: Sequence[str]) -> str:
-    """A short fingerprint of a sentence list (the cache records it; the grid checks it)."""
-    digest = hashlib.sha256()
-    for sentence in sentences:
-        digest.update(sentence.encode("utf-8") + b"\n")
-    return digest.hexdigest()[:16]
 
 
 def sample_definitions(dataset: str | Path, queries: Sequence[str | Path], size: int, seed: int) -> list[str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown
-from defsent_plus.evaluation.reverse_dictionary import METRIC_COLUMNS
 from defsent_plus.io import atomic_path, read_json
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
+from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
 
 SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 

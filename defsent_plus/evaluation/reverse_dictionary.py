@@ -33,12 +33,13 @@ from defsent_plus.methods.masked_lm import (
     masked_lm_head,
     word_logits,
 )
+from defsent_plus.names import RANKING_METRICS
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.task import TRAINING_CARD
 
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
-METRIC_COLUMNS = ("mrr", "mrr_at_10", "top1", "top3", "top10")
+METRIC_COLUMNS = RANKING_METRICS
 HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
 
 

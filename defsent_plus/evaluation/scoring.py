@@ -1,4 +1,9 @@
-"""One encoder scored with one pooling on one benchmark: the ``score`` and ``dev_score`` jobs' work."""
+"""One encoder scored with one pooling on one benchmark from its stored sentence embeddings: the ``score``,
+``senteval`` and ``dev_score`` jobs' work. No model is loaded: the ``embed`` job encoded the benchmark's sentences.
+
+STS scorings also store their per-pair similarities (task, subset, pair, gold, similarity; parquet), so intervals and
+paired tests read them without encoding again.
+"""
 
 from __future__ import annotations
 
@@ -6,41 +11,46 @@ import logging
 import time
 from pathlib import Path
 
-import torch
-
-from defsent_plus.encoders.models import load_encoder
-from defsent_plus.encoders.runtime import device_for_run
-from defsent_plus.evaluation.senteval import TRANSFER_TASKS, senteval_scores
-from defsent_plus.evaluation.sts import STS_TASKS, encoder_embed, sts_scores
-from defsent_plus.io import write_json
+from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed
+from defsent_plus.evaluation.sentence_sets import BENCHMARK_SETS, sentences_of_set
+from defsent_plus.evaluation.sts import STS_TASKS, pair_similarities, scores_of_pairs
+from defsent_plus.io import atomic_path, write_json
 from defsent_plus.training.selection import DEV_TASK
 
 log = logging.getLogger(__name__)
 
+BENCHMARK_TASKS = {"sts": STS_TASKS, "dev": (DEV_TASK,)}
+"""The STS tasks of each STS benchmark (``dev``: STS-B dev, the only score used to select models)."""
+
 
 def write_benchmark_scores(
-    model_dir: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str, pooling: str,
-    batch_size: int = 128, max_length: int = 128, label: str | None = None, n_jobs: int | None = None,
+    *, embeddings: str | Path, record: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str,
+    out_pairs: str | Path | None = None, label: str | None = None, n_jobs: int | None = None,
     sts_aggregation: str = "all",
 ) -> dict:
-    """Score one encoder with one pooling on ``sts`` (the 7 STS tasks), ``senteval`` (the 7 transfer tasks)
-    or ``dev`` (STS-B dev, the only score used to select models). ``n_jobs``: parallel classifier fits of SentEval's
-    cross-validation (the results do not depend on it)."""
-    encoder = load_encoder(model_dir).to(device_for_run())
-    embed = encoder_embed(encoder, pooling, batch_size, max_length, progress=True)
+    """Score stored embeddings on ``sts`` (the 7 STS tasks; per-pair similarities to ``out_pairs``), ``dev`` (STS-B
+    dev, likewise) or ``senteval`` (the 7 transfer tasks; ``n_jobs`` parallel classifier fits, results independent
+    of it)."""
     start = time.perf_counter()
-    with torch.inference_mode():
-        if benchmark == "senteval":
-            scores = senteval_scores(embed, senteval_dir, TRANSFER_TASKS, n_jobs=n_jobs)
-        else:
-            scores = sts_scores(embed, senteval_dir, STS_TASKS if benchmark == "sts" else (DEV_TASK,),
-                                aggregation=sts_aggregation)
-    result = {"model": label or str(model_dir), "model_dir": str(model_dir), "pooling": pooling,
-              "benchmark": benchmark, "scores": scores, "seconds": round(time.perf_counter() - start, 1)}
+    sentences = sentences_of_set(BENCHMARK_SETS[benchmark], senteval_dir)
+    vectors, stored = read_sentence_embeddings(embeddings, record, sentences)
+    if benchmark == "senteval":
+        from defsent_plus.evaluation.senteval import TRANSFER_TASKS, senteval_scores  # scikit-learn: only here
+
+        scores = senteval_scores(stored_embed(vectors), senteval_dir, TRANSFER_TASKS, n_jobs=n_jobs)
+    else:
+        pairs = pair_similarities(vectors, senteval_dir, BENCHMARK_TASKS[benchmark])
+        scores = scores_of_pairs(pairs, BENCHMARK_TASKS[benchmark], sts_aggregation)
+        with atomic_path(out_pairs) as tmp:
+            pairs.to_parquet(tmp, index=False)
+    result = {"model": label or stored["encoder"], "model_dir": stored["model_dir"], "pooling": stored["pooling"],
+              "benchmark": benchmark, "scores": scores, "seconds": round(time.perf_counter() - start, 1),
+              "embeddings": stored}
     if benchmark != "senteval":
         result["sts_aggregation"] = sts_aggregation
     if benchmark == "dev":
         result["dev_score"] = scores[DEV_TASK]
-    log.info("%s %s %s: %s", benchmark, label, pooling, {k: round(v, 2) for k, v in scores.items()})
+    log.info("%s %s %s: %s", benchmark, result["model"], stored["pooling"],
+             {k: round(v, 2) for k, v in scores.items()})
     write_json(out_json, result)
     return result

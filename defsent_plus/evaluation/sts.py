@@ -11,15 +11,19 @@ whitespace-normalised (``" ".join(s.split())``) as SentEval's batcher does.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from scipy.stats import spearmanr
 
-from defsent_plus.encoders.models import Encoder
 from defsent_plus.errors import DefSentError
+
+if TYPE_CHECKING:
+    from defsent_plus.encoders.models import Encoder
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -149,6 +153,11 @@ def load_sts_task(senteval_dir: str | Path, task: str) -> StsPairs:
     return concatenate(load_sts_parts(senteval_dir, task))
 
 
+def subset_names(task: str) -> tuple[str, ...]:
+    """The names of a task's datasets, in :func:`load_sts_parts` order."""
+    return STS_YEAR_SUBSETS.get(task, (task,))
+
+
 def load_sts_parts(senteval_dir: str | Path, task: str) -> list[StsPairs]:
     """A task's datasets: the subsets of an STS12-16 year, or the one dataset of STS-B and SICK-R."""
     if task in STS_YEAR_SUBSETS:
@@ -197,20 +206,44 @@ def embed_unique(embed: Embed, sentences: Sequence[str]) -> dict[str, np.ndarray
     return dict(zip(unique, vectors, strict=True))
 
 
-def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS,
-               aggregation: str = "all") -> dict[str, float]:
-    """Spearman x 100 of cosine similarity per task (STS12-16 aggregated over their subsets by ``aggregation``),
-    plus ``avg`` over ``tasks``. Every distinct sentence across all tasks is embedded exactly once."""
-    data = {task: load_sts_parts(senteval_dir, task) for task in tasks}
-    sentences = [s for parts in data.values() for pairs in parts for s in (*pairs.sentences1, *pairs.sentences2)]
-    vectors = embed_unique(embed, sentences)
+PAIR_COLUMNS = ("task", "subset", "pair", "gold", "similarity")
+"""The per-pair similarities of a scoring (stored beside its scores, so intervals and tests need no encoding)."""
+
+
+def pair_similarities(vectors: Mapping[str, np.ndarray], senteval_dir: str | Path,
+                      tasks: Sequence[str] = STS_TASKS) -> pd.DataFrame:
+    """One row per scored pair of ``tasks`` (task, subset, pair index, gold score, cosine of the two sentences'
+    vectors looked up in ``vectors``), in task, subset and file order."""
+    frames = []
+    for task in tasks:
+        for subset, pairs in zip(subset_names(task), load_sts_parts(senteval_dir, task), strict=True):
+            similarity = cosine_rows(np.stack([vectors[s] for s in pairs.sentences1]),
+                                     np.stack([vectors[s] for s in pairs.sentences2]))
+            frames.append(pd.DataFrame({"task": task, "subset": subset, "pair": np.arange(len(pairs)),
+                                        "gold": pairs.gold, "similarity": similarity}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def scores_of_pairs(pairs: pd.DataFrame, tasks: Sequence[str], aggregation: str = "all") -> dict[str, float]:
+    """Spearman x 100 per task (STS12-16 aggregated over their subsets by ``aggregation``) and ``avg`` over
+    ``tasks``, from :func:`pair_similarities`' rows."""
     scores = {}
-    for task, parts in data.items():
-        similarities = [cosine_rows(np.stack([vectors[s] for s in pairs.sentences1]),
-                                    np.stack([vectors[s] for s in pairs.sentences2])) for pairs in parts]
-        scores[task] = aggregate_spearman(similarities, [pairs.gold for pairs in parts], aggregation)
+    for task in tasks:
+        subsets = [group for _, group in pairs[pairs["task"] == task].groupby("subset", sort=False)]
+        scores[task] = aggregate_spearman([g["similarity"].to_numpy() for g in subsets],
+                                          [g["gold"].to_numpy() for g in subsets], aggregation)
     scores["avg"] = float(np.mean([scores[task] for task in tasks]))
     return scores
+
+
+def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS,
+               aggregation: str = "all") -> dict[str, float]:
+    """Spearman x 100 of cosine similarity per task and ``avg`` over ``tasks``; every distinct sentence across all
+    tasks is embedded exactly once."""
+    sentences = [s for task in tasks for pairs in load_sts_parts(senteval_dir, task)
+                 for s in (*pairs.sentences1, *pairs.sentences2)]
+    pairs = pair_similarities(embed_unique(embed, sentences), senteval_dir, tasks)
+    return scores_of_pairs(pairs, tasks, aggregation)
 
 
 def encoder_embed(

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from defsent_plus.acquisition.catalog import CATALOG
-from defsent_plus.names import BENCHMARKS, SPACE_PATTERN, TARGET_PATTERN, alternatives
+from defsent_plus.names import BENCHMARKS, SENTENCE_SETS, SPACE_PATTERN, TARGET_PATTERN, alternatives
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
@@ -93,6 +93,7 @@ WILDCARDS = {  # the workflow's wildcard_constraints
     "template": NAME,
     "seed": r"\d+",
     "benchmark": alternatives(tuple(b for b in BENCHMARKS if b != "dev")),
+    "sentences": alternatives(SENTENCE_SETS),
 }
 
 
@@ -185,14 +186,21 @@ def best_dir(run: str, step: int | str) -> str:
     return f"results/{run}/step{step}/best"
 
 
-def score_file(encoder: EncoderId | str, benchmark: str, pooling: str) -> str:
-    """One encoder's scores on ``sts`` or ``senteval`` with one pooling."""
-    return f"results/eval/{encoder}/{benchmark}_{pooling}.json"
+def embedding_file(encoder: EncoderId | str, sentences: str, pooling: str, suffix: str = "npy") -> str:
+    """One encoder's stored embeddings of a sentence set with one pooling (``npy``) or their record (``json``)."""
+    return f"results/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"
 
 
-def dev_file(encoder: EncoderId | str) -> str:
-    """One encoder's STS-B dev score (the selection's pooling and options)."""
-    return f"results/eval/{encoder}/dev.json"
+def score_file(encoder: EncoderId | str, benchmark: str, pooling: str, suffix: str = "json") -> str:
+    """One encoder's scores on ``sts`` or ``senteval`` with one pooling (``json``); STS's per-pair similarities
+    (``pairs.parquet``)."""
+    return f"results/eval/{encoder}/{benchmark}_{pooling}.{suffix}"
+
+
+def dev_file(encoder: EncoderId | str, suffix: str = "json") -> str:
+    """One encoder's STS-B dev score (the selection's pooling and options); its per-pair similarities
+    (``pairs.parquet``)."""
+    return f"results/eval/{encoder}/dev.{suffix}"
 
 
 def run_file(run: str, name: str) -> str:

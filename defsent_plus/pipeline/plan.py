@@ -235,6 +235,12 @@ class Plan:
         label = f"base ({start.name})" if start.kind == "base" else f"start ({start.name}, dev-selected)"
         return Evaluated(start, label, "", 0)
 
+    def embedding_options(self, sentences: str) -> dict:
+        """How a sentence set is encoded: STS-B dev with the selection's options (so evaluation options never re-run
+        a selection), every other set with the evaluation's."""
+        block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
+        return {"batch_size": block["batch_size"], "max_length": block["max_length"]}
+
     def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
         """One record per (model, pooling) of a table: its score file, label, seed group and step."""
         return [{"scores": score_file(row.encoder, benchmark, pooling), "label": row.label, "group": row.group,

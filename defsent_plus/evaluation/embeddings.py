@@ -1,0 +1,81 @@
+"""Stored sentence embeddings: the ``embed`` job encodes one named sentence set with one encoder and pooling
+(float32 npy beside a JSON record of the sentences' count and fingerprint, the model and the options), and every
+evaluator of that set reads them instead of encoding again.
+
+Reading checks the record against the sentences the reader loads, so vectors never meet the wrong sentences.
+Writing needs torch; reading does not.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sentence_sets import sentences_of_set
+from defsent_plus.evaluation.sts import Embed
+from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
+
+log = logging.getLogger(__name__)
+
+
+def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path, sentence_set: str, pooling: str,
+                              batch_size: int, max_length: int, out_npy: str | Path, out_json: str | Path,
+                              label: str) -> dict:
+    """Encode ``sentence_set`` with the encoder at ``model_dir`` and one pooling; write the vectors and their
+    record (the record last, so a killed job never leaves a complete-looking pair)."""
+    import torch
+
+    from defsent_plus.encoders.models import load_encoder
+    from defsent_plus.encoders.runtime import device_for_run
+
+    sentences = sentences_of_set(sentence_set, senteval_dir)
+    device = device_for_run()
+    encoder = load_encoder(model_dir).to(device)
+    start = time.perf_counter()
+    vectors = encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=True,
+                             desc=f"{label} {sentence_set}")
+    seconds = time.perf_counter() - start
+    write_npy(out_npy, vectors.astype(np.float32, copy=False))
+    record = {"encoder": label, "model_dir": str(model_dir), "sentence_set": sentence_set, "pooling": pooling,
+              "sentences": len(sentences), "digest": sentences_digest(sentences), "dim": int(vectors.shape[1]),
+              "batch_size": batch_size, "max_length": max_length, "seconds": round(seconds, 1),
+              "device": str(device), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+              "python": platform.python_version()}
+    write_json(out_json, record)
+    log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
+             seconds, len(sentences) / max(seconds, 1e-9))
+    return record
+
+
+def read_sentence_embeddings(npy: str | Path, record_json: str | Path,
+                             sentences: Sequence[str]) -> tuple[dict[str, np.ndarray], dict]:
+    """Stored vectors by sentence, checked against ``sentences`` (the set the reader loads), and their record."""
+    record = read_json(record_json)
+    if record["sentences"] != len(sentences) or record["digest"] != sentences_digest(sentences):
+        raise DefSentError(record_json, f"encodes {record['sentences']} sentences (fingerprint {record['digest']}), "
+                                        f"but the {record['sentence_set']!r} set now has {len(sentences)} "
+                                        f"(fingerprint {sentences_digest(sentences)}): the data changed; re-run "
+                                        "its embed job")
+    vectors = read_npy(npy)
+    if vectors.shape != (len(sentences), record["dim"]):
+        raise DefSentError(npy, f"has shape {vectors.shape}, its record says ({len(sentences)}, {record['dim']})")
+    return dict(zip(sentences, vectors, strict=True)), record
+
+
+def stored_embed(vectors: dict[str, np.ndarray]) -> Embed:
+    """An ``embed`` callable that looks sentences up in stored vectors (an evaluator's sentence outside the stored
+    set is an error naming it, never a silent re-encoding)."""
+
+    def embed(sentences: list[str]) -> np.ndarray:
+        missing = [s for s in sentences if s not in vectors]
+        if missing:
+            raise DefSentError("stored embeddings", f"{len(missing)} sentences were not encoded, e.g. {missing[0]!r}")
+        return np.stack([vectors[s] for s in sentences])
+
+    return embed

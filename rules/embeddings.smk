@@ -1,0 +1,28 @@
+# The embedding stage: each encoder's sentence embeddings of a named sentence set (STS, STS-B dev, SentEval) with one
+# pooling, encoded once and read by every evaluator of that set (rules score, senteval, dev_score). A new evaluator or
+# table re-runs no forward pass.
+
+
+rule embed:
+    input:
+        **INPUTS.of_encoder(),
+        senteval=dag.data_dir("senteval"),
+    output:
+        npy=dag.embedding_file("{encoder}", "{sentences}", "{pooling}"),
+        json=dag.embedding_file("{encoder}", "{sentences}", "{pooling}", "json"),
+    params:
+        pooling=lambda w: w.pooling,
+        options=lambda w: canonical(PLAN.embedding_options(w.sentences)),
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
+    log:
+        dag.log_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
+    threads: THREADS
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=120,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/embed.py"
