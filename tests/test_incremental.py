@@ -147,13 +147,14 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
     final = final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"train": len(trained), "dev_score": len(trained), "select_best": 2, "entry_space": 1,
                             "transform_space": transforms(config, "tiny", 3), "isotropy": 1,
+                            "embed": len(trained) + len(final) * poolings(config),
                             "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1,
                             "compare_sts": 1, "all": 1}
     assert values(jobs, "train", "step") == values(jobs, "select_best", "step") == {"2", "3"}
     for rule in ("entry_space", "transform_space", "isotropy"):
         assert values(jobs, rule, "encoder") == {EncoderId.selected("tiny", 2).name}, rule
     assert values(jobs, "score", "encoder") == final
-    assert values(jobs, "score", "benchmark") == {"sts"}
+    assert values(jobs, "embed", "sentences") == {"sts", "stsb-dev"}
 
 
 def add_pooling(config: dict) -> None:
@@ -164,22 +165,61 @@ def add_pooling(config: dict) -> None:
 def test_an_added_pooling_scores_only_with_it(complete_run):
     jobs, config = plan_after(complete_run, add_pooling)
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
-    assert counts(jobs) == {"score": len(encoders), "sts_table": 1, "compare_sts": 1, "all": 1}
-    assert values(jobs, "score", "encoder") == encoders
-    assert values(jobs, "score", "pooling") == {config["evaluation"]["poolings"][-1]}
+    assert counts(jobs) == {"embed": len(encoders), "score": len(encoders), "sts_table": 1, "compare_sts": 1,
+                            "all": 1}
+    assert values(jobs, "score", "encoder") == values(jobs, "embed", "encoder") == encoders
+    added = config["evaluation"]["poolings"][-1]
+    assert values(jobs, "score", "pooling") == values(jobs, "embed", "pooling") == {added}
 
 
 def test_scoring_earlier_steps_scores_only_their_bests(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(steps="all"))
-    assert counts(jobs) == {"score": 2 * poolings(config), "sts_table": 1, "compare_sts": 1, "all": 1}
+    assert counts(jobs) == {"embed": 2 * poolings(config), "score": 2 * poolings(config), "sts_table": 1,
+                            "compare_sts": 1, "all": 1}
     assert values(jobs, "score", "encoder") == {EncoderId.selected("tiny", k).name for k in (1, 2)}
 
 
 def test_evaluation_batch_size_reruns_only_sts_scores(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(batch_size=8))
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
+    assert counts(jobs) == {"embed": len(encoders) * poolings(config), "score": len(encoders) * poolings(config),
+                            "sts_table": 1, "compare_sts": 1, "all": 1}
+    assert values(jobs, "embed", "sentences") == {"sts"}
+
+
+def test_an_evaluator_option_reruns_no_forward_pass(complete_run):
+    """The STS aggregation changes every STS score, and no embedding: the scores read the stored vectors."""
+    jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(sts_aggregation="wmean"))
+    encoders = {"tiny"} | final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"score": len(encoders) * poolings(config), "sts_table": 1, "compare_sts": 1, "all": 1}
-    assert values(jobs, "score", "benchmark") == {"sts"}
+
+
+def test_each_encoder_embeds_each_sentence_set_and_pooling_once(complete_run):
+    """The whole finished DAG, planned anew: the evaluation sets are encoded only by embed jobs, each (encoder,
+    sentence set, pooling) once, and the jobs that score them read no model."""
+    result = snakemake(complete_run, "--dry-run", "--forceall", "--printshellcmds")
+    jobs = parse_jobs(result.stdout + result.stderr)
+    embedded = [(w["encoder"], w["sentences"], w["pooling"]) for rule, w in jobs if rule == "embed"]
+    assert len(embedded) == len(set(embedded)) > 0
+    config = yaml.safe_load((complete_run / "config.yaml").read_text())
+    trained = {c for step in (1, 2, 3) for c in candidates(config, "tiny", step)}
+    assert {e for e, s, _ in embedded if s == "stsb-dev"} == trained | {"tiny"}
+    assert {e for e, s, _ in embedded if s == "sts"} == {"tiny"} | final_sts_encoders(config, "tiny")
+    inputs = input_lines(result.stdout + result.stderr)
+    for rule in ("score", "dev_score"):
+        assert inputs[rule] and not any("/model" in line or "resources/models" in line for line in inputs[rule])
+
+
+def input_lines(output: str) -> dict[str, list[str]]:
+    """Rule -> the ``input:`` lines of its announced jobs."""
+    lines: dict[str, list[str]] = {}
+    rule = None
+    for line in output.splitlines():
+        if match := re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line):
+            rule = match.group(1)
+        elif (match := re.match(r"^\s+input: (.*)$", line)) and rule:
+            lines.setdefault(rule, []).append(match.group(1))
+    return lines
 
 
 def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_run):
@@ -193,6 +233,7 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
         "train": len(trained), "dev_score": len(trained), "select_best": steps, "entry_space": steps - 1,
         "transform_space": sum(transforms(config, "tiny2", step) for step in range(2, steps + 1)),
         "isotropy": steps - 1, "score": len(final_sts_encoders(config, "tiny2")) * poolings(config),
+        "embed": len(trained) + len(final_sts_encoders(config, "tiny2")) * poolings(config),
         "sts_table": 1, "steps_report": 1, "compare_sts": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == {EncoderId.selected("tiny2", k).name for k in range(1, steps)}
@@ -215,6 +256,7 @@ def test_a_run_started_from_another_runs_model_trains_only_itself(complete_run):
         "train": len(trained), "dev_score": len(trained), "select_best": steps, "entry_space": len(builders),
         "transform_space": sum(transforms(config, "chain", step) for step in range(1, steps + 1)),
         "isotropy": len(builders), "score": (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
+        "embed": len(trained) + (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
         "sts_table": 1, "steps_report": 1, "compare_sts": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == builders

@@ -8,13 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from defsent_plus.baselines.extract import INDEX, Extraction
-from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
-from defsent_plus.baselines.report import plot_layers, summary_markdown, write_scores
 from defsent_plus.baselines.sentences import evaluation_set, fit_corpus, read_lines, write_lines
-from defsent_plus.baselines.spec import combinations
-from defsent_plus.encoders.models import load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import atomic_path, read_json
 
@@ -32,6 +26,10 @@ def write_fit_corpus(options: dict, dataset: str | None, queries: Sequence[str],
 def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str | Path, out_dir: str | Path,
                 request: dict, options: dict, grid_key: str) -> None:
     """One (encoder, template) cache directory."""
+    from defsent_plus.baselines.extract import Extraction  # torch: only the embedding job needs it
+    from defsent_plus.encoders.models import load_encoder
+    from defsent_plus.encoders.runtime import device_for_run
+
     start = time.perf_counter()
     evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
     corpus = read_lines(corpus_txt)
@@ -52,6 +50,11 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
                n_jobs: int = 1) -> None:
     """Score every combination of an encoder's grid (``n_jobs`` processes) and write its table, summary and
     per-layer plot."""
+    from defsent_plus.baselines.extract import INDEX
+    from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
+    from defsent_plus.baselines.report import plot_layers, summary_markdown, write_scores
+    from defsent_plus.baselines.spec import combinations
+
     start = time.perf_counter()
     evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
     corpus = read_lines(corpus_txt)
