@@ -12,6 +12,7 @@ from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TRANSFORMS, alternatives, split_space
 from defsent_plus.pipeline.params import canonical, canonical_of
+from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
@@ -28,7 +29,7 @@ def read_selection(run, step):
 
 PLAN = Plan(config, read_selection)
 GPU = config["resources"]["gpu"]
-THREADS = config["resources"]["threads"]
+THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
 TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
 

@@ -346,3 +346,10 @@ def test_only_runs_whose_method_declares_a_reverse_dictionary_plan_one_on_a_held
     assert {dag.run_file(run, "reverse_dictionary.json") for run in ("ds", "dp")} <= set(targets)
     assert not {dag.run_file(run, "reverse_dictionary.json") for run in ("sim", "slt")} & set(targets)
     assert [record["run"] for record in plan.reverse_dictionary_comparison()] == ["ds", "dp"]
+
+
+def test_auto_threads_are_half_the_given_cores_and_a_number_is_kept():
+    from defsent_plus.pipeline.resources import threads_per_job
+
+    assert [threads_per_job("auto", cores) for cores in (1, 2, 3, 16, None)] == [1, 1, 1, 8, 1]
+    assert threads_per_job(3, 2) == 3
