@@ -1,0 +1,196 @@
+"""Confidence intervals and paired significance tests for STS scores, from stored per-pair similarities.
+
+Test-set noise, not training noise: the pairs of a test set are a sample, and a score computed on another sample of
+the same size would differ. The percentile bootstrap resamples each task's pairs with replacement WITHIN each subset
+(STS12-16's subsets keep their sizes, so the ``all``/``mean``/``wmean`` aggregation means what it means on the real
+data), recomputes the task's Spearman x 100 on every resample, and reads the interval off the resampled scores'
+percentiles (Efron & Tibshirani 1993, ch. 13). The 7-set average is resampled with every task resampled at once.
+
+Two models scored on the same test set are compared by the paired bootstrap (Koehn 2004; Berg-Kirkpatrick et al.
+2012): both are scored on the SAME resampled pairs, so the interval of their difference reflects only how they differ
+on the pairs, not how hard the sample is. The two-sided p-value is twice the smaller share of resampled differences on
+either side of 0 (with the +1 correction of Davison & Hinkley 1997, so it is never 0). Steiger's or Williams' test
+for dependent correlations would be the analytic alternative for Pearson; for Spearman they hold only approximately,
+and the bootstrap needs no distributional assumption, handles the subset aggregations and the 7-set average the same
+way, and reads the same stored pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from defsent_plus.errors import DefSentError
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A score and its percentile-bootstrap interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def covers(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A difference of scores (A - B) on the same test pairs, its paired-bootstrap interval and two-sided p-value."""
+
+    difference: Interval
+    p_value: float
+
+    @property
+    def distinguishable(self) -> bool:
+        """Whether the interval of the difference excludes 0."""
+        return not self.difference.covers(0.0)
+
+
+def row_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based average ranks within every row of ``x`` [B, n] (ties share their mean rank, as scipy's rankdata),
+    vectorised over rows."""
+    order = np.argsort(x, axis=1, kind="stable")
+    ordered = np.take_along_axis(x, order, axis=1)
+    positions = np.broadcast_to(np.arange(x.shape[1]), x.shape)
+    starts = np.ones(x.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(x.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, positions, x.shape[1] - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(x.shape, dtype=np.float64)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=1)
+    return ranks
+
+
+def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Spearman x 100 of every row of ``predicted`` [B, n] with the same row of ``gold`` [B, n] (average ranks for
+    ties, as scipy's spearmanr)."""
+    rp = row_ranks(predicted)
+    rg = row_ranks(gold)
+    rp -= rp.mean(axis=1, keepdims=True)
+    rg -= rg.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((rp * rp).sum(axis=1) * (rg * rg).sum(axis=1))
+    return 100 * (rp * rg).sum(axis=1) / np.where(denominator > 0, denominator, np.nan)
+
+
+def subset_bounds(subsets: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of each run of equal subset names in file order (a task's pairs are stored subset by subset)."""
+    values = np.asarray(subsets)
+    if len(values) == 0:
+        return []
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    if len(set(values[starts])) != len(starts):
+        raise DefSentError("per-pair similarities", "a task's subsets are not stored contiguously")
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+
+
+def resample(bounds: list[tuple[int, int]], n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """[B, n] pair indices: every subset resampled with replacement within itself, keeping its size."""
+    return np.concatenate([rng.integers(start, end, size=(n_resamples, end - start)) for start, end in bounds],
+                          axis=1)
+
+
+def aggregated(similarity: np.ndarray, gold: np.ndarray, bounds: list[tuple[int, int]], aggregation: str,
+               index: np.ndarray) -> np.ndarray:
+    """The task's Spearman x 100 on each resample ``index`` [B, n] under the STS aggregation."""
+    if aggregation == "all":
+        return row_spearman(similarity[index], gold[index])
+    per_subset = [row_spearman(similarity[index[:, start:end]], gold[index[:, start:end]]) for start, end in bounds]
+    weights = [end - start for start, end in bounds] if aggregation == "wmean" else None
+    return np.average(np.stack(per_subset, axis=1), axis=1, weights=weights)
+
+
+def identity_index(bounds: list[tuple[int, int]]) -> np.ndarray:
+    return np.arange(bounds[-1][1])[None, :]
+
+
+@dataclass(frozen=True)
+class TaskPairs:
+    """One task's stored pairs: gold scores, subset runs, and the similarities of one or more models (same pairs)."""
+
+    gold: np.ndarray
+    bounds: list[tuple[int, int]]
+    similarities: list[np.ndarray]
+
+    def scores(self, aggregation: str, index: np.ndarray) -> list[np.ndarray]:
+        return [aggregated(s, self.gold, self.bounds, aggregation, index) for s in self.similarities]
+
+
+def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
+    """A task's rows of several models' per-pair files, checked to be the same pairs with the same gold scores."""
+    rows = [frame[frame["task"] == task] for frame in frames]
+    first = rows[0]
+    if first.empty:
+        raise DefSentError("per-pair similarities", f"no pairs of task {task!r}")
+    for other in rows[1:]:
+        same = (len(other) == len(first) and (other["subset"].to_numpy() == first["subset"].to_numpy()).all()
+                and np.array_equal(other["gold"].to_numpy(), first["gold"].to_numpy()))
+        if not same:
+            raise DefSentError("per-pair similarities", f"task {task!r}: the models were scored on different pairs")
+    return TaskPairs(first["gold"].to_numpy(np.float64), subset_bounds(first["subset"].tolist()),
+                     [r["similarity"].to_numpy(np.float64) for r in rows])
+
+
+def bootstrap_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, n_resamples: int,
+                     seed: int) -> dict[str, list[np.ndarray]]:
+    """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples (one generator, seeded; tasks
+    drawn in ``tasks`` order, so a task's resamples do not depend on which models are compared)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[np.ndarray]] = {}
+    for task in tasks:
+        pairs = task_pairs(frames, task)
+        out[task] = pairs.scores(aggregation, resample(pairs.bounds, n_resamples, rng))
+    out["avg"] = [np.mean([out[task][m] for task in tasks], axis=0) for m in range(len(frames))]
+    return out
+
+
+def point_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str) -> dict[str, list[float]]:
+    """Per task and ``avg``: every model's score on the pairs themselves."""
+    out: dict[str, list[float]] = {}
+    for task in tasks:
+        pairs = task_pairs(frames, task)
+        out[task] = [float(s[0]) for s in pairs.scores(aggregation, identity_index(pairs.bounds))]
+    out["avg"] = [float(np.mean([out[task][m] for task in tasks])) for m in range(len(frames))]
+    return out
+
+
+def percentile_interval(value: float, resampled: np.ndarray, level: float) -> Interval:
+    tail = (1 - level) / 2 * 100
+    low, high = np.nanpercentile(resampled, [tail, 100 - tail])
+    return Interval(value, float(low), float(high))
+
+
+def two_sided_p(differences: np.ndarray) -> float:
+    """Twice the smaller share of resampled differences on either side of 0, +1-corrected, at most 1."""
+    n = len(differences)
+    below = (np.count_nonzero(differences <= 0) + 1) / (n + 1)
+    above = (np.count_nonzero(differences >= 0) + 1) / (n + 1)
+    return float(min(1.0, 2 * min(below, above)))
+
+
+def score_intervals(frame: pd.DataFrame, tasks: Sequence[str], aggregation: str, n_resamples: int, level: float,
+                    seed: int) -> dict[str, Interval]:
+    """Every task's score and ``avg`` with its percentile-bootstrap interval."""
+    points = point_scores([frame], tasks, aggregation)
+    resampled = bootstrap_scores([frame], tasks, aggregation, n_resamples, seed)
+    return {key: percentile_interval(points[key][0], resampled[key][0], level) for key in points}
+
+
+def paired_tests(frame_a: pd.DataFrame, frame_b: pd.DataFrame, tasks: Sequence[str], aggregation: str,
+                 n_resamples: int, level: float, seed: int) -> dict[str, PairedTest]:
+    """A - B per task and ``avg``, both models scored on the same resampled pairs."""
+    points = point_scores([frame_a, frame_b], tasks, aggregation)
+    resampled = bootstrap_scores([frame_a, frame_b], tasks, aggregation, n_resamples, seed)
+    tests = {}
+    for key, (a, b) in resampled.items():
+        differences = a - b
+        value = points[key][0] - points[key][1]
+        tests[key] = PairedTest(percentile_interval(value, differences, level), two_sided_p(differences))
+    return tests

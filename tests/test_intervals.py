@@ -1,0 +1,113 @@
+"""Bootstrap intervals and paired tests on synthetic per-pair similarities with known answers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import rankdata, spearmanr
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.intervals import (
+    paired_tests,
+    point_scores,
+    resample,
+    row_ranks,
+    row_spearman,
+    score_intervals,
+    subset_bounds,
+)
+from defsent_plus.evaluation.sts import aggregate_spearman
+
+
+def frame(gold: np.ndarray, similarity: np.ndarray, subsets: list[str], task: str = "T") -> pd.DataFrame:
+    return pd.DataFrame({"task": task, "subset": subsets, "pair": np.arange(len(gold)), "gold": gold,
+                         "similarity": similarity})
+
+
+def noisy(gold: np.ndarray, scale: float, seed: int) -> np.ndarray:
+    return gold + np.random.default_rng(seed).normal(0, scale, len(gold))
+
+
+def two_subsets(n_small: int = 40, n_large: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    gold = rng.uniform(0, 5, n_small + n_large)
+    return gold, ["small"] * n_small + ["large"] * n_large
+
+
+def test_row_ranks_equal_scipy_rankdata_with_ties():
+    x = np.random.default_rng(0).integers(0, 6, size=(4, 30)).astype(float)
+    np.testing.assert_array_equal(row_ranks(x), rankdata(x, axis=1))
+
+
+def test_row_spearman_equals_scipy_with_ties():
+    rng = np.random.default_rng(1)
+    predicted = rng.integers(0, 5, size=(3, 50)).astype(float)
+    gold = rng.normal(size=(3, 50))
+    expected = [spearmanr(p, g).correlation * 100 for p, g in zip(predicted, gold, strict=True)]
+    np.testing.assert_allclose(row_spearman(predicted, gold), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("aggregation", ["all", "mean", "wmean"])
+def test_point_scores_equal_the_evaluator(aggregation):
+    gold, subsets = two_subsets()
+    similarity = noisy(gold, 1.0, 2)
+    cut = subsets.count("small")
+    expected = aggregate_spearman([similarity[:cut], similarity[cut:]], [gold[:cut], gold[cut:]], aggregation)
+    assert point_scores([frame(gold, similarity, subsets)], ["T"], aggregation)["T"][0] == pytest.approx(expected,
+                                                                                                      abs=1e-9)
+
+
+def test_a_model_against_itself_differs_by_exactly_zero_with_p_one():
+    gold, subsets = two_subsets()
+    same = frame(gold, noisy(gold, 1.0, 3), subsets)
+    test = paired_tests(same, same, ["T"], "all", 500, 0.95, seed=0)["T"]
+    assert test.difference.value == 0 and test.difference.low == 0 and test.difference.high == 0
+    assert test.p_value == 1.0 and not test.distinguishable
+
+
+def test_strong_noise_is_significantly_worse_than_weak_noise():
+    gold, subsets = two_subsets(100, 900)
+    weak, strong = frame(gold, noisy(gold, 0.5, 4), subsets), frame(gold, noisy(gold, 3.0, 5), subsets)
+    test = paired_tests(strong, weak, ["T"], "all", 1000, 0.95, seed=0)["T"]
+    assert test.difference.value < 0 and test.difference.high < 0 and test.p_value < 0.01 and test.distinguishable
+    close = frame(gold, noisy(gold, 0.5, 6), subsets)  # the same noise level, another draw: not distinguishable
+    assert paired_tests(close, weak, ["T"], "all", 1000, 0.95, seed=0)["T"].p_value > 0.05
+
+
+def test_intervals_are_reproducible_for_a_seed_and_move_with_it():
+    gold, subsets = two_subsets()
+    data = frame(gold, noisy(gold, 1.0, 7), subsets)
+    first = score_intervals(data, ["T"], "all", 300, 0.95, seed=1)
+    assert first == score_intervals(data, ["T"], "all", 300, 0.95, seed=1)
+    assert first != score_intervals(data, ["T"], "all", 300, 0.95, seed=2)
+
+
+def test_resampling_keeps_every_subset_inside_itself():
+    gold, subsets = two_subsets(5, 500)
+    bounds = subset_bounds(subsets)
+    assert bounds == [(0, 5), (5, 505)]
+    index = resample(bounds, 200, np.random.default_rng(0))
+    assert index.shape == (200, 505)
+    assert ((index[:, :5] >= 0) & (index[:, :5] < 5)).all() and (index[:, 5:] >= 5).all()
+    with pytest.raises(DefSentError, match="contiguously"):
+        subset_bounds(["a", "b", "a"])
+
+
+def test_models_scored_on_different_pairs_are_refused():
+    gold, subsets = two_subsets()
+    with pytest.raises(DefSentError, match="different pairs"):
+        paired_tests(frame(gold, gold, subsets), frame(gold[::-1], gold, subsets), ["T"], "all", 10, 0.95, 0)
+
+
+def test_the_95_percent_interval_covers_the_true_spearman_about_95_percent_of_the_time():
+    """400 samples of 200 pairs from a bivariate normal whose Spearman is known in closed form:
+    rho_s = 6/pi * arcsin(r/2); 250 resamples each."""
+    r = 0.6
+    truth = 6 / np.pi * np.arcsin(r / 2) * 100
+    rng = np.random.default_rng(0)
+    covered = 0
+    for k in range(400):
+        x = rng.normal(size=200)
+        y = r * x + np.sqrt(1 - r * r) * rng.normal(size=200)
+        interval = score_intervals(frame(x, y, ["only"] * 200), ["T"], "all", 250, 0.95, seed=k)["T"]
+        covered += interval.covers(truth)
+    assert 0.93 <= covered / 400 <= 0.97
