@@ -43,6 +43,9 @@ def test_stored_embeddings_equal_fresh_encodings(tiny_bert, tmp_path, pooling):
     fresh = load_encoder(tiny_bert).encode(sentences, pooling, batch_size=8, max_length=32)
     np.testing.assert_array_equal(np.stack([vectors[s] for s in sentences]), fresh)
     assert stored["sentences"] == len(sentences) and stored["pooling"] == pooling and stored["dim"] == fresh.shape[1]
+    record = stored["provenance"]
+    assert record["device"] == "cpu" and record["precision"] == "fp32" and record["threads"] >= 1
+    assert {"torch", "transformers", "scikit-learn", "project"} <= set(record)
 
 
 def test_embeddings_of_other_sentences_are_refused(tiny_bert, tmp_path):

@@ -9,7 +9,6 @@ Writing needs torch; reading does not.
 from __future__ import annotations
 
 import logging
-import platform
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.evaluation.sts import Embed
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
+from defsent_plus.provenance import provenance
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,7 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     record = {"encoder": label, "model_dir": str(model_dir), "sentence_set": sentence_set, "pooling": pooling,
               "sentences": len(sentences), "digest": sentences_digest(sentences), "dim": int(vectors.shape[1]),
               "batch_size": batch_size, "max_length": max_length, "seconds": round(seconds, 1),
-              "device": str(device), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-              "python": platform.python_version()}
+              "provenance": provenance(str(device), torch.get_num_threads())}
     write_json(out_json, record)
     log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
              seconds, len(sentences) / max(seconds, 1e-9))
