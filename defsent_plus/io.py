@@ -79,3 +79,16 @@ def sentences_digest(sentences: Sequence[str]) -> str:
     for sentence in sentences:
         digest.update(sentence.encode("utf-8") + b"\n")
     return digest.hexdigest()[:16]
+
+
+def read_parquet_file(path: str | Path):
+    """A parquet table as a pandas DataFrame, naming the file when it is missing or unreadable."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DefSentError(path, "file not found")
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:
+        raise DefSentError(path, f"cannot read as parquet: {err}") from err

@@ -5,11 +5,14 @@
 rule compare_sts:
     input:
         sts=[record["sts"] for record in PLAN.sts_comparison()],
+        pairs=sorted({path for record in PLAN.sts_comparison() for files in record["pairs"].values()
+                      for path in files.values()}),
     output:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
     params:
         runs=canonical(PLAN.sts_comparison()),
+        bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("compare", "sts"),
     threads: 1
@@ -30,5 +33,6 @@ use rule compare_sts as compare_reverse_dictionary with:
         md=dag.compare_file("reverse_dictionary.md"),
     params:
         runs=canonical(PLAN.reverse_dictionary_comparison()),
+        bootstrap=None,
     log:
         dag.log_file("compare", "reverse_dictionary"),

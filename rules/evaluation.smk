@@ -80,6 +80,7 @@ rule sts_table:
     params:
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
         title=lambda w: f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}",
+        bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "sts_table"),
     threads: 1
@@ -101,6 +102,7 @@ rule senteval_table:
     params:
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
         title=lambda w: f"SentEval transfer accuracy (%), run {w.run}",
+        bootstrap=None,
     log:
         dag.log_file("{run}", "eval", "senteval_table"),
     threads: 1

@@ -111,3 +111,47 @@ def test_the_95_percent_interval_covers_the_true_spearman_about_95_percent_of_th
         interval = score_intervals(frame(x, y, ["only"] * 200), ["T"], "all", 250, 0.95, seed=k)["T"]
         covered += interval.covers(truth)
     assert 0.93 <= covered / 400 <= 0.97
+
+
+def sts_pairs(similarity_of, seed: int = 0) -> pd.DataFrame:
+    """Per-pair rows of all seven STS tasks (two subsets for STS12, one for the others), similarity from gold."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for task in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR"):
+        subsets = ["a"] * 60 + ["b"] * 140 if task == "STS12" else [task] * 200
+        gold = rng.uniform(0, 5, len(subsets))
+        frames.append(pd.DataFrame({"task": task, "subset": subsets, "pair": np.arange(len(gold)), "gold": gold,
+                                    "similarity": similarity_of(gold)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_score_tables_carry_intervals_and_paired_verdicts(tmp_path):
+    from defsent_plus.evaluation.report import write_score_tables
+    from defsent_plus.evaluation.sts import scores_of_pairs
+    from defsent_plus.io import write_json
+
+    models = {"base": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
+              "same": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
+              "worse": lambda g: g + np.random.default_rng(2).normal(0, 4.0, len(g))}
+    rows = []
+    for step, (name, similarity_of) in enumerate(models.items()):
+        pairs = sts_pairs(similarity_of)
+        pairs.to_parquet(tmp_path / f"{name}.parquet")
+        scores = scores_of_pairs(pairs, ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR"))
+        write_json(tmp_path / f"{name}.json", {"model": name, "model_dir": name, "pooling": "mean", "scores": scores,
+                                               "sts_aggregation": "all"})
+        rows.append({"scores": tmp_path / f"{name}.json", "pairs": tmp_path / f"{name}.parquet", "label": name,
+                     "group": "", "step": min(step, 1), "pooling": "mean"})
+    write_json(tmp_path / "best.json", {"best": {"model": "same"}})
+    out = {name: tmp_path / f"sts.{name}" for name in ("tsv", "md", "png")}
+    options = {"resamples": 300, "level": 0.95, "seed": 0}
+    write_score_tables(rows=rows, best_json=tmp_path / "best.json", out_tsv=out["tsv"], out_md=out["md"], title="t",
+                       out_png=out["png"], bootstrap=options)
+    table = pd.read_csv(out["tsv"], sep="\t")
+    assert (table["avg_low"] < table["avg"]).all() and (table["avg"] < table["avg_high"]).all()
+    text = out["md"].read_text()
+    assert "95% intervals" in text and "percentile bootstrap" in text and "Koehn 2004" in text
+    same = next(line for line in text.splitlines() if line.startswith("| same * − base"))
+    worse = next(line for line in text.splitlines() if line.startswith("| worse − base"))
+    assert "+0.00 [+0.00, +0.00] n.s." in same and "| not distinguishable from 0" in same
+    assert "| distinguishable from 0" in worse and "n.s." not in worse.split("|")[-3]

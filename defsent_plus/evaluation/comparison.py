@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown
+from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
 from defsent_plus.io import atomic_path, read_json
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
@@ -36,9 +37,44 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "") -> lis
     return rows
 
 
-def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path) -> pd.DataFrame:
-    """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv). A starting model shared by runs
-    is listed once."""
+def compared_models(runs: Sequence[dict], pooling: str) -> tuple[list[str], list[str], list[tuple[str, int, int]]]:
+    """The distinct models of one pooling's comparison (per-pair files and labels) and the paired tests: each run's
+    dev-selected model against its starting model, then every two runs' dev-selected models."""
+    paths: list[str] = []
+
+    def index(path: str) -> int:
+        if path not in paths:
+            paths.append(path)
+        return paths.index(path)
+
+    start = {r["run"]: index(r["pairs"][pooling]["start"]) for r in runs}
+    final = {r["run"]: index(r["pairs"][pooling]["final"]) for r in runs}
+    names = {i: Path(path).parent.name for i, path in enumerate(paths)}
+    labels = {**{i: names[i] for i in start.values()}, **{i: f"{run}, dev-selected" for run, i in final.items()}}
+    tests = [(f"{run} − its start ({names[start[run]]})", final[run], start[run]) for run in final]
+    names_runs = list(final)
+    tests += [(f"{a} − {b}", final[a], final[b]) for k, a in enumerate(names_runs) for b in names_runs[k + 1:]]
+    return paths, [labels[i] for i in range(len(paths))], tests
+
+
+def comparison_uncertainty(runs: Sequence[dict], aggregation: str, options: dict) -> str:
+    """Markdown: the intervals of every compared model and the paired tests, per pooling."""
+    text = "\n## Uncertainty\n\n" + reading_note(options)
+    for pooling in runs[0]["pairs"]:
+        paths, labels, tests = compared_models(runs, pooling)
+        resampled = bootstrap_of(paths, aggregation, options)
+        rows = [{"model": label, "pooling": pooling} for label in labels]
+        text += (f"### {options['level']:.0%} intervals ({pooling} pooling)\n\n"
+                 + markdown(interval_rows(rows, resampled), STS_COLUMNS)
+                 + f"\n### Paired tests ({pooling} pooling)\n\n" + markdown(paired_rows(tests, resampled), STS_COLUMNS)
+                 + "\n")
+    return text
+
+
+def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path,
+                         bootstrap: dict | None = None) -> pd.DataFrame:
+    """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv; with ``bootstrap``, ``pairs``: per
+    pooling the per-pair files of its starting and final models). A starting model shared by runs is listed once."""
     tables = {r["run"]: pd.read_csv(r["sts"], sep="\t") for r in runs}
     rows = [row for r in runs for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
@@ -48,6 +84,9 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     text = ("# STS of every run (Spearman x 100 of cosine)\n\n" + note +
             "Starting models, then per run its final step's candidates as mean ± std over seeds and the model "
             "selected on STS-B dev (never on a test set).\n\n" + markdown(table, STS_COLUMNS))
+    if bootstrap is not None:
+        aggregation = pd.concat(tables.values())["sts_aggregation"].iloc[0]
+        text += comparison_uncertainty(runs, aggregation, bootstrap)
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return table

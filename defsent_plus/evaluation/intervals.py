@@ -68,15 +68,23 @@ def row_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def centred_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ranks minus their mean, and the rows' norms (the pieces of a Pearson correlation of ranks)."""
+    ranks = row_ranks(x)
+    ranks -= ranks.mean(axis=1, keepdims=True)
+    return ranks, np.sqrt((ranks * ranks).sum(axis=1))
+
+
+def spearman_of_ranks(predicted: tuple[np.ndarray, np.ndarray], gold: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    (rp, norm_p), (rg, norm_g) = predicted, gold
+    denominator = norm_p * norm_g
+    return 100 * (rp * rg).sum(axis=1) / np.where(denominator > 0, denominator, np.nan)
+
+
 def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """Spearman x 100 of every row of ``predicted`` [B, n] with the same row of ``gold`` [B, n] (average ranks for
     ties, as scipy's spearmanr)."""
-    rp = row_ranks(predicted)
-    rg = row_ranks(gold)
-    rp -= rp.mean(axis=1, keepdims=True)
-    rg -= rg.mean(axis=1, keepdims=True)
-    denominator = np.sqrt((rp * rp).sum(axis=1) * (rg * rg).sum(axis=1))
-    return 100 * (rp * rg).sum(axis=1) / np.where(denominator > 0, denominator, np.nan)
+    return spearman_of_ranks(centred_ranks(predicted), centred_ranks(gold))
 
 
 def subset_bounds(subsets: Sequence[str]) -> list[tuple[int, int]]:
@@ -97,18 +105,11 @@ def resample(bounds: list[tuple[int, int]], n_resamples: int, rng: np.random.Gen
                           axis=1)
 
 
-def aggregated(similarity: np.ndarray, gold: np.ndarray, bounds: list[tuple[int, int]], aggregation: str,
-               index: np.ndarray) -> np.ndarray:
-    """The task's Spearman x 100 on each resample ``index`` [B, n] under the STS aggregation."""
+def segments(bounds: list[tuple[int, int]], aggregation: str, n: int) -> tuple[list[tuple[int, int]], list | None]:
+    """The column ranges whose Spearman is taken (``all``: the whole task; else each subset) and their weights."""
     if aggregation == "all":
-        return row_spearman(similarity[index], gold[index])
-    per_subset = [row_spearman(similarity[index[:, start:end]], gold[index[:, start:end]]) for start, end in bounds]
-    weights = [end - start for start, end in bounds] if aggregation == "wmean" else None
-    return np.average(np.stack(per_subset, axis=1), axis=1, weights=weights)
-
-
-def identity_index(bounds: list[tuple[int, int]]) -> np.ndarray:
-    return np.arange(bounds[-1][1])[None, :]
+        return [(0, n)], None
+    return bounds, ([end - start for start, end in bounds] if aggregation == "wmean" else None)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,20 @@ class TaskPairs:
     similarities: list[np.ndarray]
 
     def scores(self, aggregation: str, index: np.ndarray) -> list[np.ndarray]:
-        return [aggregated(s, self.gold, self.bounds, aggregation, index) for s in self.similarities]
+        """Every model's score on each resample ``index`` [B, n] under the STS aggregation (the gold ranks of a
+        resample computed once for all models)."""
+        ranges, weights = segments(self.bounds, aggregation, index.shape[1])
+        per_model = [[] for _ in self.similarities]
+        for start, end in ranges:
+            columns = index[:, start:end]
+            gold = centred_ranks(self.gold[columns])
+            for scores, similarity in zip(per_model, self.similarities, strict=True):
+                scores.append(spearman_of_ranks(centred_ranks(similarity[columns]), gold))
+        return [np.average(np.stack(scores, axis=1), axis=1, weights=weights) for scores in per_model]
+
+
+def identity_index(bounds: list[tuple[int, int]]) -> np.ndarray:
+    return np.arange(bounds[-1][1])[None, :]
 
 
 def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
@@ -178,19 +192,42 @@ def two_sided_p(differences: np.ndarray) -> float:
 def score_intervals(frame: pd.DataFrame, tasks: Sequence[str], aggregation: str, n_resamples: int, level: float,
                     seed: int) -> dict[str, Interval]:
     """Every task's score and ``avg`` with its percentile-bootstrap interval."""
-    points = point_scores([frame], tasks, aggregation)
-    resampled = bootstrap_scores([frame], tasks, aggregation, n_resamples, seed)
-    return {key: percentile_interval(points[key][0], resampled[key][0], level) for key in points}
+    options = {"resamples": n_resamples, "level": level, "seed": seed}
+    return Bootstrap.of([frame], tasks, aggregation, options).intervals(0)
 
 
 def paired_tests(frame_a: pd.DataFrame, frame_b: pd.DataFrame, tasks: Sequence[str], aggregation: str,
                  n_resamples: int, level: float, seed: int) -> dict[str, PairedTest]:
     """A - B per task and ``avg``, both models scored on the same resampled pairs."""
-    points = point_scores([frame_a, frame_b], tasks, aggregation)
-    resampled = bootstrap_scores([frame_a, frame_b], tasks, aggregation, n_resamples, seed)
-    tests = {}
-    for key, (a, b) in resampled.items():
-        differences = a - b
-        value = points[key][0] - points[key][1]
-        tests[key] = PairedTest(percentile_interval(value, differences, level), two_sided_p(differences))
-    return tests
+    options = {"resamples": n_resamples, "level": level, "seed": seed}
+    return Bootstrap.of([frame_a, frame_b], tasks, aggregation, options).paired(0, 1)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Several models' scores on the same test pairs and on the same resamples of them: each model's intervals and
+    any two models' paired test come from one resampling."""
+
+    points: dict[str, list[float]]
+    resampled: dict[str, list[np.ndarray]]
+    level: float
+
+    @classmethod
+    def of(cls, frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, options: dict) -> Bootstrap:
+        """``options``: ``resamples``, ``level``, ``seed`` (config ``evaluation.bootstrap``)."""
+        return cls(point_scores(frames, tasks, aggregation),
+                   bootstrap_scores(frames, tasks, aggregation, options["resamples"], options["seed"]),
+                   options["level"])
+
+    def intervals(self, model: int) -> dict[str, Interval]:
+        return {key: percentile_interval(self.points[key][model], resampled[model], self.level)
+                for key, resampled in self.resampled.items()}
+
+    def paired(self, a: int, b: int) -> dict[str, PairedTest]:
+        """Model ``a`` minus model ``b``."""
+        tests = {}
+        for key, resampled in self.resampled.items():
+            differences = resampled[a] - resampled[b]
+            value = self.points[key][a] - self.points[key][b]
+            tests[key] = PairedTest(percentile_interval(value, differences, self.level), two_sided_p(differences))
+        return tests

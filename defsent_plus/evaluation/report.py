@@ -11,6 +11,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from defsent_plus.evaluation.significance import (  # noqa: E402
+    bootstrap_of,
+    interval_columns,
+    interval_rows,
+    paired_rows,
+    reading_note,
+)
 from defsent_plus.io import atomic_path, read_json  # noqa: E402
 
 STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
@@ -60,15 +67,21 @@ def aggregation_note(table: pd.DataFrame) -> str:
 
 def write_score_tables(
     rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
-    out_png: str | Path | None = None,
+    out_png: str | Path | None = None, bootstrap: dict | None = None,
 ) -> pd.DataFrame:
     """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
     with ``out_png``, the average per PST step as a plot. ``rows``: one record per (model, pooling) with its
-    score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model)."""
+    score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model); for
+    STS also its per-pair similarities (``pairs``), which with ``bootstrap`` (config ``evaluation.bootstrap``) give
+    every score's interval and every later model's paired test against the starting model."""
     table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
     table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
     placed = table.assign(group=[row["group"] for row in rows], step=[row["step"] for row in rows])
+    uncertainty = bootstrap is not None and all("pairs" in row for row in rows)
+    if uncertainty:
+        resampled = bootstrap_of([row["pairs"] for row in rows], table["sts_aggregation"].iloc[0], bootstrap)
+        placed = pd.concat([placed, interval_columns(resampled, len(rows))], axis=1)
     with atomic_path(out_tsv) as tmp:
         placed.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
@@ -77,11 +90,29 @@ def write_score_tables(
     final = grouped[grouped["group"] != ""].drop(columns="step")
     if not final.empty:
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
+    if uncertainty:
+        text += uncertainty_sections(table, placed["step"].tolist(), resampled, bootstrap)
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if out_png is not None:
         plot_average_by_step(grouped, out_png, title)
     return table
+
+
+def uncertainty_sections(table: pd.DataFrame, steps: list[int], resampled, options: dict) -> str:
+    """Markdown: every model's intervals, then each later model against the starting model of its pooling."""
+    labels = table[["model", "pooling"]].to_dict("records")
+    start = {label["pooling"]: m for m, (label, step) in enumerate(zip(labels, steps, strict=True)) if step == 0}
+    comparisons = [(f"{label['model']} − {labels[start[label['pooling']]]['model']} ({label['pooling']})", m,
+                    start[label["pooling"]])
+                   for m, (label, step) in enumerate(zip(labels, steps, strict=True))
+                   if step > 0 and label["pooling"] in start]
+    text = (f"\n## {options['level']:.0%} intervals\n\n" + reading_note(options)
+            + markdown(interval_rows(labels, resampled), STS_COLUMNS))
+    if comparisons:
+        text += ("\n## Against the starting model (paired bootstrap)\n\n"
+                 + markdown(paired_rows(comparisons, resampled), STS_COLUMNS))
+    return text
 
 
 def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) -> None:
@@ -91,6 +122,9 @@ def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) ->
     fig, ax = plt.subplots(figsize=(6, 4))
     for pooling, rows in data.groupby("pooling", sort=False):
         ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
+        if "avg_low" in rows:  # each model's test-set interval (evaluation.bootstrap)
+            ax.errorbar(rows["step"] - 0.04, rows["avg"], fmt="none", ecolor="grey", capsize=3, alpha=0.6,
+                        yerr=[rows["avg"] - rows["avg_low"], rows["avg_high"] - rows["avg"]])
         per_step = rows.groupby("step")["avg"].mean()
         ax.plot(per_step.index, per_step.to_numpy(), alpha=0.4, label=f"{pooling}: mean per step")
         for i, (group, seeds) in enumerate(rows[rows["group"] != ""].groupby("group", sort=False), start=1):

@@ -242,9 +242,14 @@ class Plan:
         return {"batch_size": block["batch_size"], "max_length": block["max_length"]}
 
     def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
-        """One record per (model, pooling) of a table: its score file, label, seed group and step."""
-        return [{"scores": score_file(row.encoder, benchmark, pooling), "label": row.label, "group": row.group,
-                 "step": row.step, "pooling": pooling}
+        """One record per (model, pooling) of a table: its score file, label, seed group and step; STS also its
+        per-pair similarities (``pairs``)."""
+        def files(row: Evaluated, pooling: str) -> dict[str, str]:
+            scores = {"scores": score_file(row.encoder, benchmark, pooling)}
+            return scores if benchmark != "sts" else {**scores, "pairs": score_file(row.encoder, benchmark, pooling,
+                                                                                     "pairs.parquet")}
+
+        return [{**files(row, pooling), "label": row.label, "group": row.group, "step": row.step, "pooling": pooling}
                 for row in models for pooling in self.config["evaluation"]["poolings"]]
 
     def step_records(self, run: str) -> list[dict]:
@@ -341,7 +346,15 @@ class Plan:
     def sts_comparison(self) -> list[dict]:
         """Every run's STS table with its method and chain (rule compare_sts)."""
         return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
-                 "sts": run_file(run, "sts.tsv")} for run in self.config["runs"]]
+                 "sts": run_file(run, "sts.tsv"), "pairs": self.comparison_pairs(run)} for run in self.config["runs"]]
+
+    def comparison_pairs(self, run: str) -> dict[str, dict[str, str]]:
+        """Per pooling, the per-pair similarities of a run's starting model and final dev-selected model (the
+        comparison's intervals and paired tests)."""
+        final = EncoderId.selected(run, self.final_step(run))
+        return {pooling: {"start": score_file(self.start(run), "sts", pooling, "pairs.parquet"),
+                          "final": score_file(final, "sts", pooling, "pairs.parquet")}
+                for pooling in self.config["evaluation"]["poolings"]}
 
     def reverse_dictionary_comparison(self) -> list[dict]:
         """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""

@@ -107,6 +107,8 @@ class RuleInputs:
         plan = self.plan
         return {
             "scores": lambda wildcards: [row["scores"] for row in plan.score_rows(models_of(wildcards.run), benchmark)],
+            "pairs": lambda wildcards: [row["pairs"] for row in plan.score_rows(models_of(wildcards.run), benchmark)
+                                        if "pairs" in row],
             "best": lambda wildcards: dag.best_json(wildcards.run, plan.final_step(wildcards.run)),
         }
 

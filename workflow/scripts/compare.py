@@ -4,5 +4,9 @@ from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparis
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
-write = write_sts_comparison if snakemake.rule == "compare_sts" else write_reverse_dictionary_comparison
-write(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md)
+if snakemake.rule == "compare_sts":
+    write_sts_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
+                         bootstrap=snakemake.params.bootstrap)
+else:
+    write_reverse_dictionary_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv,
+                                        out_md=snakemake.output.md)

@@ -11,4 +11,5 @@ write_score_tables(
     out_md=snakemake.output.md,
     title=snakemake.params.title,
     out_png=snakemake.output.get("png"),
+    bootstrap=snakemake.params.bootstrap,
 )
