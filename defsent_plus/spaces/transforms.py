@@ -41,7 +41,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import torch
 from scipy import linalg
 from sklearn.decomposition import PCA, FastICA
 from sklearn.exceptions import ConvergenceWarning
@@ -53,7 +52,6 @@ from defsent_plus import names
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.spaces.entry_matrix import check_entry_space, load_space
-from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES, torch_parallel_fastica
 from defsent_plus.spaces.moments import covariance
 
 log = logging.getLogger(__name__)
@@ -168,11 +166,15 @@ def available_threads() -> int:
 
 
 def cuda_available() -> bool:
+    import torch  # only the ICA job asks; center and whiten start without torch
+
     return bool(torch.cuda.is_available())
 
 
 def torch_supports(whiten: Any, fun: Any, algorithm: str) -> bool:
     """Whether the torch path implements these FastICA options (else only sklearn can run them)."""
+    from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
+
     return algorithm == "parallel" and whiten in TORCH_WHITEN_MODES and fun in TORCH_NONLINEARITIES
 
 
@@ -182,6 +184,8 @@ def resolve_backend(backend: str, whiten: Any, fun: Any, algorithm: str) -> str:
         raise DefSentError("transform 'ica'", f"backend must be one of {list(ICA_BACKENDS)}, got {backend!r}")
     supported = torch_supports(whiten, fun, algorithm)
     if backend == "torch" and not supported:
+        from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
+
         raise DefSentError(
             "transform 'ica'",
             f"backend 'torch' implements algorithm='parallel', whiten in {list(TORCH_WHITEN_MODES)}, "
@@ -202,6 +206,8 @@ def threadpool_controller() -> ThreadpoolController:
 @contextmanager
 def limited_threads(threads: int) -> Iterator[None]:
     """Let numpy/scipy BLAS and torch use exactly ``threads`` threads inside the block."""
+    import torch
+
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -352,6 +358,10 @@ def sklearn_initial_unmixing(random_state: int | None, n_components: int, dtype:
 
 def _ica_torch(scaled: np.ndarray, options: dict, device: str | None) -> tuple[np.ndarray, int, str]:
     """Whitening and final unmixing as FastICA does them; the fixed-point iterations in torch."""
+    import torch
+
+    from defsent_plus.spaces.fastica_torch import torch_parallel_fastica
+
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     n_samples = scaled.shape[0]
     n_components = min(options["n_components"], *scaled.shape)
