@@ -53,3 +53,20 @@ def provenance(device: str, threads: int, seeds: dict | None = None) -> dict:
     """Everything above, plus the seeds that drew this number (``seeds``: name -> value)."""
     return {"project": project_commit(), "python": platform.python_version(), **library_versions(),
             **compute_record(device, threads), **({"seeds": seeds} if seeds else {})}
+
+
+FOOTER_KEYS = ("project", "torch", "transformers", "scikit-learn", "device", "gpu", "precision", "threads")
+
+
+def provenance_footer(records: list[dict]) -> str:
+    """A markdown footer naming what the table's numbers were computed with; a key whose value differs between rows
+    lists every value (so a mixed table says so)."""
+    records = [r for r in records if r]
+    if not records:
+        return ""
+    parts = []
+    for key in FOOTER_KEYS:
+        values = list(dict.fromkeys(str(r[key]) for r in records if key in r))
+        if values:
+            parts.append(f"{key} {' / '.join(values)}")
+    return "\n---\nComputed with: " + "; ".join(parts) + ".\n"

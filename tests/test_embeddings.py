@@ -81,3 +81,22 @@ def test_dev_scoring_stores_pairs_and_the_dev_score(tiny_bert, tmp_path):
                                     benchmark="dev", out_pairs=tmp_path / "d.parquet")
     pairs = pd.read_parquet(tmp_path / "d.parquet")
     assert set(pairs["task"]) == {"STSB-dev"} and result["dev_score"] == result["scores"]["STSB-dev"]
+
+
+def test_score_tables_name_what_the_scores_were_computed_with(tiny_bert, tmp_path):
+    from importlib.metadata import version
+
+    from defsent_plus.evaluation.report import write_score_tables
+    from defsent_plus.io import write_json
+
+    npy, record = embed_set(tiny_bert, tmp_path, "sts")
+    write_benchmark_scores(embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=tmp_path / "s.json",
+                           benchmark="sts", out_pairs=tmp_path / "s.parquet")
+    write_json(tmp_path / "best.json", {"best": {"model": "elsewhere"}})
+    rows = [{"scores": tmp_path / "s.json", "pairs": tmp_path / "s.parquet", "label": "tiny", "group": "", "step": 0,
+             "pooling": "mean"}]
+    write_score_tables(rows=rows, best_json=tmp_path / "best.json", out_tsv=tmp_path / "t.tsv",
+                       out_md=tmp_path / "t.md", title="t", bootstrap={"resamples": 100, "level": 0.9, "seed": 0})
+    footer = (tmp_path / "t.md").read_text().split("Computed with: ")[1]
+    assert f"torch {version('torch')}" in footer and f"transformers {version('transformers')}" in footer
+    assert "device cpu" in footer and "precision fp32" in footer and "project " in footer

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown
+from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
 from defsent_plus.io import atomic_path, read_json
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
 from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
+from defsent_plus.provenance import provenance_footer
 
 SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 
@@ -87,6 +88,9 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     if bootstrap is not None:
         aggregation = pd.concat(tables.values())["sts_aggregation"].iloc[0]
         text += comparison_uncertainty(runs, aggregation, bootstrap)
+    scored = dict.fromkeys(path.replace(".pairs.parquet", ".json") for r in runs
+                           for files in r.get("pairs", {}).values() for path in files.values())
+    text += provenance_footer(score_provenance([path for path in scored if Path(path).is_file()]))
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return table

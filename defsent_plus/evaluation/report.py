@@ -19,6 +19,7 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     reading_note,
 )
 from defsent_plus.io import atomic_path, read_json  # noqa: E402
+from defsent_plus.provenance import provenance_footer  # noqa: E402
 
 STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
                "STSB": "STS-B", "SICKR": "SICK-R", "avg": "Avg."}
@@ -35,6 +36,11 @@ def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd
         rows.append({"model": result["model"], "pooling": result["pooling"], **result["scores"], **setting,
                      "dev_selected": Path(result["model_dir"]) == chosen})
     return pd.DataFrame(rows)
+
+
+def score_provenance(score_jsons: Sequence[str | Path]) -> list[dict]:
+    """What each score was computed with (its embeddings' record; empty for older score files)."""
+    return [read_json(path).get("embeddings", {}).get("provenance", {}) for path in score_jsons]
 
 
 def seed_summary(table: pd.DataFrame, group: str = "group") -> pd.DataFrame:
@@ -92,6 +98,7 @@ def write_score_tables(
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
     if uncertainty:
         text += uncertainty_sections(table, placed["step"].tolist(), resampled, bootstrap)
+    text += provenance_footer(score_provenance([row["scores"] for row in rows]))
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if out_png is not None:
