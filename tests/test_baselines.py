@@ -8,12 +8,23 @@ import pandas as pd
 import pytest
 import torch
 from scipy import stats
+from sklearn.preprocessing import QuantileTransformer
 
 from defsent_plus.baselines.aggregation import DeviceTables, aggregate
-from defsent_plus.baselines.extract import batches, layer_vectors, token_tables
-from defsent_plus.baselines.grid import alignment, uniformity
-from defsent_plus.baselines.postprocess import apply_chain, fit_chain
-from defsent_plus.baselines.sentences import fit_corpus, sample_definitions
+from defsent_plus.baselines.extract import INDEX, batches, cache_file, layer_vectors, token_tables
+from defsent_plus.baselines.grid import (
+    CachedEmbeddings,
+    RankedGold,
+    RowVectors,
+    SpaceIsotropy,
+    alignment,
+    gram_uniformity,
+    score_combination,
+    score_grid,
+    uniformity,
+)
+from defsent_plus.baselines.postprocess import UniformQuantiles, apply_chain, fit_chain
+from defsent_plus.baselines.sentences import EvaluationSet, ScoredPart, fit_corpus, sample_definitions
 from defsent_plus.baselines.sources import StaticAccumulator, random_table
 from defsent_plus.baselines.spec import (
     Combination,
@@ -26,6 +37,9 @@ from defsent_plus.baselines.templates import TEMPLATES, render_all, template_tex
 from defsent_plus.baselines.tokens import idf_table, most_frequent
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import cosine_rows
+from defsent_plus.io import sentences_digest, write_json
+from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
 
 CPU = torch.device("cpu")
 BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}
@@ -344,3 +358,149 @@ def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config()
         plan_with({"fit_corpus": {"dataset": "z"}})
     with pytest.raises(DefSentError, match=r"config: baselines.grids.g.postprocess\[0\]"):
         plan_with({"grids": {"g": {**GRID, "postprocess": ["sharpen"]}}})
+
+
+# ------------------------------------------------------------------------------------------ scoring the grid fast
+
+SYNTHETIC_TASKS = ("STS12", "SICKR")
+SYNTHETIC_DIM = 6
+SCORING = {"abtt_components": 1, "sts_aggregation": "all", "isotropy_seed": 0, "isotropy_pairs": 300}
+
+
+def scored_parts(rng: np.random.Generator, rows: np.ndarray) -> list[ScoredPart]:
+    """Two parts of pairs among ``rows``, one pair of a sentence with itself (cosine 1 up to round-off), tied gold."""
+    first, second = rng.choice(rows, 15), rng.choice(rows, 15)
+    second[0] = first[0]
+    gold = rng.integers(0, 6, 15).astype(float)
+    return [ScoredPart(first[:7], second[:7], gold[:7]), ScoredPart(first[7:], second[7:], gold[7:])]
+
+
+def synthetic_evaluation(seed: int = 0) -> EvaluationSet:
+    """60 sentences: two tasks and STS-B dev of 24 sentences each (the tasks share some), alignment pairs and a
+    uniformity sample."""
+    rng = np.random.default_rng(seed)
+    tasks = {task: scored_parts(rng, np.arange(12 * k, 12 * k + 24)) for k, task in enumerate(SYNTHETIC_TASKS)}
+    alignment_rows = rng.permutation(np.arange(20, 60))
+    return EvaluationSet([f"sentence {k}" for k in range(60)], tasks, (alignment_rows[:8], alignment_rows[8:16]),
+                         np.sort(alignment_rows[10:30]), scored_parts(rng, np.arange(36, 60)))
+
+
+def write_synthetic_cache(root, evaluation: EvaluationSet, corpus: list[str], seed: int = 0) -> None:
+    """A cache of one template ("none"): anisotropic float32 vectors for every (layer set, source, aggregation) the
+    synthetic grid reads, each task's own rows for idf_task."""
+    rng = np.random.default_rng(seed)
+    mixing = rng.normal(size=(SYNTHETIC_DIM, SYNTHETIC_DIM)) * np.linspace(3, 0.3, SYNTHETIC_DIM)
+
+    def vectors(n: int) -> np.ndarray:
+        return (rng.normal(size=(n, SYNTHETIC_DIM)) @ mixing + 2.0).astype(np.float32)
+
+    files = [("L2", "encoder", "mean"), ("L2", "avg", "mean"), ("L1", "encoder", "mean"), ("-", "random", "mean"),
+             ("L2", "encoder", "idf_task"), ("L2", "avg", "idf_task")]
+    for layers, source, aggregation in files:
+        splits = {"corpus": len(corpus)}
+        if aggregation == "idf_task":
+            splits.update({f"eval-{task}": len(evaluation.task_rows(task)) for task in evaluation.tasks})
+        else:
+            splits["eval"] = len(evaluation.sentences)
+        for split, n in splits.items():
+            path = cache_file(root, layers, source, aggregation, split)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, vectors(n))
+    write_json(root / INDEX, {"eval_digest": sentences_digest(evaluation.sentences),
+                              "corpus_digest": sentences_digest(corpus)})
+
+
+def synthetic_grid() -> list[Combination]:
+    """Every source (encoder + Avg. included), idf_task, every post-processor fitted on the corpus and per task, a
+    layer-sweep row."""
+    post_fits = [("none", "-")] + [(chain, fit) for chain in ("zscore", "quantile", "whiten", "abtt1", "zscore+l2")
+                                   for fit in ("corpus", "eval")]
+    embeddings = [("encoder", "L2", "mean"), ("avg", "L2", "mean"), ("encoder+avg", "L2", "mean"),
+                  ("random", "-", "mean"), ("encoder", "L2", "idf_task"), ("encoder+avg", "L2", "idf_task")]
+    rows = [Combination(source, "none", layers, aggregation, chain, fit)
+            for source, layers, aggregation in embeddings for chain, fit in post_fits]
+    return [*rows, Combination("encoder", "none", "L1", "mean", "none", "-", True)]
+
+
+@pytest.fixture(scope="module")
+def synthetic_cache(tmp_path_factory):
+    evaluation = synthetic_evaluation()
+    corpus = [f"definition {k}" for k in range(40)]
+    root = tmp_path_factory.mktemp("cache") / "none"
+    write_synthetic_cache(root, evaluation, corpus)
+    return CachedEmbeddings({"none": root}, evaluation, corpus), evaluation
+
+
+def reference_table(rows, embeddings, evaluation, options) -> pd.DataFrame:
+    return pd.DataFrame([score_combination(c, embeddings, evaluation, options) for c in rows])
+
+
+def assert_same_table(fast: pd.DataFrame, reference: pd.DataFrame) -> None:
+    assert list(fast.columns) == list(reference.columns)
+    numeric = reference.select_dtypes("number").columns
+    pd.testing.assert_frame_equal(fast.drop(columns=numeric), reference.drop(columns=numeric))
+    np.testing.assert_allclose(fast[numeric].to_numpy(float), reference[numeric].to_numpy(float), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("sts_aggregation", ["all", "wmean"])
+def test_the_fast_grid_scorer_gives_the_reference_table(synthetic_cache, sts_aggregation):
+    embeddings, evaluation = synthetic_cache
+    options = {**SCORING, "sts_aggregation": sts_aggregation}
+    rows = synthetic_grid()
+    reference = reference_table(rows, embeddings, evaluation, options)
+    assert_same_table(score_grid(rows, embeddings, evaluation, options), reference)
+    # the comparison can fail: nearly every row scores differently, transductive rows have no dev or alignment
+    assert reference["avg"].nunique() >= 0.9 * len(rows)
+    transductive = reference[reference["aggregation"] == "idf_task"]
+    assert transductive["transductive"].all() and transductive[["dev", "alignment", "uniformity"]].isna().all().all()
+    assert reference.loc[reference["fit"] == "eval", "transductive"].all()
+
+
+def test_the_fast_grid_scorer_reads_each_cache_file_once(synthetic_cache, monkeypatch):
+    embeddings, evaluation = synthetic_cache
+    reads = []
+    load = np.load
+    monkeypatch.setattr(np, "load", lambda path, *args, **kwargs: reads.append(path) or load(path, *args, **kwargs))
+    score_grid(synthetic_grid(), embeddings, evaluation, SCORING)
+    assert len(reads) == len(set(reads)) == sum(1 for _ in embeddings.roots["none"].rglob("*.npy"))
+
+
+def test_uniform_quantiles_give_scikit_learns_numbers_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for n_fit, n_quantiles in [(1500, 1000), (300, 300), (40, 17)]:
+        fit = rng.standard_t(3, size=(n_fit, 5))
+        fit[: n_fit // 10] = fit[0]  # tied quantiles
+        fit[:, 3] = 1.0  # a constant column
+        x = rng.standard_t(3, size=(200, 5)) * 2  # beyond the fit range too
+        x[:3], x[3], x[4] = fit[:3], fit.max(0), -0.0  # on the quantiles
+        expected = QuantileTransformer(n_quantiles=n_quantiles, subsample=None).fit(fit)
+        fast = UniformQuantiles(n_quantiles).fit(fit)
+        np.testing.assert_array_equal(fast.quantiles_, expected.quantiles_)
+        np.testing.assert_array_equal(fast.transform(x), expected.transform(x))
+        np.testing.assert_array_equal(fast.transform(fit), expected.transform(fit))
+    np.testing.assert_array_equal(apply_chain("quantile+l2", fit, x, 1, "k", fast=True),
+                                  apply_chain("quantile+l2", fit, x, 1, "k"))
+    x[5, 2] = np.nan  # left out of the fit, NaN after
+    np.testing.assert_array_equal(UniformQuantiles(50).fit(x).transform(x),
+                                  QuantileTransformer(n_quantiles=50, subsample=None).fit(x).transform(x))
+
+
+def test_the_fast_metrics_equal_their_definitions():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 8)) + 1.0
+    x[5] = x[4]  # a distance of 0
+    x[7] = 0.0  # a zero vector
+    assert gram_uniformity(x) == pytest.approx(uniformity(x), abs=1e-12)
+    isotropy = SpaceIsotropy(seed=3, n_pairs=5000)(x)
+    assert isotropy["isoscore"] == pytest.approx(isoscore(x), abs=1e-12)
+    assert isotropy["mean_cosine"] == pytest.approx(mean_pair_cosine(x, 3, 5000), abs=1e-12)
+    gold = rng.integers(0, 5, 50).astype(float)
+    predicted = rng.normal(size=50)
+    predicted[:10] = predicted[0]  # ties
+    assert RankedGold(gold).spearman_percent(predicted) == pytest.approx(
+        stats.spearmanr(predicted, gold).correlation * 100, abs=1e-12)
+    assert np.isnan(RankedGold(gold).spearman_percent(np.ones(50)))  # a constant side, as spearmanr
+    vectors = rng.normal(size=(30, 4))
+    first, second = rng.integers(0, 30, 2000), rng.integers(0, 30, 2000)
+    np.testing.assert_array_equal(RowVectors(vectors).cosines(first, second),
+                                  cosine_rows(vectors[first], vectors[second]))

@@ -5,31 +5,47 @@ Post-processing fitted on the ``corpus`` is fitted once on the fit corpus' embed
 to every evaluated sentence; fitted on ``eval`` it is fitted per STS task on that task's own sentences (and for
 alignment/uniformity on their STS-B train sentences) — transductive, and marked so. ``idf_task`` rows are
 transductive too; they have no alignment/uniformity (their idf exists only per STS task).
+
+Two scorers give the same table. :func:`score_combination` scores one combination from scratch: the reference, kept
+as the tests' oracle and the benchmark's baseline. :func:`score_grid` scores a grid block by block: the combinations
+of one (template, layer set, aggregation) read each cache file once; each post-processing chain is fitted once on the
+fit corpus and its space's isotropy measured once per cached embedding; every task's gold is ranked once; uniformity
+comes from a Gram matrix, the mean cosine from one sparse product, quantile-u from
+:class:`~defsent_plus.baselines.postprocess.UniformQuantiles`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
+from scipy import sparse
 from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
+from scipy.stats import rankdata
 
 from defsent_plus.baselines.extract import INDEX, cache_file
 from defsent_plus.baselines.postprocess import apply_chain, fit_chain
-from defsent_plus.baselines.sentences import DEV, EvaluationSet, sentences_digest
+from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.sts import aggregate_spearman, cosine_rows
+from defsent_plus.evaluation.sts import STS_AGGREGATIONS, aggregate_spearman, cosine_rows
 from defsent_plus.io import read_json
-from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
+from defsent_plus.spaces.entry_matrix import check_entry_space
+from defsent_plus.spaces.isotropy import isoscore, isoscore_from_variances, mean_pair_cosine
+from defsent_plus.spaces.moments import covariance
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"
+SHAPE_KEY = "STS-B train (alignment and uniformity)"
+NO_SHAPE = {"alignment": np.nan, "uniformity": np.nan}
+CHUNK_ROWS = 512  # rows gathered at a time: the temporaries stay in cache
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -59,11 +75,15 @@ class CachedEmbeddings:
                 raise DefSentError(root, f"cache of template {template!r} was built from other sentences; delete it "
                                          "and re-run (the evaluation data or the fit corpus changed)")
 
+    def files(self, combination: Combination, split: str) -> list[Path]:
+        """The cache files of one split of a combination (two for encoder + Avg.)."""
+        sources = (ENCODER, "avg") if combination.source == ENCODER_AVG else (combination.source,)
+        return [cache_file(self.roots[combination.template], combination.layers, source, combination.aggregation,
+                           split) for source in sources]
+
     def load(self, combination: Combination, split: str) -> np.ndarray:
         """float64 rows of one split; encoder + Avg. is the mean of the two."""
-        sources = (ENCODER, "avg") if combination.source == ENCODER_AVG else (combination.source,)
-        arrays = [np.load(cache_file(self.roots[combination.template], combination.layers, source,
-                                     combination.aggregation, split), mmap_mode="r") for source in sources]
+        arrays = [np.load(path, mmap_mode="r") for path in self.files(combination, split)]
         return np.mean([np.asarray(a, dtype=np.float64) for a in arrays], axis=0)
 
     def task(self, combination: Combination, task: str, rows: np.ndarray, evaluated: np.ndarray | None) -> np.ndarray:
@@ -134,7 +154,7 @@ def shape_metrics(evaluated: np.ndarray | None, processed, space: np.ndarray, ev
         rows = np.unique(np.concatenate([first, second, evaluation.uniformity]))
         position = np.full(len(evaluation.sentences), -1)
         position[rows] = np.arange(len(rows))
-        vectors = processed(evaluated[rows], "STS-B train (alignment and uniformity)")
+        vectors = processed(evaluated[rows], SHAPE_KEY)
         metrics["alignment"] = alignment(vectors[position[first]], vectors[position[second]])
         metrics["uniformity"] = uniformity(vectors[position[evaluation.uniformity]])
     metrics["isoscore"] = isoscore(space)
@@ -142,15 +162,303 @@ def shape_metrics(evaluated: np.ndarray | None, processed, space: np.ndarray, ev
     return metrics
 
 
+# ---------------------------------------------------------------------------------------- the grid, block by block
+
+
+def gram_uniformity(x: np.ndarray, t: float = 2.0) -> float:
+    """:func:`uniformity` from the Gram matrix of the unit rows (|a - b|^2 = |a|^2 + |b|^2 - 2 a.b, the pairs in
+    pdist's order): the same value to round-off, at the cost of one matrix product."""
+    if len(x) < 2:
+        return float("nan")
+    unit = unit_rows(x)
+    squared = np.einsum("ij,ij->i", unit, unit)
+    distances = squared[:, None] + squared[None, :] - 2 * (unit @ unit.T)
+    exponents = -t * np.maximum(distances[upper_triangle(len(unit))], 0.0)
+    top = exponents.max()
+    return float(np.log(np.sum(np.exp(exponents - top))) + top - np.log(len(exponents)))
+
+
+@functools.cache
+def upper_triangle(n: int) -> np.ndarray:
+    """[n, n] true above the diagonal (row by row: pdist's pair order)."""
+    return np.triu(np.ones((n, n), dtype=bool), 1)
+
+
+class RowVectors:
+    """Vectors whose pairs are compared by cosine, each row's norm computed once: ``cosine_rows``'s values bit for bit
+    (pairs of one sentence with itself, cosine 1 up to round-off, are ranked by that round-off)."""
+
+    def __init__(self, vectors: np.ndarray):
+        self.vectors = vectors
+        self.norms = np.concatenate([np.zeros(0)] + [np.linalg.norm(vectors[start:start + CHUNK_ROWS], axis=1)
+                                                     for start in range(0, len(vectors), CHUNK_ROWS)])
+
+    def cosines(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """Cosine of each pair (first[k], second[k]) of rows (0 for a zero vector), a chunk of pairs at a time."""
+        out = np.empty(len(first))
+        for start in range(0, len(first), CHUNK_ROWS):
+            a, b = first[start:start + CHUNK_ROWS], second[start:start + CHUNK_ROWS]
+            dots = np.einsum("ij,ij->i", self.vectors[a], self.vectors[b])
+            out[start:start + CHUNK_ROWS] = dots / np.maximum(self.norms[a] * self.norms[b], 1e-12)
+        return out
+
+
+def centred_ranks(values: np.ndarray) -> np.ndarray:
+    ranks = rankdata(values)
+    return ranks - ranks.mean()
+
+
+class RankedGold:
+    """Spearman x 100 against fixed gold scores, ranked once (spearmanr ranks both sides and correlates the ranks;
+    NaN where a side is constant or holds a NaN)."""
+
+    def __init__(self, gold: np.ndarray):
+        self.ranks = centred_ranks(gold)
+        self.norm = np.sqrt(self.ranks @ self.ranks)
+
+    def spearman_percent(self, predicted: np.ndarray) -> float:
+        ranks = centred_ranks(predicted)
+        denominator = np.sqrt(ranks @ ranks) * self.norm
+        if len(ranks) <= 1 or not denominator > 0:
+            return float("nan")
+        return float(np.clip((ranks @ self.ranks) / denominator, -1.0, 1.0) * 100)
+
+
+@dataclass(frozen=True)
+class TaskPairs:
+    """One STS task (or STS-B dev) ready to score: its distinct rows (sorted), its pairs (parts concatenated) as rows
+    of the evaluation set and as positions among the task's rows, and its gold ranked once per scored set."""
+
+    rows: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray]
+    positions: tuple[np.ndarray, np.ndarray]
+    ends: list[int]  # where each part ends in the concatenation
+    gold: list[RankedGold]  # one over the concatenation ("all"), else one per part
+    aggregation: str
+
+    def score_rows(self, evaluated: RowVectors) -> float:
+        """Spearman x 100 of vectors given for every evaluation row."""
+        return self.spearman(evaluated.cosines(*self.pairs))
+
+    def score_own(self, vectors: np.ndarray) -> float:
+        """Spearman x 100 of vectors given for the task's own rows (in ``rows`` order)."""
+        return self.spearman(RowVectors(vectors).cosines(*self.positions))
+
+    def spearman(self, similarities: np.ndarray) -> float:
+        """:func:`~defsent_plus.evaluation.sts.aggregate_spearman` of the concatenated similarities."""
+        if self.aggregation == "all":
+            return self.gold[0].spearman_percent(similarities)
+        per_part = [gold.spearman_percent(part) for gold, part in
+                    zip(self.gold, np.split(similarities, self.ends[:-1]), strict=True)]
+        if self.aggregation == "mean":
+            return float(np.mean(per_part))
+        return float(np.average(per_part, weights=np.diff([0, *self.ends])))
+
+
+def task_pairs(parts: Sequence[ScoredPart], rows: np.ndarray, aggregation: str) -> TaskPairs:
+    if aggregation not in STS_AGGREGATIONS:
+        raise DefSentError("config: evaluation.sts_aggregation", f"unknown aggregation {aggregation!r}; expected one "
+                                                                 f"of {list(STS_AGGREGATIONS)}")
+    first = np.concatenate([p.rows1 for p in parts])
+    second = np.concatenate([p.rows2 for p in parts])
+    golds = [np.concatenate([p.gold for p in parts])] if aggregation == "all" else [p.gold for p in parts]
+    return TaskPairs(rows, (first, second), (np.searchsorted(rows, first), np.searchsorted(rows, second)),
+                     np.cumsum([len(p.gold) for p in parts]).tolist(), [RankedGold(g) for g in golds], aggregation)
+
+
+@dataclass(frozen=True)
+class ShapeSample:
+    """The STS-B train sentences of alignment and uniformity: their distinct rows (sorted) and, as positions among
+    them, the positive pairs and the uniformity sample."""
+
+    rows: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    uniformity: np.ndarray
+
+    def metrics(self, vectors: np.ndarray) -> dict:
+        """Alignment and uniformity of vectors given for ``rows``."""
+        return {"alignment": alignment(vectors[self.first], vectors[self.second]),
+                "uniformity": gram_uniformity(vectors[self.uniformity])}
+
+
+def shape_sample(evaluation: EvaluationSet) -> ShapeSample:
+    first, second = evaluation.alignment
+    rows = np.unique(np.concatenate([first, second, evaluation.uniformity]))
+    return ShapeSample(rows, *(np.searchsorted(rows, r) for r in (first, second, evaluation.uniformity)))
+
+
+class SpaceIsotropy:
+    """IsoScore and mean cosine of a post-processed fit corpus, the values of ``spaces.isotropy`` to round-off:
+    eigenvalues without eigenvectors, and ``mean_pair_cosine``'s seeded pairs as one sparse count matrix."""
+
+    def __init__(self, seed: int, n_pairs: int):
+        self.seed, self.n_pairs = seed, n_pairs
+        self.counts: dict[int, sparse.csr_matrix] = {}
+
+    def __call__(self, space: np.ndarray) -> dict:
+        space = check_entry_space(space, "isoscore")
+        variances = np.clip(np.linalg.eigvalsh(covariance(space)), 0.0, None)[::-1]
+        return {"isoscore": isoscore_from_variances(variances), "mean_cosine": self.mean_cosine(space)}
+
+    def mean_cosine(self, space: np.ndarray) -> float:
+        n = len(space)
+        if n < 2:
+            return float("nan")
+        norms = np.linalg.norm(space, axis=1)
+        unit = np.divide(space, norms[:, None], out=np.zeros_like(space), where=norms[:, None] > 0)
+        return float(np.sum(unit * (self.pair_counts(n) @ unit)) / self.n_pairs)
+
+    def pair_counts(self, n: int) -> sparse.csr_matrix:
+        """[n, n] how often each ordered pair is drawn (mean_pair_cosine's draws)."""
+        if n not in self.counts:
+            rng = np.random.default_rng(self.seed)
+            first = rng.integers(0, n, size=self.n_pairs)
+            second = rng.integers(0, n - 1, size=self.n_pairs)
+            second += second >= first
+            self.counts[n] = sparse.csr_matrix((np.ones(self.n_pairs), (first, second)), shape=(n, n))
+        return self.counts[n]
+
+
+@dataclass(frozen=True)
+class GridTargets:
+    """What every combination is scored against, prepared once per grid."""
+
+    tasks: dict[str, TaskPairs]
+    dev: TaskPairs
+    shape: ShapeSample
+    isotropy: SpaceIsotropy
+    abtt_components: int
+
+
+def grid_targets(evaluation: EvaluationSet, options: dict) -> GridTargets:
+    tasks = {task: task_pairs(parts, evaluation.task_rows(task), options["sts_aggregation"])
+             for task, parts in evaluation.tasks.items()}
+    return GridTargets(tasks, task_pairs(evaluation.dev, evaluation.task_rows(DEV), "all"), shape_sample(evaluation),
+                       SpaceIsotropy(options["isotropy_seed"], options["isotropy_pairs"]), options["abtt_components"])
+
+
+class BlockArrays:
+    """The cache files one block of combinations reads, each read once and kept while the block is scored."""
+
+    def __init__(self, embeddings: CachedEmbeddings):
+        self.embeddings = embeddings
+        self.arrays: dict[Path, np.ndarray] = {}
+
+    def load(self, combination: Combination, split: str) -> np.ndarray:
+        """:meth:`CachedEmbeddings.load`'s float64 rows."""
+        arrays = [self.read(path) for path in self.embeddings.files(combination, split)]
+        if len(arrays) == 1:
+            return arrays[0].astype(np.float64)
+        return np.mean([a.astype(np.float64) for a in arrays], axis=0)
+
+    def read(self, path: Path) -> np.ndarray:
+        if path not in self.arrays:
+            self.arrays[path] = np.load(path)
+        return self.arrays[path]
+
+
+class EmbeddingRows:
+    """The rows of one cached embedding (source, template, layer set, aggregation): its splits loaded once, each
+    chain fitted once on the fit corpus, the isotropy of each chain's space measured once."""
+
+    def __init__(self, combination: Combination, arrays: BlockArrays, targets: GridTargets):
+        self.targets = targets
+        self.transductive = combination.aggregation in TRANSDUCTIVE_AGGREGATIONS
+        self.corpus = arrays.load(combination, "corpus")
+        self.evaluated = None if self.transductive else arrays.load(combination, "eval")
+        self.own = {task: arrays.load(combination, f"eval-{task}") for task in targets.tasks} \
+            if self.transductive else {}
+        self.fitted: dict[str, object] = {}
+        self.isotropy: dict[str, dict] = {}
+
+    def row(self, combination: Combination) -> dict:
+        """The combination's row of the grid's table (:func:`score_combination`'s)."""
+        chain = combination.postprocess
+        if combination.fit == "eval":
+            scores, dev, shape = self.fitted_per_task(chain)
+        else:
+            scores, dev, shape = self.fitted_on_corpus(chain)
+        return {**vars(combination), "transductive": self.transductive or combination.fit == "eval", **scores,
+                "avg": float(np.mean(list(scores.values()))), "dev": dev, **shape, **self.space_metrics(chain)}
+
+    def fitted_on_corpus(self, chain: str) -> tuple[dict, float, dict]:
+        """(task scores, STS-B dev, alignment and uniformity) with ``chain`` fitted on the fit corpus."""
+        tasks = self.targets.tasks
+        if self.transductive:
+            return {task: pairs.score_own(self.transform(chain, self.own[task])) for task, pairs in tasks.items()}, \
+                np.nan, NO_SHAPE
+        evaluated = RowVectors(self.transform(chain, self.evaluated))
+        scores = {task: pairs.score_rows(evaluated) for task, pairs in tasks.items()}
+        return scores, self.targets.dev.score_rows(evaluated), \
+            self.targets.shape.metrics(evaluated.vectors[self.targets.shape.rows])
+
+    def fitted_per_task(self, chain: str) -> tuple[dict, float, dict]:
+        """The same with ``chain`` fitted on each evaluated set itself (transductive)."""
+        def on_itself(x: np.ndarray, where: str) -> np.ndarray:
+            return apply_chain(chain, x, x, self.targets.abtt_components, where, fast=True)
+
+        tasks = self.targets.tasks
+        if self.transductive:
+            return {task: pairs.score_own(on_itself(self.own[task], f"STS task {task}"))
+                    for task, pairs in tasks.items()}, np.nan, NO_SHAPE
+        scores = {task: pairs.score_own(on_itself(self.evaluated[pairs.rows], f"STS task {task}"))
+                  for task, pairs in tasks.items()}
+        dev = self.targets.dev
+        shape = self.targets.shape
+        return scores, dev.score_own(on_itself(self.evaluated[dev.rows], f"STS task {DEV}")), \
+            shape.metrics(on_itself(self.evaluated[shape.rows], SHAPE_KEY))
+
+    def transform(self, chain: str, x: np.ndarray) -> np.ndarray:
+        """``x`` post-processed by ``chain`` fitted on the fit corpus (fitted once)."""
+        if chain == "none":
+            return x
+        if chain not in self.fitted:
+            self.fitted[chain] = fit_chain(chain, self.corpus, self.targets.abtt_components, FIT_CORPUS_KEY, fast=True)
+        return self.fitted[chain].transform(x)
+
+    def space_metrics(self, chain: str) -> dict:
+        """IsoScore and mean cosine of the fit corpus post-processed by ``chain`` (fitted on itself, whatever the
+        row's fit)."""
+        if chain not in self.isotropy:
+            self.isotropy[chain] = self.targets.isotropy(self.transform(chain, self.corpus))
+        return self.isotropy[chain]
+
+
+def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: CachedEmbeddings,
+                targets: GridTargets) -> list[tuple[int, dict]]:
+    """(grid index, row) of every combination of one block, one cached embedding after the other."""
+    arrays = BlockArrays(embeddings)
+    scored = []
+    for rows in block.values():
+        embedding = EmbeddingRows(rows[0][1], arrays, targets)
+        scored += [(index, embedding.row(combination)) for index, combination in rows]
+    return scored
+
+
+def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tuple[int, Combination]]]]:
+    """Combinations by block (template, layer set, aggregation: the files encoder, Avg. and encoder + Avg. share),
+    then by cached embedding, in grid order."""
+    blocks: dict[tuple, dict[tuple, list]] = {}
+    for index, c in enumerate(combinations):
+        block = blocks.setdefault((c.template, c.layers, c.aggregation), {})
+        block.setdefault((c.source, c.template, c.layers, c.aggregation), []).append((index, c))
+    return list(blocks.values())
+
+
 def score_grid(combinations: Sequence[Combination], embeddings: CachedEmbeddings, evaluation: EvaluationSet,
                options: dict, n_jobs: int = 1) -> pd.DataFrame:
-    """The grid's table, one row per combination, in grid order; ``n_jobs`` processes score combinations side by
-    side (each combination is independent and deterministic)."""
+    """The grid's table, one row per combination, in grid order (:func:`score_combination`'s rows); ``n_jobs``
+    processes score blocks side by side."""
+    targets = grid_targets(evaluation, options)
     scored = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(score_combination)(combination, embeddings, evaluation, options) for combination in combinations)
-    rows = []
-    for row in scored:
-        rows.append(row)
-        if len(rows) % 100 == 0:
-            log.info("scored %d of %d combinations", len(rows), len(combinations))
+        delayed(score_block)(block, embeddings, targets) for block in grid_blocks(combinations))
+    rows: list[dict | None] = [None] * len(combinations)
+    done = 0
+    for block in scored:
+        for index, row in block:
+            rows[index] = row
+        if (done + len(block)) // 100 > done // 100:
+            log.info("scored %d of %d combinations", done + len(block), len(combinations))
+        done += len(block)
     return pd.DataFrame(rows)
