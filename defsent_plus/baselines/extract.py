@@ -20,6 +20,7 @@ from numpy.lib.format import open_memmap
 from tqdm.auto import tqdm
 
 from defsent_plus.baselines.aggregation import DeviceTables, aggregate, only_known, rows_of
+from defsent_plus.baselines.layout import INDEX, cache_file  # noqa: F401 (the cache's layout)
 from defsent_plus.baselines.sources import StaticAccumulator, random_table
 from defsent_plus.baselines.spec import (
     AVG,
@@ -48,7 +49,6 @@ from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.io import sentences_digest, write_json
 
 log = logging.getLogger(__name__)
-INDEX = "index.json"
 NO_BIASES = {"frequent": False, "punctuation": False, "subword": False}  # a request without the biases aggregation
 
 
@@ -74,10 +74,6 @@ class Cache:
         for array in self.arrays.values():
             array.flush()
         self.arrays.clear()
-
-
-def cache_file(root: str | Path, layers: str, source: str, aggregation: str, split: str) -> Path:
-    return Path(root) / layers / f"{source}.{aggregation}.{split}.npy"
 
 
 def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], options: dict,

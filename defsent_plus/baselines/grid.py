@@ -30,7 +30,7 @@ from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 from scipy.stats import rankdata
 
-from defsent_plus.baselines.extract import INDEX, cache_file
+from defsent_plus.baselines.layout import INDEX, cache_file
 from defsent_plus.baselines.postprocess import apply_chain, fit_chain
 from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination

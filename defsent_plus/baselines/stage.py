@@ -50,8 +50,8 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
                n_jobs: int = 1) -> None:
     """Score every combination of an encoder's grid (``n_jobs`` processes) and write its table, summary and
     per-layer plot."""
-    from defsent_plus.baselines.extract import INDEX
     from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
+    from defsent_plus.baselines.layout import INDEX
     from defsent_plus.baselines.report import plot_layers, summary_markdown, write_scores
     from defsent_plus.baselines.spec import combinations
 
