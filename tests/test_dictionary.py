@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
@@ -21,9 +22,13 @@ from defsent_plus.dictionary import (
     read_oxford,
     read_tsv,
     read_wordnet,
+    single_token_entries,
     subsample_entries,
+    token_lengths,
+    wordnet_reader,
     write_dictionary_stage,
 )
+from defsent_plus.dictionary.datasets import single_token_ids
 from defsent_plus.encoders.models import load_tokenizer
 from defsent_plus.errors import DefSentError
 
@@ -108,8 +113,6 @@ def test_primary_source_can_be_configured(tokenizer):
 def test_single_token_filter_uses_the_real_minilm_vocabulary(tokenizer):
     frame = pd.DataFrame({"entry": ["giraffe", "dog", "lion", "animal", "new york", "ʘʘ"],
                           "definitions": [["d"]] * 6, "sources": [["s"]] * 6})
-    from defsent_plus.dictionary import single_token_entries
-
     kept = set(single_token_entries(frame, tokenizer)["entry"])
     assert kept == {"dog", "lion", "animal"}  # giraffe: gi ##raf ##fe; ʘʘ: [UNK]
 
@@ -325,3 +328,124 @@ def test_undecodable_utf16_names_file_and_line(tmp_path):
     path = write(tmp_path / "Ox+WN.csv", "a\tb\nc\td\n".encode("utf-16-le").join([b"\xff\xfe", b"\x00\xd8"]))
     with pytest.raises(DefSentError, match=r"Ox\+WN.csv:3: not valid UTF-16-LE"):
         list(read_defsentplus(path, "oxwn", "error", DropCounts()))
+
+
+# ------------------------------------------------------------------ token counts straight from the fast tokenizer
+
+TEXTS = [
+    "a large african mammal with a very long neck (the tallest living animal).",
+    "someone's Tall friend; a constellation.",
+    "café crème, naïve façade",  # accents: stripped by an uncased WordPiece, bytes for byte-level BPE
+    "漢字 and ʘʘ",  # Chinese characters split one by one; an unknown symbol
+    "the [SEP] token, a [MASK] and <s> </s> <mask> written in a definition",  # special tokens inside the text
+    "   spaces\tand\ttabs   ",
+    "",
+    "a long definition " * 150,  # longer than the 128 tokens all-MiniLM-L6-v2's tokenizer.json truncates to
+    "someone's Tall friend; a constellation.",  # a repeat
+]
+WORDS = ["dog", "lion", "giraffe", "new york", "ʘʘ", "café", "[MASK]", "<mask>", "the", "", "Dog"]
+
+
+def per_text_lengths(tokenizer, texts, add_special_tokens):
+    return [len(tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]) for text in texts]
+
+
+def per_word_ids(tokenizer, words):
+    unknown = {tokenizer.unk_token_id, *tokenizer.all_special_ids}
+    ids = [tokenizer(f" {word}", add_special_tokens=False)["input_ids"] for word in words]
+    return [t[0] if len(t) == 1 and t[0] not in unknown else None for t in ids]
+
+
+@pytest.mark.parametrize("model", ["minilm_path", "tiny_bert", "tiny_roberta"])
+@pytest.mark.parametrize("add_special_tokens", [True, False])
+def test_batched_token_lengths_are_those_of_one_text_at_a_time(request, model, add_special_tokens):
+    tokenizer = load_tokenizer(request.getfixturevalue(model))  # fresh: no earlier call has turned truncation off
+    truncation = tokenizer.backend_tokenizer.truncation
+    batched = token_lengths(tokenizer, TEXTS, add_special_tokens=add_special_tokens)
+    assert tokenizer.backend_tokenizer.truncation == truncation  # the tokenizer is left as it was
+    assert batched == per_text_lengths(tokenizer, TEXTS, add_special_tokens)
+    if model == "minilm_path":
+        assert truncation is not None and batched[7] > truncation["max_length"]  # the case a copy must turn off
+
+
+@pytest.mark.parametrize("model", ["minilm_path", "tiny_bert", "tiny_roberta"])
+def test_batched_single_token_ids_are_those_of_one_word_at_a_time(request, model):
+    tokenizer = load_tokenizer(request.getfixturevalue(model))
+    found = single_token_ids(tokenizer, WORDS)
+    assert found == per_word_ids(tokenizer, WORDS)
+    if model == "minilm_path":
+        assert [w for w, i in zip(WORDS, found, strict=True) if i is not None] == ["dog", "lion", "café", "the", "Dog"]
+
+
+def test_stats_lengths_are_per_definition_token_counts(tokenizer):
+    datasets = build_datasets([OXFORD, GCIDE, TSV], tokenizer)
+    stats = dataset_stats(datasets, tokenizer).set_index(["scope", "metric"])["value"]
+    fresh = load_tokenizer(tokenizer.name_or_path)
+    for name, frame in datasets.frames.items():
+        lengths = per_text_lengths(fresh, [d for defs in frame["definitions"] for d in defs], True)
+        assert stats[(f"dataset:{name}", "max_length_tokens")] == max(lengths)
+        assert stats[(f"dataset:{name}", "median_length_tokens")] == float(np.median(lengths))
+
+
+# ----------------------------------------------------------------------------------- WordNet's data files
+
+WORDNET_LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by  \n  2 Princeton\n"
+WORDNET_DATA = {
+    "data.adj": [
+        "00001740 00 a 01 able 0 001 ! 00002098 a 0101 | (usually followed by `to') having the necessary means; "
+        '"able to swim"; "she was able"  ',
+        "00003553 00 s 02 emerging(p) 0 rising(ip) 0 001 & 00003356 a 0000 | coming into existence; "
+        '"an emerging land"  ',
+    ],
+    "data.adv": [],
+    "data.noun": [
+        "02084071 05 n 0a " + " ".join(f"dog_{i} {i}" for i in range(10)) + " 000 | a member of the genus Canis  ",
+    ],
+    "data.verb": [
+        "01926311 38 v 02 run 0 scarper 1 001 @ 01835496 v 0000 01 + 02 00 | move fast by using one's feet; "
+        '"Don\'t run--you\'ll be late"  ',
+    ],
+}
+
+
+def write_wordnet(root: Path, data: dict[str, list[str]]) -> Path:
+    for fileid, lines in data.items():
+        write(root / "corpora" / "wordnet" / fileid, WORDNET_LICENCE + "".join(line + "\n" for line in lines))
+    return root
+
+
+def test_wordnet_reader_parses_data_files_as_nltk_does(tmp_path):
+    records = list(read_wordnet(write_wordnet(tmp_path, WORDNET_DATA), "wordnet", "error", DropCounts()))
+    assert [(r.entry, r.text) for r in records] == [
+        ("able", "(usually followed by `to') having the necessary means"),  # examples and their "; " dropped
+        ("emerging", "coming into existence"),  # satellites among the adjectives; syntactic markers dropped
+        ("rising", "coming into existence"),
+        *[(f"dog {i}", "a member of the genus Canis") for i in range(10)],  # lemma count 0a is hexadecimal
+        ("run", "move fast by using one's feet"),
+        ("scarper", "move fast by using one's feet"),
+    ]
+    assert records[0].where == f"{tmp_path / 'corpora' / 'wordnet' / 'data.adj'}:3"
+
+
+def test_wordnet_line_that_is_not_a_synset_names_file_and_line_or_is_counted(tmp_path):
+    no_gloss = "02084071 05 n 01 dog 0 000 a member of the genus Canis"  # no "|" before the gloss
+    root = write_wordnet(tmp_path, {**WORDNET_DATA, "data.noun": [no_gloss, *WORDNET_DATA["data.noun"]]})
+    with pytest.raises(DefSentError, match=r"data.noun:3: not a WordNet synset line"):
+        list(read_wordnet(root, "wordnet", "error", DropCounts()))
+    drops = DropCounts()
+    assert len(list(read_wordnet(root, "wordnet", "skip", drops))) == 15
+    assert drops.counts[("wordnet", "malformed_line")] == 1
+
+
+def test_wordnet_folder_without_a_data_file(tmp_path):
+    root = write_wordnet(tmp_path, {k: v for k, v in WORDNET_DATA.items() if k != "data.verb"})
+    with pytest.raises(DefSentError, match=r"data.verb: WordNet data file not found"):
+        list(read_wordnet(root, "wordnet", "error", DropCounts()))
+
+
+@pytest.mark.slow
+def test_wordnet_reader_reads_what_nltk_reads_from_wordnet_30():
+    nltk_data = REPO / "nltk_data"
+    expected = [(lemma.replace("_", " "), synset.definition())
+                for synset in wordnet_reader(nltk_data).all_synsets() for lemma in synset.lemma_names()]
+    assert [(r.entry, r.text) for r in read_wordnet(nltk_data, "wordnet", "error", DropCounts())] == expected

@@ -19,6 +19,7 @@ from defsent_plus.dictionary.datasets import (
     parse_sources,
     primary_source,
     single_token_entries,
+    token_lengths,
     write_dictionary_stage,
 )
 from defsent_plus.dictionary.heldout import (
@@ -45,6 +46,7 @@ from defsent_plus.dictionary.sources import (
     read_wordnet,
     split_columns,
     wordnet_reader,
+    wordnet_root,
 )
 from defsent_plus.dictionary.subsets import subsample_entries, write_subset
 from defsent_plus.dictionary.table import SPLITS, check_dataset, read_dataset
@@ -97,8 +99,10 @@ __all__ = [
     "split_by_headword",
     "split_columns",
     "subsample_entries",
+    "token_lengths",
     "training_pairs",
     "wordnet_reader",
+    "wordnet_root",
     "write_dictionary_stage",
     "write_subset",
 ]
