@@ -1,4 +1,6 @@
-"""Shared fixtures: tiny random encoders built in code, fixture dictionaries, the shared SentEval data."""
+"""Shared fixtures: tiny random encoders built in code, fixture dictionaries, the shared SentEval data, and the
+finished DAGs that workflow tests share (each built once per session, read-only: a test that changes one works on
+``workflow_utils.copy_run`` of it)."""
 
 from __future__ import annotations
 
@@ -41,3 +43,27 @@ def senteval_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"SentEval data not found at {path} (set DEFSENT_SENTEVAL)")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_bert) -> Path:
+    """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
+    changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it."""
+    from workflow_utils import snakemake, write_tiny_config
+
+    workdir = tmp_path_factory.mktemp("tiny_run")
+    write_tiny_config(workdir, tiny_bert)
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def methods_run(tmp_path_factory, tiny_run, tiny_bert) -> Path:
+    """Every other method's runs in one DAG (``workflow_utils.METHODS_CONFIG``), run on a copy of ``tiny_run`` so
+    the jobs they share with it (data, dictionary, the starting model's entry space and scores) do not run again."""
+    from workflow_utils import METHODS_CONFIG, PLUGINS, copy_run, snakemake, write_tiny_config
+
+    workdir = copy_run(tiny_run, tmp_path_factory.mktemp("methods_run") / "run")
+    write_tiny_config(workdir, tiny_bert, **METHODS_CONFIG)
+    snakemake(workdir, pythonpath=[PLUGINS])
+    return workdir

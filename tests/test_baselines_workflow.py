@@ -12,15 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
+from workflow_utils import copy_run, planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus.baselines.spec import combinations
 from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.pipeline import dag
 
 pytestmark = pytest.mark.workflow
-RUNS = {"r": {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
-              "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]}}
+TRAINED = "tiny.step1"  # the tiny run's dev-selected step-1 model
 GRIDS = {
     "full": {"templates": ["none", "T0", "T2"], "layers": [["last"], [-1, 0]], "layer_sweep": ["cls", "mean", "mask"],
              "aggregations": ["cls", "mean", "mean_nospecial", "max", "idf", "idf_task", "biases", "mask"],
@@ -28,19 +27,21 @@ GRIDS = {
              "postprocess": ["none", "zscore", "quantile", "abtt1", "zscore+l2"], "fit": ["corpus", "eval"]},
     "post": {"postprocess": ["none", "whiten", "center+l2"]},
 }
-BASELINES = {"encoders": {"tiny": "full", "r.step1": "post"}, "grids": GRIDS,
+BASELINES = {"encoders": {"tiny": "full", TRAINED: "post"}, "grids": GRIDS,
              "fit_corpus": {"dataset": "a", "max_sentences": 60, "seed": 0},
              "alignment": {"min_score": 5.0, "uniformity_sentences": 20, "seed": 0},
              "isotropy": {"n_pairs": 500}, "batch_size": 16, "max_length": 32}
-TARGETS = [dag.baselines_file(encoder, name) for encoder in ("tiny", "r.step1")
+TARGETS = [dag.baselines_file(encoder, name) for encoder in ("tiny", TRAINED)
            for name in ("scores.tsv", "summary.md", "layers.png")]
 
 
 @pytest.fixture(scope="module")
-def baselines_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("baselines_workflow")
-    write_tiny_config(workdir, tiny_bert, runs=RUNS, baselines=BASELINES)
-    snakemake(workdir, *TARGETS, dag.score_file("r.step1", "sts", "mean"))
+def baselines_run(tmp_path_factory, tiny_run, tiny_bert) -> Path:
+    """The baselines stage added to a copy of the session's finished tiny DAG (its models, data and scores are
+    reused; these tests change the copy's config and outputs)."""
+    workdir = copy_run(tiny_run, tmp_path_factory.mktemp("baselines_workflow") / "run")
+    write_tiny_config(workdir, tiny_bert, baselines=BASELINES)
+    snakemake(workdir, *TARGETS, dag.score_file(TRAINED, "sts", "mean"))
     return workdir
 
 
@@ -82,11 +83,11 @@ def test_sources_and_post_processing_change_the_embeddings(baselines_run):
 
 
 def test_a_trained_steps_model_gets_post_processing_on_the_same_evaluator(baselines_run):
-    table = scores(baselines_run, "r.step1")
+    table = scores(baselines_run, TRAINED)
     assert list(table["postprocess"]) == ["none", "whiten", "center+l2"]
     whitened = table[table["postprocess"] == "whiten"]
     assert whitened["isoscore"].iloc[0] == pytest.approx(1.0, abs=1e-6)  # whitened fit corpus: isotropic
-    regular = json.loads((baselines_run / dag.score_file("r.step1", "sts", "mean")).read_text())["scores"]
+    regular = json.loads((baselines_run / dag.score_file(TRAINED, "sts", "mean")).read_text())["scores"]
     plain = table[table["postprocess"] == "none"].iloc[0]  # the last layer's mean: the regular evaluator's pooling
     for task in (*STS_TASKS, "avg"):  # batches differ, so float32 rounding may reorder near-tied cosines
         assert plain[task] == pytest.approx(regular[task], abs=0.1), task
@@ -125,16 +126,16 @@ def test_a_new_post_processor_rescores_without_a_forward_pass(baselines_run):
 def test_a_new_aggregation_reencodes_only_that_grids_templates(baselines_run):
     with edited(baselines_run, lambda b: b["grids"]["post"].setdefault("aggregations", ["mean"]).append("max")):
         jobs = planned_jobs(baselines_run, "--", *TARGETS)  # "--": the targets are not --quiet choices
-    assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # r.step1's one template; the trained model stays
+    assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # tiny.step1's one template; the trained model stays
 
 
 def test_random_vector_options_reencode_only_the_template_that_uses_them(baselines_run):
     with edited(baselines_run, lambda b: b.setdefault("random", {}).update(std=0.2)):
         jobs = planned_jobs(baselines_run, "--", *TARGETS)
-    assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # tiny's template none; T0, T2 and r.step1 stay
+    assert jobs == {"baseline_embed": 1, "baseline_grid": 1}  # tiny's template none; T0, T2 and tiny.step1 stay
 
 
-def test_bad_baselines_config_names_the_key(baselines_run):  # last: its failed job removes r.step1's cache
+def test_bad_baselines_config_names_the_key(baselines_run):  # last: its failed job removes tiny.step1's cache
     def bad_layer(b):
         b["grids"]["post"]["layers"] = [[3]]
 
@@ -145,9 +146,9 @@ def test_bad_baselines_config_names_the_key(baselines_run):  # last: its failed 
     assert "unknown layer 3 for a model with 2 layers" in result.stdout + result.stderr
 
     def unknown_encoder(b):
-        b["encoders"]["r.step4"] = "post"
+        b["encoders"]["tiny.step4"] = "post"  # the tiny run has 3 steps
 
     with edited(baselines_run, unknown_encoder):
         result = snakemake(baselines_run, "-n", check=False)
-    assert result.returncode != 0 and "config: baselines.encoders.r.step4" in result.stdout + result.stderr
+    assert result.returncode != 0 and "config: baselines.encoders.tiny.step4" in result.stdout + result.stderr
 

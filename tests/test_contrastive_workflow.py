@@ -1,5 +1,6 @@
 """The contrastive chain on the tiny config: SimCSE and SLT-FAI as runs, DefSent+ started from SimCSE's selected
-model, in-training STS-B dev selection and the chain in the comparison table."""
+model, in-training STS-B dev selection and the chain in the comparison table. The runs
+(``workflow_utils.CONTRASTIVE_RUNS``) are part of the session's ``methods_run`` DAG."""
 
 from __future__ import annotations
 
@@ -8,39 +9,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from workflow_utils import snakemake, write_tiny_config
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
-CONTRASTIVE = {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
-               "steps": [{"lr": 1.0e-3}]}
-RUNS = {
-    "sim": {**CONTRASTIVE, "method": "simcse"},
-    "slt": {**CONTRASTIVE, "method": "slt_fai"},
-    "sim_dp": {"start_from": "sim", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
-               "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
-}
-METHODS = {"defsent_plus": {"max_length": 32}, "simcse": {"max_length": 32, "select_every": 4},
-           "slt_fai": {"max_length": 32, "select_every": 0, "warmup": 0.25}}
-
-
-@pytest.fixture(scope="module")
-def chain_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("contrastive_workflow")
-    write_tiny_config(workdir, tiny_bert, runs=RUNS, methods=METHODS)
-    snakemake(workdir)
-    return workdir
 
 
 def read(workdir: Path, path: str) -> dict:
     return json.loads((workdir / path).read_text())
 
 
-def test_simcse_keeps_the_weights_of_its_best_dev_score(chain_run):
-    summary = read(chain_run, dag.candidate_file("sim", 1, "contrastive", 0, "train.json"))
+def test_simcse_keeps_the_weights_of_its_best_dev_score(methods_run):
+    summary = read(methods_run, dag.candidate_file("sim", 1, "contrastive", 0, "train.json"))
     selection = summary["selection"]
     steps = summary["steps"]
     assert [step for step, _ in selection["curve"]] == [*range(4, steps + 1, 4), *([steps] if steps % 4 else [])]
@@ -49,19 +31,19 @@ def test_simcse_keeps_the_weights_of_its_best_dev_score(chain_run):
     assert summary["classes"] == 8 and summary["config"]["select_every"] == 4  # InfoNCE over the batch of 8
 
 
-def test_slt_fai_logs_each_sub_loss_and_its_frequency_labels(chain_run):
-    log = (chain_run / dag.log_file("slt", "step1", "contrastive", "seed0", "train")).read_text()
+def test_slt_fai_logs_each_sub_loss_and_its_frequency_labels(methods_run):
+    log = (methods_run / dag.log_file("slt", "step1", "contrastive", "seed0", "train")).read_text()
     for part in ("'usrl'", "'adversarial'", "'incomplete'", "'info_nce'"):
         assert part in log
-    card = read(chain_run, dag.candidate_file("slt", 1, "contrastive", 0, "model") + "/" + TRAINING_CARD)
+    card = read(methods_run, dag.candidate_file("slt", 1, "contrastive", 0, "model") + "/" + TRAINING_CARD)
     assert card["method"] == "slt_fai" and card["low_frequency_types"] > 0
 
 
-def test_defsent_plus_trains_from_the_contrastive_models_weights(chain_run):
-    best = read(chain_run, dag.best_json("sim", 1))["best"]
-    card = read(chain_run, dag.candidate_file("sim_dp", 1, "amp", 0, "model") + "/" + TRAINING_CARD)
+def test_defsent_plus_trains_from_the_contrastive_models_weights(methods_run):
+    best = read(methods_run, dag.best_json("sim", 1))["best"]
+    card = read(methods_run, dag.candidate_file("sim_dp", 1, "amp", 0, "model") + "/" + TRAINING_CARD)
     assert card["base_model"] == best["model"] == dag.trained_model(EncoderId.candidate("sim", 1, "contrastive", 0))
-    space = read(chain_run, dag.space_meta(EncoderId.selected("sim", 1), "a"))
+    space = read(methods_run, dag.space_meta(EncoderId.selected("sim", 1), "a"))
     assert space["encoder"] == "sim.step1"  # step 1's entry space is built by SimCSE's selected model
-    sts = pd.read_csv(chain_run / dag.compare_file("sts.tsv"), sep="\t")
+    sts = pd.read_csv(methods_run / dag.compare_file("sts.tsv"), sep="\t")
     assert "tiny → sim → sim_dp" in set(sts["chain"].dropna())

@@ -1,57 +1,40 @@
 """DefSent beside DefSent+ in one DAG on the tiny config: DefSent's candidates, its head, its reverse-dictionary
-protocol, and the tables comparing every run."""
+protocol, and the tables comparing every run. The runs (``workflow_utils.DEFSENT_RUNS``) are part of the session's
+``methods_run`` DAG."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from safetensors import safe_open
-from workflow_utils import snakemake, write_tiny_config
 
 from defsent_plus.methods.masked_lm import HEAD_FILE
 from defsent_plus.pipeline import dag
 from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
-SUBSETS = {"cheld": {"dataset": "c", "max_entries": 1000, "seed": 0, "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}
-RUNS = {
-    "ds": {"method": "defsent", "model": "tiny", "dataset": "cheld", "training_pooling": "max", "seeds": [0, 1],
-           "batch_size": 4, "steps": [{"lr": 1.0e-3}]},
-    "dp": {"model": "tiny", "dataset": "cheld", "training_pooling": "cls", "seeds": [0], "batch_size": 4,
-           "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
-}
 
 
-@pytest.fixture(scope="module")
-def both_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("defsent_workflow")
-    write_tiny_config(workdir, tiny_bert, subsets=SUBSETS, runs=RUNS,
-                      methods={"defsent_plus": {"max_length": 32}, "defsent": {"max_length": 32}})
-    snakemake(workdir)
-    return workdir
-
-
-def test_defsent_candidates_predict_the_vocabulary_and_keep_their_head(both_run):
+def test_defsent_candidates_predict_the_vocabulary_and_keep_their_head(methods_run):
     for seed in (0, 1):
-        model = both_run / dag.candidate_file("ds", 1, "vocab", seed, "model")
+        model = methods_run / dag.candidate_file("ds", 1, "vocab", seed, "model")
         card = json.loads((model / TRAINING_CARD).read_text())
         assert card["method"] == "defsent" and card["entry_space"] is None and card["pooling"] == "max"
         assert card["head"]["head"] == "initialised" and card["head"]["seed"] == seed  # tiny_bert has no MLM head
         with safe_open(str(model / HEAD_FILE), framework="pt") as head:
             assert any(key.startswith("cls.predictions.transform") for key in head.keys())
-    summary = json.loads((both_run / dag.candidate_file("ds", 1, "vocab", 0, "train.json")).read_text())
+    summary = json.loads((methods_run / dag.candidate_file("ds", 1, "vocab", 0, "train.json")).read_text())
     assert summary["config"]["optimizer"] == "adam" and summary["config"]["schedule"] == "constant"
     assert summary["config"]["warmup_ratio"] == 0.1 and summary["config"]["max_grad_norm"] is None
-    steps = pd.read_csv(both_run / dag.run_file("ds", "steps.tsv"), sep="\t")
+    steps = pd.read_csv(methods_run / dag.run_file("ds", "steps.tsv"), sep="\t")
     assert set(steps["space"]) == {"vocab"} and (steps["classes"] == summary["classes"]).all()
     assert steps["fitted"].notna().all()
 
 
-def test_defsent_reverse_dictionary_ranks_the_vocabulary_for_every_split(both_run):
-    result = json.loads((both_run / dag.run_file("ds", "reverse_dictionary.json")).read_text())
+def test_defsent_reverse_dictionary_ranks_the_vocabulary_for_every_split(methods_run):
+    result = json.loads((methods_run / dag.run_file("ds", "reverse_dictionary.json")).read_text())
     assert result["method"] == "defsent"
     trained = result["trained"]
     assert set(trained["all_definitions"]) == {"train", "dev", "test"}
@@ -61,13 +44,13 @@ def test_defsent_reverse_dictionary_ranks_the_vocabulary_for_every_split(both_ru
     assert trained["all_definitions"]["dev"]["queries"] > trained["heldout_queries"]["dev"]["queries"]
 
 
-def test_comparison_tables_show_every_method(both_run):
-    sts = pd.read_csv(both_run / dag.compare_file("sts.tsv"), sep="\t")
+def test_comparison_tables_show_every_method(methods_run):
+    sts = pd.read_csv(methods_run / dag.compare_file("sts.tsv"), sep="\t")
     assert sts["model"].str.startswith("base").sum() == 1  # the shared starting model once
     assert {"defsent, dev-selected", "defsent_plus, dev-selected"} <= set(sts["model"])
     assert "defsent (step 1 vocab), mean ± std" in set(sts["model"])
-    rd = pd.read_csv(both_run / dag.compare_file("reverse_dictionary.tsv"), sep="\t")
+    rd = pd.read_csv(methods_run / dag.compare_file("reverse_dictionary.tsv"), sep="\t")
     assert set(rd["method"]) == {"defsent", "defsent_plus"}
     assert set(rd[rd["method"] == "defsent"]["protocol"]) == {"all_definitions", "heldout_queries"}
-    header = (both_run / dag.compare_file("reverse_dictionary.md")).read_text()
+    header = (methods_run / dag.compare_file("reverse_dictionary.md")).read_text()
     assert "DefSent:" in header and "DefSent+:" in header

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
-from workflow_utils import snakemake, validated, write_tiny_config
+from workflow_utils import copy_run, snakemake, validated, write_tiny_config
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -33,11 +32,9 @@ TRAIN_TARGET = dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))
 
 
 @pytest.fixture(scope="module")
-def complete_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("incremental")
-    write_tiny_config(workdir, tiny_bert)
-    snakemake(workdir)
-    return workdir
+def complete_run(tmp_path_factory, tiny_run) -> Path:
+    """A copy of the session's finished tiny DAG: these tests edit its config (restoring it after each plan)."""
+    return copy_run(tiny_run, tmp_path_factory.mktemp("incremental") / "run")
 
 
 def parse_jobs(output: str) -> list[Job]:
@@ -276,8 +273,7 @@ def add_seed(config: dict) -> None:
 def test_adding_a_seed_trains_only_the_new_seed_unless_a_selection_changes(complete_run, tmp_path):
     # A real run, not a dry run: selection is a checkpoint, so a dry run cannot know which candidate wins and
     # lists every later job as pending; after each re-selection Snakemake keeps only what the outcome changed.
-    workdir = tmp_path / "run"
-    shutil.copytree(complete_run, workdir, symlinks=True)
+    workdir = copy_run(complete_run, tmp_path / "run")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     add_seed(config)
     new_seed = str(config["runs"]["tiny"]["seeds"][-1])

@@ -1,5 +1,6 @@
 """The whole DAG on the tiny config: it runs, it is complete, a rerun is a no-op, models are pinned by identity
-and the HTML report renders."""
+and the HTML report renders. ``tiny_run`` (tests/conftest.py) is the finished DAG; the tests that change it work on
+a copy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_utils import planned_jobs, snakemake, validated, write_tiny_config
+from workflow_utils import copy_run, planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -20,14 +21,6 @@ from defsent_plus.pipeline.plan import Plan
 
 pytestmark = pytest.mark.workflow
 RUN, STEPS = "tiny", 3
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("tiny_workflow")
-    write_tiny_config(workdir, tiny_bert)
-    snakemake(workdir)
-    return workdir
 
 
 def read(workdir: Path, path: str) -> dict:
@@ -93,8 +86,7 @@ def rewrite_model(model: Path, change: tuple[str, str] | None = None) -> None:
 
 
 def test_reinstalling_the_model_plans_nothing_changing_it_replans_everything(tiny_run, tiny_bert, tmp_path):
-    workdir, model = tmp_path / "run", tmp_path / "model"
-    shutil.copytree(tiny_run, workdir, symlinks=True)
+    workdir, model = copy_run(tiny_run, tmp_path / "run"), tmp_path / "model"
     shutil.copytree(tiny_bert, model)
     config = write_tiny_config(workdir, model)  # the same model at another path: content, not path, identifies it
     assert planned_jobs(workdir) == {}
@@ -129,8 +121,7 @@ def test_evaluation_data_is_acquired_verified_and_a_moved_mirror_replans_nothing
     moved = tmp_path / "moved_senteval"
     shutil.copytree(config["data"]["senteval"]["mirror"], moved)
     config["data"]["senteval"]["mirror"] = str(moved)
-    workdir = tmp_path / "work"
-    shutil.copytree(tiny_run, workdir, symlinks=True)
+    workdir = copy_run(tiny_run, tmp_path / "work")
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert planned_jobs(workdir) == {}
     config["data"]["senteval"]["checksums"] = None  # another identity: acquire again, re-score, re-select

@@ -1,16 +1,51 @@
-"""Running the workflow on the tiny config in a scratch directory."""
+"""Running the workflow on the tiny config in a scratch directory, and the configs of the DAGs that tests share
+(tests/conftest.py builds each once per session)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 from conftest import FIXTURES, REPO
 
 MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD")
+PLUGINS = Path(__file__).parent / "plugins"  # method plugins from outside the package (tests/plugins/toy_mirror.py)
+
+# The runs of every method beside the tiny config's DefSent+ run, in one DAG (conftest.methods_run); each test module
+# reads its own runs. test_contrastive_workflow: SimCSE and SLT-FAI, and DefSent+ started from SimCSE's selected model.
+CONTRASTIVE = {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
+               "steps": [{"lr": 1.0e-3}]}
+CONTRASTIVE_RUNS = {
+    "sim": {**CONTRASTIVE, "method": "simcse"},
+    "slt": {**CONTRASTIVE, "method": "slt_fai"},
+    "sim_dp": {"start_from": "sim", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
+               "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
+}
+# test_defsent_workflow: DefSent beside DefSent+ on a held-out subset of dataset c.
+DEFSENT_SUBSETS = {"cheld": {"dataset": "c", "max_entries": 1000, "seed": 0,
+                             "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}
+DEFSENT_RUNS = {
+    "ds": {"method": "defsent", "model": "tiny", "dataset": "cheld", "training_pooling": "max", "seeds": [0, 1],
+           "batch_size": 4, "steps": [{"lr": 1.0e-3}]},
+    "dp": {"model": "tiny", "dataset": "cheld", "training_pooling": "cls", "seeds": [0], "batch_size": 4,
+           "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
+}
+# test_toy_method_workflow: the toy method of tests/plugins, registered through method_plugins.
+MIRROR_RUN = {"method": "mirror", "model": "tiny", "dataset": "a", "training_pooling": "mean", "seeds": [0, 1],
+              "batch_size": 8, "steps": [{"lr": 1.0e-3}]}
+METHODS_CONFIG = {
+    "method_plugins": ["toy_mirror"],
+    "subsets": DEFSENT_SUBSETS,
+    "runs": {**CONTRASTIVE_RUNS, **DEFSENT_RUNS, "mirror": MIRROR_RUN},
+    "methods": {"defsent_plus": {"max_length": 32}, "simcse": {"max_length": 32, "select_every": 4},
+                "slt_fai": {"max_length": 32, "select_every": 0, "warmup": 0.25}, "defsent": {"max_length": 32},
+                "mirror": {"temperature": 0.05}},
+}
 
 
 def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
@@ -22,6 +57,12 @@ def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
     return config
 
 
+def copy_run(workdir: Path, destination: Path) -> Path:
+    """A copy of a finished workdir (file times and Snakemake's records kept, so the copy is as finished)."""
+    shutil.copytree(workdir, destination, symlinks=True)
+    return destination
+
+
 def validated(config: dict) -> dict:
     """``config`` validated against the workflow's schema, with its defaults filled in (as the workflow sees it)."""
     from defsent_plus.pipeline.config_schema import validated_config
@@ -29,20 +70,30 @@ def validated(config: dict) -> dict:
     return validated_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run Snakemake on the repository's workflow with ``workdir`` as working directory."""
+def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = ()
+              ) -> subprocess.CompletedProcess:
+    """Run Snakemake on the repository's workflow with ``workdir`` as working directory; ``pythonpath``: folders
+    every job can import from (as a user's own installed package), e.g. ``PLUGINS``."""
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    env = {k: v for k, v in os.environ.items() if k not in MIRROR_VARIABLES}  # the tiny config names its own
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
     return result
 
 
-def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
+def workflow_env(pythonpath: Sequence[Path] = ()) -> dict[str, str]:
+    """The environment of a Snakemake on the tiny config: without the data mirror variables (the tiny config names
+    its own), with ``pythonpath`` first on the PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in MIRROR_VARIABLES}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*map(str, pythonpath), env.get("PYTHONPATH")]))
+    return env
+
+
+def planned_jobs(workdir: Path, *args: str, pythonpath: Sequence[Path] = ()) -> dict[str, int]:
     """Rule -> job count of a dry run."""
-    out = snakemake(workdir, "--dry-run", "--quiet", "rules", *args).stdout
+    out = snakemake(workdir, "--dry-run", "--quiet", "rules", *args, pythonpath=pythonpath).stdout
     counts: dict[str, int] = {}
     for line in out.splitlines():
         parts = line.split()
