@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
-from workflow_utils import copy_run, snakemake, validated, write_tiny_config
+from workflow_utils import copy_run, snakemake, validated, workflow_env, write_tiny_config
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -367,18 +367,18 @@ def test_second_invocation_is_refused_by_the_lock(interrupted):
 def test_killed_training_resumes_to_the_uninterrupted_result(interrupted, tmp_path, tiny_bert):
     workdir = interrupted["workdir"]
     assert not interrupted["finished_before_kill"], "training finished before the kill: nothing was interrupted"
-    stale = subprocess.run(snakemake_command(workdir, "--rerun-incomplete", TRAIN_TARGET), capture_output=True,
-                           text=True)
-    assert stale.returncode != 0 and "LockException" in stale.stderr, "a SIGKILL leaves the lock behind"
-    unlocked = subprocess.run([sys.executable, "-m", "defsent_plus.pipeline.locks", str(workdir)],
-                              capture_output=True, text=True, check=True)  # what bin/run does before Snakemake
-    assert "removed a stale Snakemake lock" in unlocked.stderr
-    snakemake(workdir, "--rerun-incomplete", TRAIN_TARGET)
-
     reference = tmp_path / "uninterrupted"
     reference.mkdir()
     one_sentence_batches(reference, tiny_bert)
-    snakemake(reference, TRAIN_TARGET)
+    with open(tmp_path / "uninterrupted.out", "w") as out:  # the uninterrupted run, meanwhile (the other core)
+        clean_run = subprocess.Popen(snakemake_command(reference, TRAIN_TARGET), stdout=out, stderr=subprocess.STDOUT,
+                                     env=workflow_env())
+    try:
+        resume(workdir)
+    finally:
+        clean_run.wait()
+    assert clean_run.returncode == 0, (tmp_path / "uninterrupted.out").read_text()[-6000:]
+
     resumed, clean = (json.loads((d / TRAIN_TARGET).read_text()) for d in (workdir, reference))
     for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
         assert resumed[key] == clean[key], key
@@ -387,3 +387,14 @@ def test_killed_training_resumes_to_the_uninterrupted_result(interrupted, tmp_pa
     assert resumed_model.keys() == clean_model.keys()
     for name in clean_model:
         np.testing.assert_array_equal(resumed_model[name], clean_model[name], err_msg=name)
+
+
+def resume(workdir: Path) -> None:
+    """What a user does after a crash: the stale lock stops Snakemake, bin/run's lock removal, then the rerun."""
+    stale = subprocess.run(snakemake_command(workdir, "--rerun-incomplete", TRAIN_TARGET), capture_output=True,
+                           text=True)
+    assert stale.returncode != 0 and "LockException" in stale.stderr, "a SIGKILL leaves the lock behind"
+    unlocked = subprocess.run([sys.executable, "-m", "defsent_plus.pipeline.locks", str(workdir)],
+                              capture_output=True, text=True, check=True)  # what bin/run does before Snakemake
+    assert "removed a stale Snakemake lock" in unlocked.stderr
+    snakemake(workdir, "--rerun-incomplete", TRAIN_TARGET)
