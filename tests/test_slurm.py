@@ -1,9 +1,10 @@
 """The SLURM profile on a real single-node SLURM cluster started on this host (root only).
 
-The tiny config, cut to one seed, one step, one pooling and two analysed spaces (12 jobs: each SLURM job
-starts Snakemake twice, ~15 s), runs once through ``--profile profiles/slurm`` and once locally;
-deterministic outputs must be identical, every SLURM job must have completed and exactly the GPU-capable
-rules must have asked SLURM for a GPU.
+The tiny config, cut to one seed, one step, one pooling and two analysed spaces (EXPECTED_JOBS; each SLURM job
+starts Snakemake twice, ~15 s), runs through ``--profile profiles/slurm``; every SLURM job must have
+completed, exactly the GPU-capable rules must have asked SLURM for a GPU, and its deterministic outputs must
+be identical to the same jobs' outputs in the session's local run of the whole tiny config (``tiny_run``:
+the cut config's jobs plus more seeds, steps and spaces beside them).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import yaml
 from conftest import REPO
 from safetensors.numpy import load_file
 from slurm_cluster import SlurmCluster, install_reason, shadow_reason
-from workflow_utils import planned_jobs, snakemake, write_tiny_config
+from workflow_utils import planned_jobs, workflow_env, write_tiny_config
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -51,19 +52,13 @@ def cluster(tmp_path_factory):
 
 
 def write_config(workdir: Path, model: Path) -> None:
+    """The tiny config cut to its first step's first seed, one analysed transform and one pooling."""
     config = write_tiny_config(workdir, model)
-    config["runs"]["tiny"].update(seeds=[0], steps=[{"lr": 1.0e-3, "spaces": ["amp"]}])
-    config["entry_space"]["analyse"] = ["amp", "amp.center"]
-    config["evaluation"]["poolings"] = ["mean"]
+    tiny = config["runs"]["tiny"]
+    tiny.update(seeds=tiny["seeds"][:1], steps=tiny["steps"][:1])
+    config["entry_space"]["analyse"] = ["amp", "amp.whiten"]
+    config["evaluation"]["poolings"] = config["evaluation"]["poolings"][:1]
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-@pytest.fixture(scope="module")
-def local_run(tmp_path_factory, tiny_bert) -> Path:
-    workdir = tmp_path_factory.mktemp("local")
-    write_config(workdir, tiny_bert)
-    snakemake(workdir)
-    return workdir
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +69,7 @@ def slurm_run(tmp_path_factory, tiny_bert, cluster) -> tuple[Path, list[dict[str
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
                "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "slurm"),
                "--slurm-init-seconds-before-status-checks", "2", "--retries", "0"]
-    env = cluster.env | {"HF_HUB_OFFLINE": "1"}
+    env = workflow_env() | {"SLURM_CONF": cluster.env["SLURM_CONF"], "HF_HUB_OFFLINE": "1"}  # as the local run's
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         raise AssertionError(f"SLURM run failed:\n{result.stderr[-6000:]}\n{cluster.logs()}")
@@ -105,22 +100,23 @@ def test_exactly_the_gpu_rules_requested_a_gpu(slurm_run):
         assert asks_gpu == (job_rule(job) in GPU_RULES), (job_rule(job), job.get("TresPerJob"))
 
 
-def test_outputs_equal_a_local_run(slurm_run, local_run):
+def test_outputs_equal_the_local_run(slurm_run, tiny_run):
     workdir, _ = slurm_run
     for name in ("a", "b", "c"):
         pd.testing.assert_frame_equal(pd.read_parquet(workdir / dag.dictionary_file(f"{name}.parquet")),
-                                      pd.read_parquet(local_run / dag.dictionary_file(f"{name}.parquet")))
-    for space in ("amp", "ac", "amp.center"):
+                                      pd.read_parquet(tiny_run / dag.dictionary_file(f"{name}.parquet")))
+    for space in ("amp", "ac", "amp.whiten"):
         path = dag.space_file(EncoderId.base("tiny"), "a", space)
-        np.testing.assert_array_equal(np.load(workdir / path), np.load(local_run / path), err_msg=path)
+        np.testing.assert_array_equal(np.load(workdir / path), np.load(tiny_run / path), err_msg=path)
     summary, local_summary = (json.loads((d / dag.train_summary(CANDIDATE)).read_text())
-                              for d in (workdir, local_run))
+                              for d in (workdir, tiny_run))
     for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
         assert summary[key] == local_summary[key], key
     model, local_model = (load_file(d / dag.trained_model(CANDIDATE) / "model.safetensors")
-                          for d in (workdir, local_run))
+                          for d in (workdir, tiny_run))
     assert model.keys() == local_model.keys()
     for name in model:
         np.testing.assert_array_equal(model[name], local_model[name], err_msg=name)
-    best, local_best = (json.loads((d / dag.best_json("tiny", 1)).read_text()) for d in (workdir, local_run))
-    assert best["best"]["dev_score"] == local_best["best"]["dev_score"]
+    best, local_best = (json.loads((d / dag.best_json("tiny", 1)).read_text()) for d in (workdir, tiny_run))
+    seed0 = next(c for c in local_best["candidates"] if c["space"] == "amp" and c["seed"] == 0)
+    assert best["best"]["seed"] == 0 and best["best"]["dev_score"] == seed0["dev_score"]
