@@ -202,9 +202,12 @@ def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, d
     config["runs"]["tiny"].update(seeds=[0, 1], steps=[{"lr": 1.0e-3, "spaces": ["amp"]}])
     config["entry_space"]["analyse"] = ["amp"]
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    snakemake(tmp_path, "--profile", str(REPO / "profiles" / "workstation"), "--cores", "3",  # both seeds at once
-              "results/eval/tiny/dev.json", "results/tiny/step1/amp/seed0/train.json",
-              "results/tiny/step1/amp/seed1/train.json", "results/entry_spaces/tiny/a/amp.center.npy")
+    profile = ("--profile", str(REPO / "profiles" / "workstation"), "--cores", "3")
+    # the trains first, alone: both become ready together, so the two seeds run at once (the dev score's embed
+    # job would otherwise hold a GPU while one of them waits, and the wait decides which device it gets)
+    snakemake(tmp_path, *profile, "results/tiny/step1/amp/seed0/train.json", "results/tiny/step1/amp/seed1/train.json",
+              "results/entry_spaces/tiny/a/amp.center.npy")
+    snakemake(tmp_path, *profile, "results/eval/tiny/dev.json")
     jobs = job_slots(tmp_path / "logs")
     # the dev score reads the vectors of its embed job (log stsb-dev_mean): that job asks for the GPU
     assert sorted(name for name, _, requested in jobs if requested == 1) == ["entry_space", "stsb-dev_mean", "train",
