@@ -21,6 +21,10 @@ include: "rules/comparison.smk"
 include: "rules/baselines.smk"
 
 
+# The HTML report (snakemake --report report.html) opens on the comparison: rule summary writes this page.
+report: str(Path(dag.compare_file("summary.rst")).resolve())
+
+
 rule all:
     input:
         PLAN.targets(),

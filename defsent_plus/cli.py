@@ -51,7 +51,9 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     from defsent_plus.evaluation.reverse_dictionary import ReverseDictionary
 
     require_command(args.model, "reverse-dictionary")
-    rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling)
+    rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space)
+    if rd.note:
+        print(f"note: {rd.note}", file=sys.stderr)
     for sentence, ranked in zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True):
         print(sentence)
         for rank, (entry, score) in enumerate(ranked, start=1):
@@ -83,11 +85,28 @@ def cmd_predict_words(args: argparse.Namespace) -> None:
     if args.top_k < 1:
         raise DefSentError("--top-k", f"expected at least 1, got {args.top_k}")
     require_command(args.model, "predict-words")
+    warning = untrained_head_warning(args.model)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     predictions = predict_words(args.model, args.definitions, args.top_k, args.pooling)
     for definition, ranked in zip(args.definitions, predictions, strict=True):
         print(definition)
         for rank, (word, probability) in enumerate(ranked, start=1):
             print(f"  {rank:2d}. {word}\t{probability:.4g}")
+
+
+def untrained_head_warning(model: str) -> str:
+    """Why a DefSent model's predicted words mean nothing yet ('' if they may): its masked-LM head was initialised,
+    not pretrained, and its training did not fit (or was not recorded to)."""
+    from defsent_plus.io import read_json
+    from defsent_plus.training.task import TRAINING_CARD
+
+    card = Path(model) / TRAINING_CARD
+    head = (read_json(card).get("head") or {}) if card.is_file() else {}
+    if head.get("head", "pretrained") == "pretrained":
+        return ""
+    return (f"this model's masked-LM head was {head['head']} (seed {head.get('seed')}), not pretrained: its words "
+            "are meaningless until the head is trained at scale (a full DefSent run on a GPU)")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -131,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     reverse.add_argument("--space", help="entry space .npy (default: the one the model was trained on)")
     reverse.add_argument("--dataset", help="dataset parquet (default: the one the model was trained on)")
     reverse.add_argument("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
+    reverse.add_argument("--scoring", choices=("dot", "cosine"),
+                         help="dot: the trained pooler's h · Eᵀ; cosine: the mean-pooled sentence against an AMP entry "
+                              "space (default: dot, or cosine when the model's training did not fit its objective)")
+    reverse.add_argument("--cosine-space", help="AMP entry space .npy for --scoring cosine (default: amp.npy beside "
+                                                "the trained space)")
     reverse.add_argument("--top-k", type=int, default=10)
     reverse.add_argument("sentences", nargs="+")
     reverse.set_defaults(func=cmd_reverse_dictionary)

@@ -5,13 +5,15 @@
 rule compare_sts:
     input:
         sts=[record["sts"] for record in PLAN.sts_comparison()],
+        pairs=lambda wildcards: PLAN.comparison_pairs(),
     output:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
     params:
         runs=canonical(PLAN.sts_comparison()),
-        # not yet: the comparison's paired tests need the final models' pairs without scoring a selected model twice
-        bootstrap=None,
+        poolings=config["evaluation"]["poolings"],
+        bootstrap=canonical(config["evaluation"]["bootstrap"]),
+        published=canonical(config["published"]),
     log:
         dag.log_file("compare", "sts"),
     threads: 1
@@ -32,6 +34,33 @@ use rule compare_sts as compare_reverse_dictionary with:
         md=dag.compare_file("reverse_dictionary.md"),
     params:
         runs=canonical(PLAN.reverse_dictionary_comparison()),
+        poolings=None,
         bootstrap=None,
+        published=None,
     log:
         dag.log_file("compare", "reverse_dictionary"),
+
+
+# The front page: the comparison tables, the STS-by-step plots and links to each run's files; summary.rst is the
+# HTML report's workflow description (Snakefile: report), so `snakemake --report` opens on the comparison.
+rule summary:
+    input:
+        pages=PLAN.comparison_pages(),
+        plots=[dag.run_file(run, "sts_by_step.png") for run in config["runs"]],
+        details=[path for record in PLAN.run_details() for path in record["files"]],
+    output:
+        md=dag.compare_file("summary.md"),
+        rst=dag.compare_file("summary.rst"),
+    params:
+        runs=canonical(PLAN.run_details()),
+        plotted=list(config["runs"]),
+    log:
+        dag.log_file("compare", "summary"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/summary.py"

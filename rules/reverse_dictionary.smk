@@ -2,6 +2,7 @@
 # final step's dev-selected model ranks every entry of the space it was trained on for each held-out definition, the
 # run's starting model (cosine to its own AMP space) the reference. DefSent: the final model ranks the whole
 # vocabulary through its masked-LM head (DefSent's protocol), the starting model with its own head the reference.
+# Every model also by cosine against the starting model's AMP space (like for like), with intervals and paired tests.
 
 
 rule reverse_dictionary:
@@ -21,6 +22,7 @@ rule reverse_dictionary:
         batch_size=config["evaluation"]["batch_size"],
         max_length=config["evaluation"]["max_length"],
         title=lambda w: f"Reverse dictionary on held-out entries, run {w.run}",
+        bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "reverse_dictionary"),
     threads: THREADS

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from defsent_plus.encoders.encoding import mean_pool
-from defsent_plus.encoders.models import load_encoder
+from defsent_plus.encoders.models import family_of, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
 from defsent_plus.methods.contrastive import (
@@ -17,7 +17,7 @@ from defsent_plus.methods.contrastive import (
     UnsupervisedContrastive,
     feature_cutoff_mask,
     info_nce,
-    shuffle_tokens,
+    shuffled_positions,
     token_cutoff_mask,
 )
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
@@ -141,6 +141,27 @@ def test_pooling_without_mlp_is_the_plain_pooled_vector(encoder):
                        mean_pool(batch.hidden, batch.attention_mask, None))
 
 
+def test_simcse_applies_its_training_mlp_with_cls_pooling_only_unless_a_run_forces_it(encoder):
+    """SimCSE's rule (simcse/models.py): the MLP runs for CLS, not for mean or max; ``mlp: true`` forces it and the
+    training card records that as a deviation."""
+    from defsent_plus.methods.contrastive import mlp_card
+
+    encoder.model.eval()
+    batch = make_batch(encoder)
+    assert isinstance(UnsupervisedContrastive(encoder).mlp, torch.nn.Sequential)
+    for pooling in ("mean", "max"):
+        default = UnsupervisedContrastive(encoder, pooling=pooling)
+        assert isinstance(default.mlp, torch.nn.Identity) and list(default.parameters()) == []
+        forced = UnsupervisedContrastive(encoder, pooling=pooling, mlp=True)
+        assert isinstance(forced.mlp, torch.nn.Sequential)
+        assert mlp_card(True, pooling)["run_deviations"][0].startswith(f"the training MLP is applied with {pooling}")
+        assert mlp_card(None, pooling) == {"training_mlp": False}
+    mean = UnsupervisedContrastive(encoder, pooling="mean")
+    assert torch.equal(mean.sentence_vectors(batch.hidden, batch.attention_mask),
+                       mean_pool(batch.hidden, batch.attention_mask, None))
+    assert mlp_card(None, "cls") == {"training_mlp": True} and mlp_card(False, "cls") == {"training_mlp": False}
+
+
 ATTENTION = torch.tensor([[1] * 8 + [0] * 4, [1] * 5 + [0] * 7, [1] * 12])
 
 
@@ -166,19 +187,19 @@ def test_feature_cutoff_zeroes_the_share_of_dimensions_per_sentence():
     assert not torch.equal(masks[0][0, 0], masks[0][1, 0])  # each sentence draws its own dimensions
 
 
-def test_shuffle_permutes_only_the_movable_tokens():
-    ids = torch.arange(100, 124).reshape(2, 12)
-    movable = torch.zeros(2, 12, dtype=torch.bool)
-    movable[0, 1:7] = True  # row 0: [CLS] six words [SEP] padding
-    movable[1, 1:11] = True
-    shuffled = [shuffle_tokens(ids, movable, torch.Generator().manual_seed(seed)) for seed in (0, 0, 1)]
+def test_shuffle_permutes_the_position_ids_of_every_non_padding_token():
+    """ConSERT (transformers/modeling_bert.py, _replace_position_ids): a permutation of range(num_tokens), [CLS] and
+    [SEP] included, then the padding's positions in place; RoBERTa's start at pad_token_id + 1."""
+    attention = torch.tensor([[1] * 8 + [0] * 4, [1] * 12])
+    shuffled = [shuffled_positions(attention, 0, torch.Generator().manual_seed(seed)) for seed in (0, 0, 1)]
     for out in shuffled:
-        assert torch.equal(out[~movable], ids[~movable])
-        for row in range(2):
-            assert sorted(out[row, movable[row]].tolist()) == ids[row, movable[row]].tolist()
-        assert not torch.equal(out[0], ids[0]) and not torch.equal(out[1], ids[1])
-    assert torch.equal(shuffled[0], shuffled[1])
-    assert not torch.equal(shuffled[0], shuffled[2])
+        assert sorted(out[0, :8].tolist()) == list(range(8)) and out[0, 8:].tolist() == list(range(8, 12))
+        assert sorted(out[1].tolist()) == list(range(12))
+        assert out[0, 0] != 0 or out[1, 0] != 0  # the [CLS] slot moves too (seeded: both rows keep it only by chance)
+    assert torch.equal(shuffled[0], shuffled[1]) and not torch.equal(shuffled[0], shuffled[2])
+    assert torch.equal(shuffled_positions(attention, 2, torch.Generator().manual_seed(0)), shuffled[0] + 2)
+    assert family_of("roberta").first_position(type("C", (), {"pad_token_id": 1})()) == 2
+    assert family_of("bert").first_position(None) == 0
 
 
 @pytest.mark.parametrize("augmentation", ["token_cutoff", "feature_cutoff"])
@@ -206,21 +227,21 @@ def test_cutoff_edits_the_embedding_output_of_the_second_view_only(encoder, augm
     assert torch.equal(make_batch(encoder).hidden, batch.hidden)
 
 
-def test_token_shuffle_reorders_the_words_of_the_second_view(encoder):
+def test_token_shuffle_feeds_shuffled_position_ids_to_the_second_view(encoder):
     encoder.model.eval()
     batch = make_batch(encoder)
     objective = UnsupervisedContrastive(encoder, augmentation="token_shuffle")
     fed = []
-    handle = encoder.model.register_forward_pre_hook(lambda _m, _a, kwargs: fed.append(kwargs["input_ids"]),
-                                                     with_kwargs=True)
+    handle = encoder.model.register_forward_pre_hook(lambda _m, _a, kwargs: fed.append(kwargs), with_kwargs=True)
     view = objective.second_view(batch)
     handle.remove()
-    ids = fed[0]
-    special = torch.isin(batch.input_ids, torch.tensor(encoder.tokenizer.all_special_ids))
-    fixed = ~batch.attention_mask.bool() | special
-    assert torch.equal(ids[fixed], batch.input_ids[fixed])  # padding and special tokens stay
-    assert torch.equal(ids.sort(1).values, batch.input_ids.sort(1).values)
-    assert not torch.equal(ids, batch.input_ids)
+    assert torch.equal(fed[0]["input_ids"], batch.input_ids)  # the tokens stay, their positions move
+    first = family_of(encoder.model.config.model_type).first_position(encoder.model.config)
+    positions, present = fed[0]["position_ids"] - first, batch.attention_mask.bool()
+    for row in range(len(positions)):
+        n = int(present[row].sum())
+        assert sorted(positions[row, :n].tolist()) == list(range(n))
+    assert not torch.equal(positions, torch.arange(positions.shape[1]).expand_as(positions))
     assert not torch.allclose(view, batch.hidden, atol=1e-4)
 
 

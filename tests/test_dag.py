@@ -299,7 +299,7 @@ def test_method_defaults_are_the_methods_own(selection):
     methods = validated(config)["methods"]
     assert methods["defsent"] == {"max_length": 16, "weight_decay": 0.0, "adam_eps": 1e-8, "optimizer": "adam",
                                   "max_grad_norm": None, "bucket_by_length": False, "schedule": "constant",
-                                  "warmup_ratio": 0.1, "select_every": 0}
+                                  "warmup_ratio": 0.1, "warmup_rounding": "none", "select_every": 0}
     assert methods["defsent_plus"]["optimizer"] == "adamw" and methods["defsent_plus"]["schedule"] == "linear"
 
 
@@ -353,3 +353,18 @@ def test_auto_threads_are_half_the_given_cores_and_a_number_is_kept():
 
     assert [threads_per_job("auto", cores) for cores in (1, 2, 3, 16, None)] == [1, 1, 1, 8, 1]
     assert threads_per_job(3, 2) == 3
+
+
+@pytest.mark.parametrize("final, scored", [("best", EncoderId.selected("tiny", 3)),
+                                           ("candidates", EncoderId.candidate("tiny", 3, **SELECTED))])
+def test_the_comparison_reads_the_final_model_as_its_runs_table_scored_it(selection, final, scored):
+    """``evaluation.final: best`` scores the selected model itself; ``candidates`` scores each candidate, so the
+    comparison reads the winning one's similarities (asking the selection) instead of scoring the model again."""
+    config = tiny_config()
+    config["evaluation"]["final"] = final
+    plan = Plan(config, selection)
+    assert scored in {row.encoder for row in plan.evaluated("tiny")}
+    pooling = config["evaluation"]["poolings"][0]
+    assert plan.comparison_pairs()[:2] == [dag.score_file(EncoderId.base("tiny"), "sts", pooling, "pairs.parquet"),
+                                           dag.score_file(scored, "sts", pooling, "pairs.parquet")]
+    assert (("tiny", 3) in selection.asked) == (final == "candidates")

@@ -51,6 +51,22 @@ def test_comparison_tables_show_every_method(methods_run):
     assert "defsent (step 1 vocab), mean ± std" in set(sts["model"])
     rd = pd.read_csv(methods_run / dag.compare_file("reverse_dictionary.tsv"), sep="\t")
     assert set(rd["method"]) == {"defsent", "defsent_plus"}
-    assert set(rd[rd["method"] == "defsent"]["protocol"]) == {"all_definitions", "heldout_queries"}
+    assert set(rd[rd["method"] == "defsent"]["protocol"]) == {"all_definitions", "heldout_queries", "cosine"}
+    assert set(rd[rd["method"] == "defsent_plus"]["protocol"]) == {"heldout_queries", "cosine"}
+    cosine = rd[rd["protocol"] == "cosine"]
+    assert set(zip(cosine["run"], cosine["model"], strict=True)) == {(run, model) for run in ("ds", "dp")
+                                                                    for model in ("trained", "base")}
+    # like for like: both runs' base rows are the same model on the same queries against the same space
+    base = cosine[cosine["model"] == "base"].set_index(["run", "split"])["mrr"]
+    assert base["ds"].to_dict() == base["dp"].to_dict()
+    assert (cosine["mrr_low"] <= cosine["mrr"]).all() and (cosine["mrr"] <= cosine["mrr_high"]).all()
     header = (methods_run / dag.compare_file("reverse_dictionary.md")).read_text()
-    assert "DefSent:" in header and "DefSent+:" in header
+    assert "DefSent:" in header and "DefSent+:" in header and "Trained − base on the same queries" in header
+
+
+def test_the_sts_comparison_tests_every_run_against_its_start_and_the_others(methods_run):
+    text = (methods_run / dag.compare_file("sts.md")).read_text()
+    first_cells = [line.split("|")[1].strip() for line in text[text.index("## Uncertainty"):].splitlines()
+                   if line.startswith("| ")]
+    assert {"ds − its start (tiny)", "ds − dp", "ds, dev-selected", "dp, dev-selected"} <= set(first_cells)
+    assert any(cell.startswith("sim_dp − its start (sim") for cell in first_cells)

@@ -146,7 +146,7 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
                             "transform_space": transforms(config, "tiny", 3), "isotropy": 1,
                             "embed": len(trained) + len(final) * poolings(config),
                             "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1,
-                            "compare_sts": 1, "all": 1}
+                            "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "train", "step") == values(jobs, "select_best", "step") == {"2", "3"}
     for rule in ("entry_space", "transform_space", "isotropy"):
         assert values(jobs, rule, "encoder") == {EncoderId.selected("tiny", 2).name}, rule
@@ -163,7 +163,7 @@ def test_an_added_pooling_scores_only_with_it(complete_run):
     jobs, config = plan_after(complete_run, add_pooling)
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"embed": len(encoders), "score": len(encoders), "sts_table": 1, "compare_sts": 1,
-                            "all": 1}
+                            "summary": 1, "all": 1}
     assert values(jobs, "score", "encoder") == values(jobs, "embed", "encoder") == encoders
     added = config["evaluation"]["poolings"][-1]
     assert values(jobs, "score", "pooling") == values(jobs, "embed", "pooling") == {added}
@@ -172,7 +172,7 @@ def test_an_added_pooling_scores_only_with_it(complete_run):
 def test_scoring_earlier_steps_scores_only_their_bests(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(steps="all"))
     assert counts(jobs) == {"embed": 2 * poolings(config), "score": 2 * poolings(config), "sts_table": 1,
-                            "compare_sts": 1, "all": 1}
+                            "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "score", "encoder") == {EncoderId.selected("tiny", k).name for k in (1, 2)}
 
 
@@ -180,7 +180,7 @@ def test_evaluation_batch_size_reruns_only_sts_scores(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(batch_size=8))
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"embed": len(encoders) * poolings(config), "score": len(encoders) * poolings(config),
-                            "sts_table": 1, "compare_sts": 1, "all": 1}
+                            "sts_table": 1, "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "embed", "sentences") == {"sts"}
 
 
@@ -188,7 +188,8 @@ def test_an_evaluator_option_reruns_no_forward_pass(complete_run):
     """The STS aggregation changes every STS score, and no embedding: the scores read the stored vectors."""
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(sts_aggregation="wmean"))
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
-    assert counts(jobs) == {"score": len(encoders) * poolings(config), "sts_table": 1, "compare_sts": 1, "all": 1}
+    assert counts(jobs) == {"score": len(encoders) * poolings(config), "sts_table": 1, "compare_sts": 1, "summary": 1,
+                            "all": 1}
 
 
 def test_each_encoder_embeds_each_sentence_set_and_pooling_once(complete_run):
@@ -205,6 +206,23 @@ def test_each_encoder_embeds_each_sentence_set_and_pooling_once(complete_run):
     inputs = input_lines(result.stdout + result.stderr)
     for rule in ("score", "dev_score"):
         assert inputs[rule] and not any("/model" in line or "resources/models" in line for line in inputs[rule])
+
+
+def test_scoring_every_final_candidate_scores_no_model_twice(complete_run):
+    """With ``evaluation.final: candidates`` the run's table scores every final candidate, and the comparison's
+    paired tests read the winning candidate's similarities: no job embeds or scores the selected model again under
+    its own name (the comparison's per-pair inputs wait for the selection: test_dag checks which they are)."""
+    original = edit_config(complete_run, lambda c: c["evaluation"].update(final="candidates"))
+    try:
+        config = yaml.safe_load((complete_run / "config.yaml").read_text())
+        result = snakemake(complete_run, "--dry-run", "--forceall", "--printshellcmds")
+    finally:
+        (complete_run / "config.yaml").write_text(original)
+    jobs = parse_jobs(result.stdout + result.stderr)
+    final = final_sts_encoders(config, "tiny")
+    assert EncoderId.selected("tiny", 3).name not in final and len(final) > 1
+    assert values(jobs, "score", "encoder") == {"tiny"} | final
+    assert {w["encoder"] for rule, w in jobs if rule == "embed" and w["sentences"] == "sts"} == {"tiny"} | final
 
 
 def input_lines(output: str) -> dict[str, list[str]]:
@@ -231,7 +249,7 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
         "transform_space": sum(transforms(config, "tiny2", step) for step in range(2, steps + 1)),
         "isotropy": steps - 1, "score": len(final_sts_encoders(config, "tiny2")) * poolings(config),
         "embed": len(trained) + len(final_sts_encoders(config, "tiny2")) * poolings(config),
-        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "all": 1,
+        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == {EncoderId.selected("tiny2", k).name for k in range(1, steps)}
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"tiny2"}
@@ -254,7 +272,7 @@ def test_a_run_started_from_another_runs_model_trains_only_itself(complete_run):
         "transform_space": sum(transforms(config, "chain", step) for step in range(1, steps + 1)),
         "isotropy": len(builders), "score": (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
         "embed": len(trained) + (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
-        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "all": 1,
+        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == builders
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"chain"}

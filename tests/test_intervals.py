@@ -125,7 +125,9 @@ def sts_pairs(similarity_of, seed: int = 0) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def test_score_tables_carry_intervals_and_paired_verdicts(tmp_path):
+def scored_run(tmp_path):
+    """A run's STS tables with intervals from three synthetic models (base; same = base's similarities, the
+    dev-selected one; worse = stronger noise): (sts.tsv, per-pair files by model, bootstrap options)."""
     from defsent_plus.evaluation.report import write_score_tables
     from defsent_plus.evaluation.sts import scores_of_pairs
     from defsent_plus.io import write_json
@@ -147,6 +149,11 @@ def test_score_tables_carry_intervals_and_paired_verdicts(tmp_path):
     options = {"resamples": 300, "level": 0.95, "seed": 0}
     write_score_tables(rows=rows, best_json=tmp_path / "best.json", out_tsv=out["tsv"], out_md=out["md"], title="t",
                        out_png=out["png"], bootstrap=options)
+    return out, {name: tmp_path / f"{name}.parquet" for name in models}, options
+
+
+def test_score_tables_carry_intervals_and_paired_verdicts(tmp_path):
+    out, _, _ = scored_run(tmp_path)
     table = pd.read_csv(out["tsv"], sep="\t")
     assert (table["avg_low"] < table["avg"]).all() and (table["avg"] < table["avg_high"]).all()
     text = out["md"].read_text()
@@ -155,3 +162,29 @@ def test_score_tables_carry_intervals_and_paired_verdicts(tmp_path):
     worse = next(line for line in text.splitlines() if line.startswith("| worse − base"))
     assert "+0.00 [+0.00, +0.00] n.s." in same and "| not distinguishable from 0" in same
     assert "| distinguishable from 0" in worse and "n.s." not in worse.split("|")[-3]
+
+
+def test_the_comparison_tests_each_run_and_shows_ours_minus_published(tmp_path):
+    from defsent_plus.evaluation.comparison import write_sts_comparison
+
+    tables, pairs, options = scored_run(tmp_path)
+    tsv = tables["tsv"]
+    table = pd.read_csv(tsv, sep="\t")
+    ours = table[table["dev_selected"]].iloc[0]
+    published = {"r": {"source": "paper X, Table 1", "scores": {"STS12": 70.0, "avg": 60.0}}}
+    out = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
+    stored = {}  # as the workflow stores them: results/eval/<encoder>/sts_<pooling>.pairs.parquet
+    for name in ("base", "same"):
+        (tmp_path / name).mkdir()
+        stored[name] = tmp_path / name / "sts_mean.pairs.parquet"
+        stored[name].write_bytes(pairs[name].read_bytes())
+    write_sts_comparison([{"run": "r", "method": "defsent_plus", "sts": str(tsv)}], out["tsv"], out["md"],
+                         pairs={"r": {"mean": {"start": str(stored["base"]), "final": str(stored["same"])}}},
+                         bootstrap=options, published=published)
+    rows = {tuple(cells[1:3]): cells[3:-1] for line in out["md"].read_text().splitlines()
+            if line.startswith("| ") and len(cells := [c.strip() for c in line.split("|")]) > 4}
+    assert rows[("r − its start (base)", "+0.00 [+0.00, +0.00] n.s.")]  # same similarities: exactly 0
+    interval = rows[("r, dev-selected", "mean")]  # STS12, ..., SICK-R, Avg.
+    assert rows[("r", "published: paper X, Table 1")] == ["70.00", "60.00"]
+    assert rows[("r", "ours − published")] == [f"{ours['STS12'] - 70.0:+.2f} (95%: {interval[0]})",
+                                               f"{ours['avg'] - 60.0:+.2f} (95%: {interval[-1]})"]

@@ -25,7 +25,10 @@ from defsent_plus.dictionary import (
 )
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.ranking import ranking_bootstrap
 from defsent_plus.evaluation.reverse_dictionary import (
+    ReverseDictionary,
+    cosine_ranks,
     entry_logits,
     evaluate_baseline,
     evaluate_queries,
@@ -36,6 +39,7 @@ from defsent_plus.evaluation.reverse_dictionary import (
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.task import TRAINING_CARD
 from defsent_plus.training.trainer import TrainConfig, train_on_space
 
@@ -264,13 +268,74 @@ def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
     out = {name: tmp_path / f"rd.{name}" for name in ("json", "tsv", "md")}
     write_entry_ranking(method="defsent_plus", model_dir=trained_model, spaces=[space], dataset=dataset,
                         queries=queries, base_model=tiny_bert, base_space=[space], out_json=out["json"],
-                        out_tsv=out["tsv"], out_md=out["md"], title="Held out")
+                        out_tsv=out["tsv"], out_md=out["md"], title="Held out", bootstrap=BOOTSTRAP)
     result = json.loads(out["json"].read_text())
     check_constructed(result["trained"])
     table = pd.read_csv(out["tsv"], sep="\t")
-    assert list(zip(table["model"], table["split"], strict=True)) == [
-        ("trained", "dev"), ("trained", "test"), ("base", "dev"), ("base", "test")]
-    assert out["md"].read_text().startswith("# Held out\n") and "among all 6 entries" in out["md"].read_text()
+    assert list(zip(table["model"], table["protocol"], table["split"], strict=True)) == [
+        (model, protocol, split) for model in ("trained", "base") for protocol in ("heldout_queries", "cosine")
+        for split in ("dev", "test")]
+    assert (table["mrr_low"] <= table["mrr"]).all() and (table["mrr"] <= table["mrr_high"]).all()
+    text = out["md"].read_text()
+    assert text.startswith("# Held out\n") and "among all 6 entries" in text and "Did training help?" in text
+    # like for like: the trained model's cosine rows are evaluate_baseline run on the trained model itself
+    alike = evaluate_baseline(trained_model, space, dataset, queries)
+    assert {split: result["trained"]["cosine"][split] for split in ("dev", "test")} == {
+        split: {k: v for k, v in alike[split].items() if k not in ("entries", "without_query")}
+        for split in ("dev", "test")}
+    base_alone = evaluate_baseline(tiny_bert, space, dataset, queries)
+    assert result["base"]["test"] == base_alone["test"]  # the reference is unchanged by the added protocol
+    assert set(result["paired"]) == {"cosine"} and set(result["paired"]["cosine"]) == {"dev", "test"}
+
+
+BOOTSTRAP = {"resamples": 200, "level": 0.95, "seed": 0}
+
+
+def test_ranking_bootstrap_knows_the_answers():
+    """A model against itself: difference 0, interval [0, 0], p = 1; a model that ranks every query first against
+    one that ranks it 50th on 300 queries: distinguishable; the same seed gives the same intervals."""
+    rng = np.random.default_rng(0)
+    ranks = rng.integers(1, 100, size=300)
+    same = ranking_bootstrap([ranks, ranks.copy()], BOOTSTRAP).paired(0, 1)["mrr"]
+    assert same.difference.value == same.difference.low == same.difference.high == 0 and same.p_value == 1
+    better = ranking_bootstrap([np.ones(300, dtype=int), np.full(300, 50)], BOOTSTRAP).paired(0, 1)
+    assert better["mrr"].distinguishable and better["mrr"].difference.value == pytest.approx(1 - 1 / 50)
+    assert better["top10"].p_value < 0.01
+    first, again = (ranking_bootstrap([ranks], BOOTSTRAP).intervals(0) for _ in range(2))
+    assert first == again and first["mrr"].low < first["mrr"].value < first["mrr"].high
+    assert first["mrr"].value == pytest.approx(np.mean(1 / ranks))
+
+
+def test_a_model_that_did_not_fit_is_queried_by_cosine_and_says_so(tmp_path, trained_model):
+    dataset, space = write_toy_dataset(tmp_path / "toy.parquet"), tmp_path / "amp.ica.npy"
+    frame = read_dataset(dataset)
+    write_npy(space, np.random.default_rng(0).normal(size=(len(frame), 32)).astype(np.float32))
+    write_npy(tmp_path / "amp.npy", np.random.default_rng(1).normal(size=(len(frame), 32)).astype(np.float32))
+    unfitted = {"fitted": False, "note": "final loss 6.9 is within 2% of ln(1000)"}
+    write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls",
+                                               "fit": unfitted})
+    rd = ReverseDictionary(trained_model)
+    assert rd.scoring == "cosine" and "did not fit its objective" in rd.note and "6.9" in rd.note
+    expected = cosine_ranks(rd.encoder, load_space(tmp_path / "amp.npy", len(frame)),
+                            pd.DataFrame({"definition": ["a small animal"], "entry_id": [1]}))
+    top = rd.query(["a small animal"], top_k=len(frame))[0]
+    assert [entry for entry, _ in top].index(frame["entry"][1]) + 1 == expected[0]
+    assert ReverseDictionary(trained_model, scoring="dot").scoring == "dot"
+    write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls",
+                                               "fit": {**unfitted, "fitted": True}})
+    assert ReverseDictionary(trained_model).scoring == "dot"
+    (tmp_path / "amp.npy").unlink()
+    with pytest.raises(DefSentError, match="no AMP entry space for the cosine scoring"):
+        ReverseDictionary(trained_model, scoring="cosine")
+
+
+def test_predict_words_warns_about_an_initialised_head(tmp_path):
+    from defsent_plus.cli import untrained_head_warning
+
+    write_json(tmp_path / TRAINING_CARD, {"head": {"head": "initialised", "seed": 0}})
+    assert "meaningless until the head is trained" in untrained_head_warning(str(tmp_path))
+    write_json(tmp_path / TRAINING_CARD, {"head": {"head": "pretrained"}})
+    assert untrained_head_warning(str(tmp_path)) == ""
 
 
 # ------------------------------------------------------------------------------------------- workflow

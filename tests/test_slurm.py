@@ -33,7 +33,7 @@ CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 GPU_RULES = {"entry_space", "train", "embed"}
 EXPECTED_JOBS = {"acquire_data": 1, "pin_model": 1, "dictionary": 1, "entry_space": 1, "transform_space": 1,
                  "isotropy": 1, "train": 1, "embed": 4, "dev_score": 2, "select_best": 1, "score": 2, "sts_table": 1,
-                 "steps_report": 1, "compare_sts": 1}  # scores and their embeddings: base and final
+                 "steps_report": 1, "compare_sts": 1, "summary": 1}  # scores and their embeddings: base and final
 
 
 @pytest.fixture(scope="module")

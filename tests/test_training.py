@@ -243,6 +243,22 @@ def test_schedules_linear_decay_and_constant_after_warmup():
         learning_rates(TrainConfig(lr=1.0, schedule="cosine"), 4)
 
 
+def test_defsents_warm_up_is_unrounded_as_its_scheduler_computes_it():
+    """hppRC/defsent experiments/src/lr_scheduler.py: multiplier = step / (warmup_ratio x steps) while below it, then
+    1, the length a float. At 25 steps that is 2.5 warm-up steps: 0, 0.4, 0.8, then 1 (rounded up to 3: 0, 1/3,
+    2/3)."""
+    unrounded = TrainConfig(lr=1.0, schedule="constant", warmup_ratio=0.1, warmup_rounding="none")
+    assert learning_rates(unrounded, 25)[:4] == pytest.approx([0.0, 0.4, 0.8, 1.0])
+    rounded = TrainConfig(lr=1.0, schedule="constant", warmup_ratio=0.1)
+    assert learning_rates(rounded, 25)[:4] == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    with pytest.raises(DefSentError, match="unknown rounding 'down'"):
+        learning_rates(TrainConfig(lr=1.0, warmup_ratio=0.1, warmup_rounding="down"), 4)
+    from defsent_plus.methods import method_of
+
+    assert method_of("defsent").options["warmup_rounding"]["default"] == "none"
+    assert method_of("simcse").options["warmup_rounding"]["default"] == "up"
+
+
 def test_chance_level_training_is_flagged():
     import math
 

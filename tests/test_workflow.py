@@ -106,6 +106,8 @@ def test_the_html_report_renders_every_caption(tiny_run, tmp_path):
     assert "ERROR/" not in output and "WARNING/" not in output, output[-3000:]
     html = (tmp_path / "report.html").read_text()
     assert "Undefined substitution" not in html and "skewness" in html
+    # the front page is the comparison (rule summary's page): its tables, paired tests and embedded plots
+    assert "What this run found" in html and "its start (tiny)" in html and "data:image/png;base64" in html
 
 
 def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):

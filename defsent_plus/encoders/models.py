@@ -32,12 +32,17 @@ class ModelFamily:
     model_types: tuple[str, ...]
     pooler_activation: str
     pooler_init_from: str | None = None  # checkpoint key prefix whose dense weights seed the pooler
+    positions_after_padding: bool = False  # position ids start at pad_token_id + 1 (RoBERTa), else at 0
+
+    def first_position(self, config) -> int:
+        """The position id of a sequence's first token."""
+        return config.pad_token_id + 1 if self.positions_after_padding else 0
 
 
 FAMILIES = (
     ModelFamily("bert", ("bert", "distilbert", "electra", "mpnet"), "tanh"),
     # 000, end of Section 3.2: RobertaPooler takes the MLM head's dense layer and a GELU.
-    ModelFamily("roberta", ("roberta", "xlm-roberta", "camembert"), "gelu", "lm_head.dense"),
+    ModelFamily("roberta", ("roberta", "xlm-roberta", "camembert"), "gelu", "lm_head.dense", True),
 )
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.evaluation.intervals import Interval
+from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, paired_table
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
 from defsent_plus.io import atomic_path, read_json
@@ -38,7 +40,18 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "") -> lis
     return rows
 
 
-def compared_models(runs: Sequence[dict], pooling: str) -> tuple[list[str], list[str], list[tuple[str, int, int]]]:
+Pairs = dict[str, dict[str, dict[str, str]]]  # run -> pooling -> "start" / "final" -> per-pair similarities file
+
+
+def pairs_by_run(runs: Sequence[dict], poolings: Sequence[str], files: Sequence[str]) -> Pairs:
+    """The flat per-pair file list of :meth:`Plan.comparison_pairs` (per run, per pooling: start, final) by run."""
+    if len(files) != 2 * len(runs) * len(poolings):
+        raise ValueError(f"expected {2 * len(runs) * len(poolings)} per-pair files, got {len(files)}")
+    it = iter(files)
+    return {r["run"]: {pooling: {"start": next(it), "final": next(it)} for pooling in poolings} for r in runs}
+
+
+def compared_models(pairs: Pairs, pooling: str) -> tuple[list[str], list[str], list[tuple[str, int, int]]]:
     """The distinct models of one pooling's comparison (per-pair files and labels) and the paired tests: each run's
     dev-selected model against its starting model, then every two runs' dev-selected models."""
     paths: list[str] = []
@@ -48,34 +61,78 @@ def compared_models(runs: Sequence[dict], pooling: str) -> tuple[list[str], list
             paths.append(path)
         return paths.index(path)
 
-    start = {r["run"]: index(r["pairs"][pooling]["start"]) for r in runs}
-    final = {r["run"]: index(r["pairs"][pooling]["final"]) for r in runs}
+    start = {run: index(files[pooling]["start"]) for run, files in pairs.items()}
+    final = {run: index(files[pooling]["final"]) for run, files in pairs.items()}
     names = {i: Path(path).parent.name for i, path in enumerate(paths)}
     labels = {**{i: names[i] for i in start.values()}, **{i: f"{run}, dev-selected" for run, i in final.items()}}
     tests = [(f"{run} − its start ({names[start[run]]})", final[run], start[run]) for run in final]
-    names_runs = list(final)
-    tests += [(f"{a} − {b}", final[a], final[b]) for k, a in enumerate(names_runs) for b in names_runs[k + 1:]]
+    runs = list(final)
+    tests += [(f"{a} − {b}", final[a], final[b]) for k, a in enumerate(runs) for b in runs[k + 1:]]
     return paths, [labels[i] for i in range(len(paths))], tests
 
 
-def comparison_uncertainty(runs: Sequence[dict], aggregation: str, options: dict) -> str:
-    """Markdown: the intervals of every compared model and the paired tests, per pooling."""
+def comparison_uncertainty(pairs: Pairs, aggregation: str, options: dict
+                           ) -> tuple[str, dict[str, dict[str, dict[str, Interval]]]]:
+    """Markdown: the intervals of every compared model and the paired tests, per pooling; and per pooling each run's
+    final model's intervals (the published numbers' comparison)."""
     text = "\n## Uncertainty\n\n" + reading_note(options)
-    for pooling in runs[0]["pairs"]:
-        paths, labels, tests = compared_models(runs, pooling)
+    finals: dict[str, dict[str, dict[str, Interval]]] = {}
+    for pooling in next(iter(pairs.values())):
+        paths, labels, tests = compared_models(pairs, pooling)
         resampled = bootstrap_of(paths, aggregation, options)
+        finals[pooling] = {run: resampled.intervals(paths.index(files[pooling]["final"]))
+                           for run, files in pairs.items()}
         rows = [{"model": label, "pooling": pooling} for label in labels]
         text += (f"### {options['level']:.0%} intervals ({pooling} pooling)\n\n"
                  + markdown(interval_rows(rows, resampled), STS_COLUMNS)
                  + f"\n### Paired tests ({pooling} pooling)\n\n" + markdown(paired_rows(tests, resampled), STS_COLUMNS)
                  + "\n")
-    return text
+    return text, finals
 
 
-def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path,
-                         bootstrap: dict | None = None) -> pd.DataFrame:
-    """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv; with ``bootstrap``, ``pairs``: per
-    pooling the per-pair files of its starting and final models). A starting model shared by runs is listed once."""
+def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[str, Interval] | None
+                   ) -> list[dict]:
+    """The published numbers of a run, ours (its dev-selected model, or its final seeds' mean) and ours − published,
+    beside our 95% interval (selected) or our std over seeds (seeds)."""
+    pooling = spec.get("pooling", table["pooling"].iloc[0])
+    rows = table[table["pooling"] == pooling]
+    tasks = [task for task in SCORE_COLUMNS if task in spec["scores"]]
+    if spec.get("compare_with", "selected") == "seeds":
+        final = rows[rows["group"].fillna("") != ""]
+        ours = {task: final[task].mean() for task in tasks}
+        spread = {task: f"± {final[task].std(ddof=0):.2f} (std, {len(final)} seeds)" for task in tasks}
+        label = f"ours: final step, mean of {len(final)} seeds ({pooling})"
+    else:
+        selected = rows[rows["dev_selected"]].iloc[0]
+        ours = {task: float(selected[task]) for task in tasks}
+        spread = {task: (f"95%: {intervals[task].low:.2f}–{intervals[task].high:.2f}" if intervals else "")
+                  for task in tasks}
+        label = f"ours: dev-selected ({pooling})"
+    return [{"run": run, "row": f"published: {spec['source']}", **{t: f"{spec['scores'][t]:.2f}" for t in tasks}},
+            {"run": run, "row": label, **{t: f"{ours[t]:.2f}" for t in tasks}},
+            {"run": run, "row": "ours − published", **{t: f"{ours[t] - spec['scores'][t]:+.2f} ({spread[t]})"
+                                                       for t in tasks}}]
+
+
+def published_section(published: dict, tables: dict[str, pd.DataFrame],
+                      finals: dict[str, dict[str, dict[str, Interval]]]) -> str:
+    """Markdown: every run with published numbers against them."""
+    rows = []
+    for run, spec in published.items():
+        pooling = spec.get("pooling", tables[run]["pooling"].iloc[0])
+        rows += published_rows(run, spec, tables[run], finals.get(pooling, {}).get(run))
+    return ("\n## Against the published numbers\n\nOurs − published, beside our 95% bootstrap interval (test-set "
+            "noise of our model) or our std over seeds; a published number is a point estimate of another run, so a "
+            "difference inside our interval or std is not a failure to reproduce.\n\n"
+            + markdown(pd.DataFrame(rows), STS_COLUMNS))
+
+
+def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path, pairs: Pairs | None = None,
+                         bootstrap: dict | None = None, published: dict | None = None) -> pd.DataFrame:
+    """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv); ``pairs``: per run the per-pair
+    files of its starting and final models (:func:`pairs_by_run`), with ``bootstrap`` (evaluation.bootstrap) the
+    comparison's intervals and paired tests; ``published``: config ``published`` (runs against a paper's numbers).
+    A starting model shared by runs is listed once."""
     tables = {r["run"]: pd.read_csv(r["sts"], sep="\t") for r in runs}
     rows = [row for r in runs for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
@@ -85,11 +142,16 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     text = ("# STS of every run (Spearman x 100 of cosine)\n\n" + note +
             "Starting models, then per run its final step's candidates as mean ± std over seeds and the model "
             "selected on STS-B dev (never on a test set).\n\n" + markdown(table, STS_COLUMNS))
-    if bootstrap is not None:
+    finals: dict = {}
+    if pairs and bootstrap is not None:
         aggregation = pd.concat(tables.values())["sts_aggregation"].iloc[0]
-        text += comparison_uncertainty(runs, aggregation, bootstrap)
-    scored = dict.fromkeys(path.replace(".pairs.parquet", ".json") for r in runs
-                           for files in r.get("pairs", {}).values() for path in files.values())
+        uncertainty, finals = comparison_uncertainty(pairs, aggregation, bootstrap)
+        text += uncertainty
+    if published:
+        text += published_section(published, tables, finals)
+    scored = dict.fromkeys(path.removesuffix(".pairs.parquet") + ".json" for files in (pairs or {}).values()
+                           for models in files.values() for path in models.values()
+                           if path.endswith(".pairs.parquet"))
     text += provenance_footer(score_provenance([path for path in scored if Path(path).is_file()]))
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
@@ -97,33 +159,43 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
 
 
 def reverse_dictionary_rows(run: str, result: dict) -> list[dict]:
-    """One row per (model, protocol, split) of a run's reverse_dictionary.json, whatever its method."""
+    """One row per (model, protocol, split) of a run's reverse_dictionary.json, whatever its method, with the
+    intervals' bounds where the run computed them."""
     method = result["method"]
     splits_of = resolve(method_of(method, f"{run}: reverse_dictionary.json").reverse_dictionary.splits)
     rows = []
     for label in ("trained", "base"):
         model = result[label]
         for protocol, splits in splits_of(model).items():
+            candidates = model["cosine_candidates"] if protocol == "cosine" else model["candidates"]
             for split, metrics in splits.items():
+                bounds = model.get("intervals", {}).get(protocol, {}).get(split, {})
                 rows.append({"run": run, "method": method, "model": label, "protocol": protocol, "split": split,
-                             "candidates": model["candidates"], "queries": metrics["queries"],
-                             **{k: metrics.get(k) for k in METRIC_COLUMNS}})
+                             "candidates": candidates, "queries": metrics["queries"],
+                             **{k: metrics.get(k) for k in METRIC_COLUMNS},
+                             **{f"mrr_{end}": value for end, value in zip(("low", "high"), bounds.get("mrr", ()),
+                                                                          strict=False)}})
     return rows
 
 
 def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path
                                         ) -> pd.DataFrame:
     """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json)."""
-    table = pd.DataFrame([row for r in runs for row in reverse_dictionary_rows(r["run"], read_json(r["json"]))])
+    results = {r["run"]: read_json(r["json"]) for r in runs}
+    table = pd.DataFrame([row for run, result in results.items() for row in reverse_dictionary_rows(run, result)])
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     methods = dict.fromkeys(table["method"])
     header = "\n".join(f"* {method_of(m).reverse_dictionary.description}" for m in methods)
+    paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)
     text = ("# Reverse dictionary of every run\n\nThe methods rank different candidates (the `candidates` column), "
-            "so compare numbers within a protocol:\n\n" + header + "\n\n`model`: trained = the run's final "
-            "dev-selected model, base = its starting model untrained by the run. MRR over the full ranking, MRR@10 "
-            "(hits beyond the top 10 count 0), top-k accuracy in %.\n\n" +
-            table.to_markdown(index=False, floatfmt=".3f") + "\n")
+            "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "
+            "= the run's final dev-selected model, base = its starting model untrained by the run. MRR over the full "
+            "ranking (`mrr_low`–`mrr_high`: its 95% bootstrap interval over the queries), MRR@10 (hits beyond the "
+            "top 10 count 0), top-k accuracy in %.\n\n" + table.to_markdown(index=False, floatfmt=".3f") + "\n")
+    if not paired.empty:
+        text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
+                 + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return table

@@ -22,7 +22,15 @@ from defsent_plus.encoders.encoding import tokenize_batch
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.ranking_tables import (
+    COSINE,
+    COSINE_DESCRIPTION,
+    HEADWORD_PROTOCOLS,
+    entry_ranking_splits,
+    interval_columns,
+    paired_markdown,
+)
 from defsent_plus.io import atomic_path, read_json, write_json
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
@@ -40,7 +48,6 @@ from defsent_plus.training.task import TRAINING_CARD
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
 METRIC_COLUMNS = RANKING_METRICS
-HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
 
 
 @torch.inference_mode()
@@ -59,11 +66,36 @@ def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str]
     return np.concatenate(out) if out else np.empty((0, len(space)), dtype=np.float32)
 
 
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+SCORINGS = ("dot", "cosine")  # the trained pooler's h · Eᵀ; cosine of the mean-pooled sentence to an AMP space
+
+
+def chosen_scoring(card: dict, requested: str | None) -> tuple[str, str]:
+    """(scoring, why) for a model's training card: ``requested`` if given; else ``cosine`` when the training did
+    not fit its objective (the card's fit diagnostic: its pooler's scores are noise), else ``dot``."""
+    if requested is not None:
+        if requested not in SCORINGS:
+            raise DefSentError("--scoring", f"expected one of {SCORINGS}, got {requested!r}")
+        return requested, ""
+    fit = card.get("fit") or {}
+    if fit.get("fitted", True):
+        return "dot", ""
+    return "cosine", (f"the model's training did not fit its objective ({fit.get('note', 'chance level')}), so its "
+                      "pooler's entry scores are noise: ranking by cosine of the mean-pooled sentence to the AMP "
+                      "entry space instead (--scoring dot forces the pooler)")
+
+
 class ReverseDictionary:
-    """A trained model with the entry space and entries it was trained against."""
+    """A trained model with the entry space and entries it was trained against. ``scoring``: ``dot`` (the pooler's
+    h · Eᵀ against that space), ``cosine`` (the mean-pooled sentence against ``cosine_space``, by default the AMP
+    space beside the trained one), or None: :func:`chosen_scoring` (``note`` says why)."""
 
     def __init__(self, model_dir: str | Path, space_path: str | Path | None = None,
-                 dataset_path: str | Path | None = None, pooling: str | None = None):
+                 dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
+                 cosine_space: str | Path | None = None):
         card_path = Path(model_dir) / TRAINING_CARD
         card = read_json(card_path) if card_path.is_file() else {}
         dataset_path, space_path = dataset_path or card.get("dataset"), space_path or card.get("entry_space")
@@ -72,17 +104,30 @@ class ReverseDictionary:
         frame = read_dataset(dataset_path)
         self.entries = list(frame["entry"])
         self.frame = frame
+        self.space_path = space_path
         self.space = torch.from_numpy(load_space(space_path, len(frame)))
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
+        self.scoring, self.note = chosen_scoring(card, scoring)
+        if self.scoring == "cosine":
+            path = Path(cosine_space or Path(space_path).with_name("amp.npy"))
+            if not path.is_file():
+                raise DefSentError(path, "no AMP entry space for the cosine scoring: pass one (--cosine-space)")
+            self.cosine_space = unit_rows(load_space(path, len(frame)))
+
+    def scores(self, sentences: Sequence[str]) -> np.ndarray:
+        """``[n_sentences, n_entries]`` scores by the chosen scoring."""
+        if self.scoring == "dot":
+            return entry_logits(self.encoder, self.space, list(sentences), self.pooling)
+        return unit_rows(self.encoder.encode(list(sentences), "mean")) @ self.cosine_space.T
 
     def query(self, sentences: Sequence[str], top_k: int = 10) -> list[list[tuple[str, float]]]:
         """The ``top_k`` entries and scores for each sentence."""
         if not sentences or any(not s.strip() for s in sentences):
             raise DefSentError("query", "expected at least one non-empty sentence")
-        logits = entry_logits(self.encoder, self.space, list(sentences), self.pooling)
-        best = np.argsort(-logits, axis=1, kind="stable")[:, :top_k]
-        return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(logits, best, strict=True)]
+        scores = self.scores(sentences)
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
+        return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(scores, best, strict=True)]
 
     def evaluate(self, entries: Sequence[str]) -> dict[str, float]:
         """MRR and top-k accuracy of ranking each listed entry's definitions among all entries."""
@@ -93,8 +138,7 @@ class ReverseDictionary:
         subset = self.frame.iloc[sorted(index[e] for e in entries)]
         texts, local_ids = definition_pairs(subset.reset_index(drop=True))
         targets = subset.index.to_numpy()[local_ids]
-        logits = entry_logits(self.encoder, self.space, texts, self.pooling)
-        return ranking_metrics(ranks_of_targets(logits, targets))
+        return ranking_metrics(ranks_of_targets(self.scores(texts), targets))
 
 
 # ------------------------------------------------------------------------------- held-out evaluation
@@ -155,16 +199,32 @@ def trained_space(model_dir: str | Path, spaces: Sequence[str | Path], dataset_p
     return str(space)
 
 
+def dot_ranks(rd: ReverseDictionary, queries: pd.DataFrame, batch_size: int = 128, max_length: int = 128
+              ) -> np.ndarray:
+    """Each query's entry rank by a trained model's pooler: h · Eᵀ against the space it was trained on."""
+    rd.encoder.to(device_for_run())
+    return query_ranks(lambda texts: entry_logits(rd.encoder, rd.space, texts, rd.pooling, batch_size, max_length),
+                       queries, batch_size)
+
+
+def cosine_ranks(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
+                 max_length: int = 128) -> np.ndarray:
+    """Each query's entry rank by cosine of the encoder's mean-pooled query to ``space`` (the ``cosine`` protocol:
+    no pooler, no head; the same entry embeddings for every model)."""
+    space = unit_rows(space)
+    encoder.to(device_for_run())
+    return query_ranks(lambda texts: unit_rows(encoder.encode(texts, "mean", batch_size=batch_size,
+                                                              max_length=max_length)) @ space.T, queries, batch_size)
+
+
 def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
                      queries_path: str | Path, pooling: str | None = None, batch_size: int = 128,
                      max_length: int = 128) -> dict:
     """Held-out reverse dictionary of a trained model: its pooler's h · Eᵀ against the space it was trained on;
     MRR and top-k accuracy (%) per split over all entries of the space."""
-    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling)
+    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling, scoring="dot")
     queries = read_queries(queries_path, rd.frame)
-    rd.encoder.to(device_for_run())
-    ranks = query_ranks(lambda texts: entry_logits(rd.encoder, rd.space, texts, rd.pooling, batch_size, max_length),
-                        queries, batch_size)
+    ranks = dot_ranks(rd, queries, batch_size, max_length)
     return {"model": str(model_dir), "entry_space": str(space_path), "pooling": rd.pooling, "scoring": "dot",
             "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
 
@@ -175,17 +235,50 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
     average mean-pooled definition of every entry) by cosine; no pooler, no training."""
     frame = read_dataset(dataset_path)
     queries = read_queries(queries_path, frame)
-    space = load_space(space_path, len(frame))
-    space = space / np.maximum(np.linalg.norm(space, axis=1, keepdims=True), 1e-12)
-    encoder = load_encoder(base_model).to(device_for_run())
-
-    def cosines(texts: list[str]) -> np.ndarray:
-        pooled = encoder.encode(texts, "mean", batch_size=batch_size, max_length=max_length)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)) @ space.T
-
-    ranks = query_ranks(cosines, queries, batch_size)
+    ranks = cosine_ranks(load_encoder(base_model), load_space(space_path, len(frame)), queries, batch_size, max_length)
     return {"model": str(base_model), "entry_space": str(space_path), "pooling": "mean", "scoring": "cosine",
             "candidates": len(frame), **split_metrics(ranks, queries, frame)}
+
+
+# ------------------------------------------------------- like for like: the cosine protocol, intervals, tests
+
+def cosine_splits(ranks: np.ndarray, queries: pd.DataFrame) -> dict[str, dict]:
+    return {split: ranking_metrics(ranks[(queries["split"] == split).to_numpy()]) for split in HELDOUT_SPLITS}
+
+
+def ranks_by_split(ranks: np.ndarray, queries: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {split: ranks[(queries["split"] == split).to_numpy()] for split in HELDOUT_SPLITS}
+
+
+def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_like: Sequence[str],
+                options: dict) -> tuple[dict[str, dict], dict[str, dict]]:
+    """``ranks[label][protocol][split]``: ranks of the same queries by ``trained`` and ``base``. Per label the
+    percentile intervals of every metric, ``{protocol: {split: {metric: [low, high]}}}``, and for the protocols
+    both models are scored by alike (``like_for_like``) the paired test trained − base, ``{protocol: {split:
+    {metric: {difference, low, high, p}}}}`` (queries resampled together: :func:`ranking_bootstrap`)."""
+    intervals: dict[str, dict] = {label: {} for label in ranks}
+    paired: dict[str, dict] = {}
+    for protocol, splits in ranks["trained"].items():
+        for split, trained in splits.items():
+            resampled = ranking_bootstrap([trained, ranks["base"][protocol][split]], options)
+            for m, label in enumerate(("trained", "base")):
+                intervals[label].setdefault(protocol, {})[split] = {
+                    metric: [i.low, i.high] for metric, i in resampled.intervals(m).items()}
+            if protocol in like_for_like:
+                paired.setdefault(protocol, {})[split] = {
+                    metric: {"difference": t.difference.value, "low": t.difference.low, "high": t.difference.high,
+                             "p": t.p_value} for metric, t in resampled.paired(0, 1).items()}
+    return intervals, paired
+
+
+def with_uncertainty(results: dict[str, dict], ranks: dict, like_for_like: Sequence[str],
+                     options: dict | None) -> dict:
+    """The results with their ``intervals`` and the ``paired`` tests (none without ``options``)."""
+    if options is None:
+        return results
+    intervals, paired = uncertainty(ranks, like_for_like, options)
+    return {**{label: {**model, "intervals": intervals[label]} for label, model in results.items()},
+            "paired": paired, "bootstrap": dict(options)}
 
 
 # ------------------------------------------------------------------ DefSent: ranking the vocabulary
@@ -206,16 +299,11 @@ def headword_examples(frame: pd.DataFrame, queries: pd.DataFrame, token_ids: lis
     return examples
 
 
-def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, dataset_path: str | Path,
-                       queries_path: str | Path, batch_size: int = 128) -> dict:
-    """A DefSent model ranks the WHOLE vocabulary for each definition: per split over all the split's definitions
-    (``all_definitions``, DefSent's protocol) and over the held-out queries only (``heldout_queries``, the
-    queries DefSent+'s reverse dictionary ranks its entries for)."""
-    frame = read_dataset(dataset_path)
-    if "split" not in frame.columns:
-        raise DefSentError(dataset_path, "no held-out split: DefSent's reverse dictionary needs a subset with "
-                                         "heldout (config subsets.<name>.heldout)")
-    queries = read_queries(queries_path, frame)
+def headword_ranks(encoder: Encoder, head: torch.nn.Module, pooling: str, frame: pd.DataFrame,
+                   queries: pd.DataFrame, batch_size: int = 128) -> dict[str, dict[str, np.ndarray]]:
+    """A DefSent model's rank of each example's headword token among the WHOLE vocabulary, ``{protocol: {split:
+    ranks}}``: per split over all the split's definitions (``all_definitions``, DefSent's protocol) and over the
+    held-out queries with a single-token headword (``heldout_queries``, the queries DefSent+ ranks its entries for)."""
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
 
     def ranks(texts: list[str], targets: np.ndarray) -> np.ndarray:
@@ -224,76 +312,121 @@ def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, da
         return np.concatenate(chunks)
 
     examples = headword_examples(frame, queries, token_ids)
-    result = {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
-              "candidates": int(encoder.model.config.vocab_size),
-              "not_single_token": int(sum(t is None for t in token_ids))}
-    result["all_definitions"] = {split: ranking_metrics(ranks(*examples[split])) for split in examples}
     heldout = queries[[token_ids[e] is not None for e in queries["entry_id"]]]
-    result["heldout_queries"] = {
-        split: ranking_metrics(ranks(list(heldout.definition[heldout.split == split]),
-                                     np.array([token_ids[e] for e in heldout.entry_id[heldout.split == split]])))
-        for split in HELDOUT_SPLITS}
-    return result
+    return {
+        "all_definitions": {split: ranks(*examples[split]) for split in examples},
+        "heldout_queries": {split: ranks(list(heldout.definition[heldout.split == split]),
+                                         np.array([token_ids[e] for e in heldout.entry_id[heldout.split == split]]))
+                            for split in HELDOUT_SPLITS},
+    }
+
+
+def heldout_frame(dataset_path: str | Path) -> pd.DataFrame:
+    """A dataset with a held-out split (DefSent's reverse dictionary ranks per split)."""
+    frame = read_dataset(dataset_path)
+    if "split" not in frame.columns:
+        raise DefSentError(dataset_path, "no held-out split: DefSent's reverse dictionary needs a subset with "
+                                         "heldout (config subsets.<name>.heldout)")
+    return frame
+
+
+def headword_result(encoder: Encoder, ranks: dict[str, dict[str, np.ndarray]], pooling: str,
+                    frame: pd.DataFrame) -> dict:
+    """One model's part of a ``vocabulary``-protocol JSON from its :func:`headword_ranks`."""
+    token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
+    return {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
+            "candidates": int(encoder.model.config.vocab_size),
+            "not_single_token": int(sum(t is None for t in token_ids)),
+            **{protocol: {split: ranking_metrics(r) for split, r in splits.items()}
+               for protocol, splits in ranks.items()}}
+
+
+def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, dataset_path: str | Path,
+                       queries_path: str | Path, batch_size: int = 128) -> dict:
+    """A DefSent model ranks the whole vocabulary for each definition (:func:`headword_ranks`): MRR and top-k per
+    protocol and split."""
+    frame = heldout_frame(dataset_path)
+    queries = read_queries(queries_path, frame)
+    return headword_result(encoder, headword_ranks(encoder, head, pooling, frame, queries, batch_size), pooling, frame)
 
 
 def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str | Path, queries: str | Path,
-                           base_model: str | Path, pooling: str, out_json: str | Path, out_tsv: str | Path,
-                           out_md: str | Path, batch_size: int = 128, title: str = "", **_unused) -> dict:
+                           base_model: str | Path, base_space: Sequence[str | Path], pooling: str,
+                           out_json: str | Path, out_tsv: str | Path, out_md: str | Path, batch_size: int = 128,
+                           max_length: int = 128, title: str = "", bootstrap: dict | None = None,
+                           **_unused) -> dict:
     """DefSent's reverse dictionary (the ``vocabulary`` protocol) for a run's final model (its trained head) and its
-    starting model (its own masked-LM head, seeded initialisation where it has none); JSON, TSV and markdown."""
+    starting model (its own masked-LM head, seeded initialisation where it has none), and both by the ``cosine``
+    protocol against the starting model's AMP space (``base_space``); with ``bootstrap`` their intervals and paired
+    tests; JSON, TSV and markdown."""
+    frame = heldout_frame(dataset)
+    held_out = read_queries(queries, frame)
+    space = load_space(only(base_space), len(frame))
     trained_encoder, trained_head = load_defsent_model(model_dir)
     base_encoder = load_encoder(base_model).to(device_for_run())
     base_head, info = masked_lm_head(base_encoder, seed=0)
-    results = {
-        "trained": {"model": str(model_dir), **evaluate_headwords(trained_encoder, trained_head, pooling, dataset,
-                                                                  queries, batch_size)},
-        "base": {"model": str(base_model), "head": info, **evaluate_headwords(
-            base_encoder, base_head.to(device_for_run()).eval(), pooling, dataset, queries, batch_size)},
+    ranks = {
+        "trained": headword_ranks(trained_encoder, trained_head, pooling, frame, held_out, batch_size),
+        "base": headword_ranks(base_encoder, base_head.to(device_for_run()).eval(), pooling, frame, held_out,
+                               batch_size),
     }
+    results = {
+        "trained": {"model": str(model_dir), **headword_result(trained_encoder, ranks["trained"], pooling, frame)},
+        "base": {"model": str(base_model), "head": info, **headword_result(base_encoder, ranks["base"], pooling,
+                                                                           frame)},
+    }
+    for label, encoder in (("trained", trained_encoder), ("base", base_encoder)):
+        ranks[label][COSINE] = ranks_by_split(cosine_ranks(encoder, space, held_out, batch_size, max_length),
+                                              held_out)
+        results[label].update({COSINE: {split: ranking_metrics(r) for split, r in ranks[label][COSINE].items()},
+                               "cosine_candidates": len(frame)})
+    results = with_uncertainty(results, ranks, (*HEADWORD_PROTOCOLS, COSINE), bootstrap)
     table = headword_table(results)
     write_json(out_json, {"method": method, **results})
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
     description = method_of(method).reverse_dictionary.description
     with atomic_path(out_md) as tmp:
-        tmp.write_text(f"# {title}\n\n{description}\n\n" + table.to_markdown(index=False, floatfmt=".3f")
-                       + "\n", encoding="utf-8")
+        tmp.write_text(f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
+                       + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results),
+                       encoding="utf-8")
     return results
 
 
 def headword_table(results: dict[str, dict]) -> pd.DataFrame:
-    """One row per (model, protocol, split)."""
-    return pd.DataFrame([{"model": label, "protocol": protocol, "split": split, "candidates": r["candidates"],
-                          "queries": metrics["queries"], **{k: metrics[k] for k in METRIC_COLUMNS}}
-                         for label, r in results.items() for protocol in HEADWORD_PROTOCOLS
-                         for split, metrics in r[protocol].items()])
-
-
-def headword_ranking_splits(model: dict) -> dict[str, dict]:
-    """One model's part of a ``vocabulary``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
-    return {protocol: model[protocol] for protocol in HEADWORD_PROTOCOLS}
-
-
-def entry_ranking_splits(model: dict) -> dict[str, dict]:
-    """One model's part of an ``entries``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
-    return {"heldout_queries": {split: model[split] for split in HELDOUT_SPLITS}}
+    """One row per (model, protocol, split), with the intervals' bounds where computed."""
+    return pd.DataFrame([{"model": label, "protocol": protocol, "split": split,
+                          "candidates": r["candidates"] if protocol != COSINE else r["cosine_candidates"],
+                          "queries": metrics["queries"], **{k: metrics[k] for k in METRIC_COLUMNS},
+                          **interval_columns(results, label, protocol, split)}
+                         for label in ("trained", "base") for r in [results[label]]
+                         for protocol in (*HEADWORD_PROTOCOLS, COSINE) for split, metrics in r[protocol].items()])
 
 
 def results_table(results: dict[str, dict]) -> pd.DataFrame:
-    """One row per (model label, split): candidates, queries, MRR and top-k accuracy."""
-    rows = [{"model": label, "split": split, "scoring": result["scoring"], "candidates": result["candidates"],
-             "queries": result[split]["queries"], **{k: result[split][k] for k in METRIC_COLUMNS}}
-            for label, result in results.items() for split in HELDOUT_SPLITS]
+    """One row per (model label, protocol, split): scoring, candidates, queries, MRR and top-k accuracy, and the
+    intervals' bounds where computed."""
+    rows = []
+    for label in ("trained", "base"):
+        result = results[label]
+        for protocol, splits in entry_ranking_splits(result).items():
+            scoring = result["scoring"] if protocol != COSINE else COSINE
+            candidates = result["candidates"] if protocol != COSINE else result["cosine_candidates"]
+            rows += [{"model": label, "protocol": protocol, "split": split, "scoring": scoring,
+                      "candidates": candidates, "queries": metrics["queries"],
+                      **{k: metrics[k] for k in METRIC_COLUMNS}, **interval_columns(results, label, protocol, split)}
+                     for split, metrics in splits.items()]
     return pd.DataFrame(rows)
 
 
 def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
-    """The report page: a title, what is measured, and the table with readable model labels."""
+    """The report page: a title, what is measured, the table with readable model labels, the paired tests."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
                                                    "base": "starting model, untrained by this run"}))
     return (f"# {title}\n\n{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
-            f"held-out definition's entry among all {results['trained']['candidates']} entries.\n\n"
-            + shown.to_markdown(index=False, floatfmt=".3f") + "\n")
+            f"held-out definition's entry among all {results['trained']['candidates']} entries; `heldout_queries` "
+            f"rows: the trained model by its pooler (dot), the base by cosine.\n\n* {COSINE_DESCRIPTION}\n\n"
+            + shown.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results))
 
 
 def write_entry_ranking(
@@ -311,18 +444,35 @@ def write_entry_ranking(
     batch_size: int = 128,
     max_length: int = 128,
     title: str = "Reverse dictionary on held-out entries",
+    bootstrap: dict | None = None,
     **_unused,
 ) -> dict:
     """The ``entries`` protocol: score a run's final model against the space it was trained on (one of
     ``spaces``), and the untrained ``base_model`` against its AMP space (``base_space``, one file) by cosine, on the
-    held-out ``queries`` of ``dataset``; JSON, TSV and markdown."""
-    space = trained_space(model_dir, spaces, dataset)
+    held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
+    with ``bootstrap`` the intervals and paired tests; JSON, TSV and markdown."""
+    rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
+    held_out = read_queries(queries, rd.frame)
+    amp = load_space(only(base_space), len(rd.frame))
+    trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
+    trained_cosine = cosine_ranks(rd.encoder, amp, held_out, batch_size, max_length)
+    base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
+    common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
     results = {
-        "trained": evaluate_queries(model_dir, space, dataset, queries, None, batch_size, max_length),
-        "base": evaluate_baseline(base_model, only(base_space), dataset, queries, batch_size, max_length),
+        "trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
+                    "scoring": "dot", **common, **split_metrics(trained_ranks, held_out, rd.frame),
+                    COSINE: cosine_splits(trained_cosine, held_out)},
+        "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
+                 "scoring": "cosine", **common, **split_metrics(base_cosine, held_out, rd.frame),
+                 COSINE: cosine_splits(base_cosine, held_out)},
     }
-    for label, result in results.items():
-        log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in result[split].items()} for split in
+    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out),
+                         COSINE: ranks_by_split(trained_cosine, held_out)},
+             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
+                      COSINE: ranks_by_split(base_cosine, held_out)}}
+    results = with_uncertainty(results, ranks, (COSINE,), bootstrap)
+    for label in ("trained", "base"):
+        log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
                                    HELDOUT_SPLITS})
     table = results_table(results)
     write_json(out_json, {"method": method, **results})

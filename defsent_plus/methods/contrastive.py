@@ -4,8 +4,8 @@ Each sentence is encoded twice; the two views are pooled, passed through a train
 InfoNCE against the other sentences of the batch (in-batch negatives). The first view is the training loop's own
 forward pass; the second is a fresh forward pass here, so dropout draws a different mask (SimCSE). ConSERT's
 augmentations change the second view further: token or feature cutoff zero rows or columns of the embedding layer's
-output (word + position + type embeddings after LayerNorm and dropout), token shuffle permutes the word order of
-the non-special tokens while positions stay.
+output (word + position + type embeddings after LayerNorm and dropout), token shuffle permutes the position ids of
+every non-padding token, [CLS] and [SEP] included, as ConSERT's code does (its ``_replace_position_ids``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from defsent_plus.encoders.encoding import get_pooling
-from defsent_plus.encoders.models import Encoder
+from defsent_plus.encoders.models import Encoder, family_of
 from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import TRAINING_POOLINGS
@@ -77,14 +77,15 @@ def feature_cutoff_mask(attention_mask: torch.Tensor, hidden_size: int, rate: fl
     return dims.unsqueeze(1) & attention_mask.bool().unsqueeze(2)
 
 
-def shuffle_tokens(input_ids: torch.Tensor, movable: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """``input_ids`` with each row's ``movable`` tokens in a random order; every other token stays in place."""
-    scores = torch.rand(movable.shape, generator=generator).to(movable.device).masked_fill(~movable, 2.0)
-    # Both orders list the movable positions first (k of them) and then the fixed ones in ascending order, so
-    # scattering the randomly ordered sources into the ascending slots permutes the movable tokens only.
-    sources = scores.argsort(dim=1, stable=True)
-    slots = (~movable).to(torch.uint8).argsort(dim=1, stable=True)
-    return input_ids.scatter(1, slots, input_ids.gather(1, sources))
+def shuffled_positions(attention_mask: torch.Tensor, first: int, generator: torch.Generator) -> torch.Tensor:
+    """``[batch, tokens]`` position ids ``first, first + 1, ...`` with each row's non-padding positions in a random
+    order and the padding's in place (ConSERT: a random permutation of range(num_tokens), then the rest)."""
+    present = attention_mask.bool()
+    scores = torch.rand(present.shape, generator=generator).to(present.device).masked_fill(~present, 2.0)
+    order = scores.argsort(dim=1, stable=True)  # the present slots in a random order, then the padding ascending
+    slots = (~present).to(torch.uint8).argsort(dim=1, stable=True)  # the present slots ascending, then the padding
+    positions = torch.arange(present.shape[1], device=present.device).expand_as(order)
+    return first + torch.empty_like(order).scatter_(1, slots, positions.gather(1, order))
 
 
 def training_mlp(hidden_size: int, seed: int, std: float) -> nn.Sequential:
@@ -118,7 +119,7 @@ class UnsupervisedContrastive(nn.Module):
     the training MLP (never saved, so evaluation uses the pooled vector before it: SimCSE's ``cls_before_pooler``).
     """
 
-    def __init__(self, encoder: Encoder, pooling: str = "cls", temperature: float = 0.05, mlp: bool = True,
+    def __init__(self, encoder: Encoder, pooling: str = "cls", temperature: float = 0.05, mlp: bool | None = None,
                  augmentation: str = "dropout", cutoff_rate: float = 0.1, seed: int = 0,
                  config_key: str = "config: methods"):
         super().__init__()
@@ -131,10 +132,9 @@ class UnsupervisedContrastive(nn.Module):
         if augmentation in CUTOFFS:
             embedding_layer(encoder, config_key)  # fail now, not at the first batch
         std = getattr(encoder.model.config, "initializer_range", 0.02)
-        self.mlp = training_mlp(encoder.hidden_size, seed, std) if mlp else nn.Identity()
+        self.mlp = training_mlp(encoder.hidden_size, seed, std) if applies_mlp(mlp, pooling) else nn.Identity()
         self.generator = torch.Generator().manual_seed(seed)
-        special_ids = torch.tensor(sorted(set(encoder.tokenizer.all_special_ids)), dtype=torch.long)
-        self.register_buffer("special_ids", special_ids, persistent=False)
+        self.first_position = family_of(encoder.model.config.model_type).first_position(encoder.model.config)
 
     def sentence_vectors(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Pooled, MLP-projected sentence vectors of one view."""
@@ -144,18 +144,13 @@ class UnsupervisedContrastive(nn.Module):
         """Last hidden states of a second forward pass of the encoder as it is (train mode: new dropout),
         augmented as configured."""
         input_ids, attention_mask = batch.input_ids, batch.attention_mask
-        if self.augmentation == "token_shuffle":
-            input_ids = shuffle_tokens(input_ids, self.movable(input_ids, attention_mask), self.generator)
+        shuffled = {"position_ids": shuffled_positions(attention_mask, self.first_position, self.generator)} \
+            if self.augmentation == "token_shuffle" else {}
         keep = self.cutoff_keep(attention_mask)
         cutoff = nullcontext() if keep is None else edited_output(embedding_layer(self.encoder, ""), keep)
         with cutoff, autocast_for(input_ids.device):
-            hidden = self.encoder.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return hidden.float()
-
-    def movable(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Positions token shuffle may permute: non-padding, non-special tokens."""
-        special = torch.isin(input_ids, self.special_ids.to(input_ids.device))
-        return attention_mask.bool() & ~special
+            output = self.encoder.model(input_ids=input_ids, attention_mask=attention_mask, **shuffled)
+        return output.last_hidden_state.float()
 
     def cutoff_keep(self, attention_mask: torch.Tensor) -> torch.Tensor | None:
         """Where the embedding layer's output survives the configured cutoff (None: no cutoff)."""
@@ -170,6 +165,21 @@ class UnsupervisedContrastive(nn.Module):
         z2 = self.sentence_vectors(self.second_view(batch), batch.attention_mask)
         loss = info_nce(z1, z2, self.temperature)
         return loss, {"info_nce": loss.item()}
+
+
+def applies_mlp(mlp: bool | None, pooling: str) -> bool:
+    """SimCSE's rule (simcse/models.py: the MLP runs for ``cls`` only): with ``mlp`` None the training MLP is used
+    with CLS pooling and not with mean or max; True or False forces it either way."""
+    return pooling == "cls" if mlp is None else bool(mlp)
+
+
+def mlp_card(mlp: bool | None, pooling: str) -> dict:
+    """What a training card records about the MLP, and the deviation when a run forces it where SimCSE has none."""
+    card = {"training_mlp": applies_mlp(mlp, pooling)}
+    if mlp is True and pooling != "cls":
+        card["run_deviations"] = [f"the training MLP is applied with {pooling} pooling (methods.*.mlp: true); SimCSE "
+                                  "applies it with CLS pooling only (simcse/models.py)"]
+    return card
 
 
 def embedding_layer(encoder: Encoder, config_key: str) -> nn.Module:
@@ -210,13 +220,14 @@ def contrastive_corpus(inputs: TaskInputs) -> list[str]:
     return training_corpus(inputs.texts, options["corpus_file"], options["max_sentences"], inputs.seed, inputs.where)
 
 
-def corpus_card(corpus: list[str], options: dict) -> dict:
+def corpus_card(corpus: list[str], options: dict, pooling: str) -> dict:
     return {"corpus": options["corpus_file"] or "run dataset's training definitions", "sentences": len(corpus),
-            "augmentation": options["augmentation"], "temperature": options["temperature"]}
+            "augmentation": options["augmentation"], "temperature": options["temperature"],
+            **mlp_card(options["mlp"], pooling)}
 
 
 def build_task(inputs: TaskInputs) -> TrainingTask:
     """Unsupervised SimCSE: two views of each corpus sentence against the batch's other sentences."""
     corpus = contrastive_corpus(inputs)
-    return TrainingTask(contrastive_objective(inputs), corpus, unused_targets(corpus),
-                        card={**corpus_card(corpus, inputs.options), "classes": inputs.batch_size})  # chance: ln(batch)
+    card = {**corpus_card(corpus, inputs.options, inputs.pooling), "classes": inputs.batch_size}  # chance: ln(batch)
+    return TrainingTask(contrastive_objective(inputs), corpus, unused_targets(corpus), card=card)

@@ -12,7 +12,7 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
                 "definitions were training examples), `heldout_queries` = the held-out definitions DefSent+ ranks. "
                 "mrr = over the full ranking; mrr_at_10 = only hits in the top 10 count (DefSent's reported 'MRR').",
     write="defsent_plus.evaluation.reverse_dictionary:write_headword_ranking",
-    splits="defsent_plus.evaluation.reverse_dictionary:headword_ranking_splits",
+    splits="defsent_plus.evaluation.ranking_tables:headword_ranking_splits",
 )
 
 METHOD = Method(
@@ -20,7 +20,8 @@ METHOD = Method(
     paper="001/002 (DefSent): headword prediction through the frozen masked-LM head",
     target="vocab",  # its candidates predict the masked-LM head's vocabulary
     options=with_defaults(OPTIMISATION_OPTIONS, optimizer="adam", adam_eps=1.0e-8, max_grad_norm=None,
-                          bucket_by_length=False, schedule="constant", warmup_ratio=0.1),
+                          bucket_by_length=False, schedule="constant", warmup_ratio=0.1,
+                          warmup_rounding="none"),
     options_source="DefSent's defaults (001 and its experiments code): Adam, 10% warm-up then constant, no clipping",
     build_task="defsent_plus.methods.masked_lm:build_task",
     reverse_dictionary=REVERSE_DICTIONARY,

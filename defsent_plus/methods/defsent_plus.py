@@ -10,7 +10,7 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     description="DefSent+: each held-out definition (one per dev/test entry, in no entry embedding) ranks every "
                 "entry of the space the model was trained against (h · Eᵀ through its pooler).",
     write="defsent_plus.evaluation.reverse_dictionary:write_entry_ranking",
-    splits="defsent_plus.evaluation.reverse_dictionary:entry_ranking_splits",
+    splits="defsent_plus.evaluation.ranking_tables:entry_ranking_splits",
 )
 
 METHOD = Method(

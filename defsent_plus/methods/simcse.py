@@ -11,8 +11,10 @@ CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (sh
     "max_sentences": {"type": ["integer", "null"], "minimum": 1, "default": None,
                       "description": "seeded sample; null = all"},
     "temperature": {"type": "number", "exclusiveMinimum": 0, "default": 0.05},
-    "mlp": {"type": "boolean", "default": True,
-            "description": "SimCSE's MLP over the pooled vector in training only (cls_before_pooler)"},
+    "mlp": {"type": ["boolean", "null"], "default": None,
+            "description": "SimCSE's MLP over the pooled vector in training only (cls_before_pooler); null = "
+                           "SimCSE's rule, with CLS pooling only; true forces it with mean/max too (recorded in "
+                           "the training card as a deviation)"},
     "augmentation": {"enum": ["dropout", "token_cutoff", "feature_cutoff", "token_shuffle"], "default": "dropout"},
     "cutoff_rate": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.1},
 }
@@ -27,10 +29,6 @@ METHOD = Method(
     options={**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS},
     options_source="unsupervised SimCSE's settings for BERT-base (run_unsup_example.sh, the HF Trainer defaults)",
     build_task="defsent_plus.methods.contrastive:build_task",
-    deviations=(
-        "the training MLP is applied with mean and max pooling too when mlp is true; SimCSE applies it with CLS "
-        "pooling only (simcse/models.py)",
-    ),
     max_steps=1,
     dev_in_training=True,
 )

@@ -241,6 +241,7 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling,
                        alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
                        warmup=options["warmup"], seed=inputs.seed)
-    card = {**corpus_card(corpus, options), "frequency_corpus": options["frequency_corpus"] or "training corpus",
+    card = {**corpus_card(corpus, options, inputs.pooling),
+            "frequency_corpus": options["frequency_corpus"] or "training corpus",
             "low_frequency_types": int(low_frequency.sum())}
     return TrainingTask(objective, corpus, unused_targets(corpus), card=card)

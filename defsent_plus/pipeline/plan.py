@@ -67,6 +67,10 @@ class Plan:
                                                                    f"a, b, c or a subset ({sorted(datasets)})")
             self.check_steps(run)
             self.start(run)
+        for run in self.config.get("published", {}):
+            if run not in self.config["runs"]:
+                raise DefSentError(f"config: published.{run}", f"no run named {run!r} (runs: "
+                                                               f"{sorted(self.config['runs'])})")
         self.check_baselines()
 
     def check_steps(self, run: str) -> None:
@@ -336,7 +340,19 @@ class Plan:
                     for name in ("scores.tsv", "summary.md", "layers.png")]
         if self.heldout_runs():
             targets.append(compare_file("reverse_dictionary.tsv"))
-        return targets
+        return targets + [compare_file("summary.md")]
+
+    def comparison_pages(self) -> list[str]:
+        """The comparison tables' markdown pages, in the summary's order."""
+        return [compare_file("sts.md"), *([compare_file("reverse_dictionary.md")] if self.heldout_runs() else [])]
+
+    def run_details(self) -> list[dict]:
+        """Per run, its method and the detail files the summary links to (those ``rule all`` builds for it)."""
+        heldout = set(self.heldout_runs())
+        return [{"run": run, "method": self.method(run).name,
+                 "files": [run_file(run, name) for name in ("sts.md", "steps.tsv", "sts_by_step.png",
+                                                             *(["reverse_dictionary.md"] if run in heldout else []))]}
+                for run in self.config["runs"]]
 
     def chain(self, run: str) -> list[str]:
         """The model a run comes from and the runs in between: ``[model, run1, ..., run]`` (000 Table 3's chain)."""
@@ -346,15 +362,23 @@ class Plan:
     def sts_comparison(self) -> list[dict]:
         """Every run's STS table with its method and chain (rule compare_sts)."""
         return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
-                 "sts": run_file(run, "sts.tsv"), "pairs": self.comparison_pairs(run)} for run in self.config["runs"]]
+                 "sts": run_file(run, "sts.tsv")} for run in self.config["runs"]]
 
-    def comparison_pairs(self, run: str) -> dict[str, dict[str, str]]:
-        """Per pooling, the per-pair similarities of a run's starting model and final dev-selected model (the
-        comparison's intervals and paired tests)."""
-        final = EncoderId.selected(run, self.final_step(run))
-        return {pooling: {"start": score_file(self.start(run), "sts", pooling, "pairs.parquet"),
-                          "final": score_file(final, "sts", pooling, "pairs.parquet")}
-                for pooling in self.config["evaluation"]["poolings"]}
+    def comparison_pairs(self) -> list[str]:
+        """The per-pair similarities of the comparison's intervals and paired tests: per run, per pooling, its
+        starting model's and its final dev-selected model's, as the run's table scored them (asks the final
+        selections: with ``evaluation.final: candidates`` the selected model is its winning candidate)."""
+        return [score_file(encoder, "sts", pooling, "pairs.parquet") for run in self.config["runs"]
+                for pooling in self.config["evaluation"]["poolings"]
+                for encoder in (self.start(run), self.scored_final(run))]
+
+    def scored_final(self, run: str) -> EncoderId:
+        """A run's final dev-selected model under the name its STS table scores it by."""
+        last = self.final_step(run)
+        if self.config["evaluation"]["final"] == "best":
+            return EncoderId.selected(run, last)
+        best = self.selection(run, last)
+        return EncoderId.candidate(run, last, best["space"], best["seed"])
 
     def reverse_dictionary_comparison(self) -> list[dict]:
         """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""

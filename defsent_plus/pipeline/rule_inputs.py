@@ -79,8 +79,9 @@ class RuleInputs:
         )
 
     def reverse_dictionary(self) -> dict[str, InputFunction]:
-        """The final dev-selected model, the held-out queries and the run's starting model; for entry-space methods
-        also the spaces the final step trained on and the starting model's AMP space (the untrained reference)."""
+        """The final dev-selected model, the held-out queries, the run's starting model and its AMP space of the run's
+        entries (the untrained reference, and every model's ``cosine`` protocol); for entry-space methods also the
+        spaces the final step trained on."""
         plan = self.plan
 
         def final_model(wildcards) -> EncoderId:
@@ -99,7 +100,7 @@ class RuleInputs:
             dataset=lambda wildcards: plan.run_dataset(wildcards.run),
             queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
             base=lambda wildcards: plan.model_dir(plan.start(wildcards.run)),
-            base_space=entry_space_only(lambda run: [plan.space_of(run, 1, "amp")]),
+            base_space=lambda wildcards: [plan.space_of(wildcards.run, 1, "amp")],
         )
 
     def score_table(self, models_of: Callable[[str], list[Evaluated]], benchmark: str) -> dict[str, InputFunction]:

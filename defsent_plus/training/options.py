@@ -17,6 +17,9 @@ OPTIMISATION_OPTIONS = {
     "bucket_by_length": {"type": "boolean", "default": True},
     "schedule": {"enum": ["linear", "constant"], "default": "linear"},
     "warmup_ratio": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.0},
+    "warmup_rounding": {"enum": ["up", "none"], "default": "up",
+                        "description": "warm-up steps = warmup_ratio x steps rounded up (the HF Trainer's rule) or "
+                                       "unrounded (DefSent's LambdaLR: the multiplier is step / (0.1 x steps))"},
     "select_every": {"type": "integer", "minimum": 0, "default": 0,
                      "description": "0: off; N: keep the best STS-B dev weights, scored every N steps"},
 }

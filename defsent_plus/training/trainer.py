@@ -49,6 +49,7 @@ class TrainConfig:
     bucket_by_length: bool = False
     schedule: str = "linear"  # linear: decay to 0 after the warm-up (DefSent+); constant: constant after it
     warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
+    warmup_rounding: str = "up"  # up: ceil(ratio x steps) steps (HF Trainer); none: unrounded (DefSent's scheduler)
     select_every: int = 0  # >0: score STS-B dev every N steps and keep the best weights (SimCSE's protocol)
     log_every: int = 50
 
@@ -148,6 +149,7 @@ class BestWeights:
 
 
 SCHEDULES = ("linear", "constant")
+WARMUP_ROUNDINGS = {"up": math.ceil, "none": float}
 OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
 
 
@@ -161,9 +163,19 @@ def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig, device: torch.d
                                      fused=device.type in ("cpu", "cuda"))
 
 
+def warmup_steps(cfg: TrainConfig, steps: int) -> float:
+    """The warm-up length in steps (a float when unrounded)."""
+    if cfg.warmup_rounding not in WARMUP_ROUNDINGS:
+        raise DefSentError("config: methods.*.warmup_rounding", f"unknown rounding {cfg.warmup_rounding!r}; "
+                                                                 f"expected one of {list(WARMUP_ROUNDINGS)}")
+    return WARMUP_ROUNDINGS[cfg.warmup_rounding](cfg.warmup_ratio * steps)
+
+
 def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
-    """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate."""
-    warmup = math.ceil(cfg.warmup_ratio * steps)
+    """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate. The warm-up
+    length is rounded up to whole steps or, with ``warmup_rounding: none``, left as ``warmup_ratio x steps``:
+    transformers' schedules divide the step by it as a float, as DefSent's own LambdaLR does."""
+    warmup = warmup_steps(cfg, steps)
     if cfg.schedule == "linear":
         return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=steps)
     if cfg.schedule == "constant":
@@ -243,8 +255,9 @@ def train_on_space(
     summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
     card = {**declared.training_card(), "dataset": str(dataset_path), "entry_space": None if space_path is None else
             str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), **task.card}
+    card["deviations"] = card["deviations"] + card.pop("run_deviations", [])  # the method's, then this run's own
     summary.update(card, device=device.type, classes=task.card.get("classes"))
-    summary["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
+    summary["fit"] = card["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
     if not summary["fit"]["fitted"]:
         log.warning("%s", summary["fit"]["note"])
     with atomic_path(model_out) as tmp:

@@ -1,12 +1,17 @@
 """Snakemake script: a table of every run side by side (STS, or the reverse dictionary)."""
 
-from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison, write_sts_comparison
+from defsent_plus.evaluation.comparison import (
+    pairs_by_run,
+    write_reverse_dictionary_comparison,
+    write_sts_comparison,
+)
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 if snakemake.rule == "compare_sts":
     write_sts_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
-                         bootstrap=snakemake.params.bootstrap)
+                         pairs=pairs_by_run(snakemake.params.runs, snakemake.params.poolings, snakemake.input.pairs),
+                         bootstrap=snakemake.params.bootstrap, published=snakemake.params.published)
 else:
     write_reverse_dictionary_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv,
                                         out_md=snakemake.output.md)

@@ -19,4 +19,5 @@ write_run_reverse_dictionary(
     batch_size=snakemake.params.batch_size,
     max_length=snakemake.params.max_length,
     title=snakemake.params.title,
+    bootstrap=snakemake.params.bootstrap,
 )

@@ -1,0 +1,62 @@
+"""The reverse dictionary's tables, without torch (the comparison job reads them): which protocol rows a result
+holds, the like-for-like ``cosine`` protocol's description, the intervals' columns and the paired tests' rows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from defsent_plus.dictionary import HELDOUT_SPLITS
+
+HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
+
+COSINE = "cosine"
+COSINE_DESCRIPTION = (
+    "`cosine` (every model, like for like): the model's mean-pooled query against the SAME entry embeddings for "
+    "every model, the starting model's AMP space of the run's entries (no pooler, no head), so trained and base differ "
+    "only in their sentence embeddings")
+
+
+def headword_ranking_splits(model: dict) -> dict[str, dict]:
+    """One model's part of a ``vocabulary``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
+    return {protocol: model[protocol] for protocol in (*HEADWORD_PROTOCOLS, COSINE) if protocol in model}
+
+
+def entry_ranking_splits(model: dict) -> dict[str, dict]:
+    """One model's part of an ``entries``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
+    return {"heldout_queries": {split: model[split] for split in HELDOUT_SPLITS},
+            **({COSINE: model[COSINE]} if COSINE in model else {})}
+
+
+def interval_columns(results: dict, label: str, protocol: str, split: str) -> dict[str, float]:
+    """``<metric>_low`` and ``<metric>_high`` of one row (empty without intervals)."""
+    bounds = results[label].get("intervals", {}).get(protocol, {}).get(split, {})
+    return {f"{metric}_{end}": value for metric, pair in bounds.items() for end, value in zip(("low", "high"), pair,
+                                                                                              strict=True)}
+
+
+def paired_table(results: dict) -> pd.DataFrame:
+    """Trained − base per like-for-like protocol and split: MRR and top-10 differences with interval and p."""
+    rows = []
+    for protocol, splits in results.get("paired", {}).items():
+        for split, tests in splits.items():
+            row = {"protocol": protocol, "split": split}
+            for metric in ("mrr", "top10"):
+                t = tests[metric]
+                mark = "" if t["low"] > 0 or t["high"] < 0 else " n.s."
+                row[metric] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
+                row[f"p ({metric})"] = f"{t['p']:.3f}"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_markdown(results: dict) -> str:
+    """The report's section on the paired tests (empty without them)."""
+    table = paired_table(results)
+    if table.empty:
+        return ""
+    options = results["bootstrap"]
+    return ("\n## Did training help? Trained − base on the same queries\n\n"
+            f"Paired bootstrap over the queries ({options['resamples']:,} resamples, seed {options['seed']}, "
+            f"{options['level']:.0%} intervals; both models ranked on the same resampled queries), only where both "
+            "are scored alike; n.s.: the interval covers 0. The intervals measure query-sample noise, not seed "
+            "variance.\n\n" + table.to_markdown(index=False) + "\n")
