@@ -43,6 +43,7 @@ use rule score as senteval with:
     params:
         benchmark="senteval",
         sts_aggregation="all",
+        bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("eval", "{encoder}", "senteval_{pooling}"),
     threads: THREADS

@@ -188,3 +188,20 @@ def test_the_comparison_tests_each_run_and_shows_ours_minus_published(tmp_path):
     assert rows[("r", "published: paper X, Table 1")] == ["70.00", "60.00"]
     assert rows[("r", "ours − published")] == [f"{ours['STS12'] - 70.0:+.2f} (95%: {interval[0]})",
                                                f"{ours['avg'] - 60.0:+.2f} (95%: {interval[-1]})"]
+
+
+def test_counted_resample_ranks_equal_ranking_each_resample():
+    """Spearman of a resample from each item's draw count (one sort for all resamples) equals ranking every
+    resample itself (scipy's average ranks), ties within and across items included."""
+    from defsent_plus.evaluation.intervals import draw_counts, weighted_ranks, weighted_spearman
+
+    rng = np.random.default_rng(3)
+    predicted = rng.integers(0, 8, 60).astype(float)  # many ties
+    gold = rng.normal(size=60).round(1)
+    index = rng.integers(0, 60, size=(50, 60))
+    counts = draw_counts(index, 60)
+    assert (counts.sum(axis=1) == 60).all()
+    counted = weighted_spearman(weighted_ranks(predicted, counts), weighted_ranks(gold, counts), counts)
+    np.testing.assert_allclose(counted, row_spearman(predicted[index], gold[index]), rtol=1e-12)
+    expected = [spearmanr(predicted[i], gold[i]).correlation * 100 for i in index[:5]]
+    np.testing.assert_allclose(counted[:5], expected, rtol=1e-12)

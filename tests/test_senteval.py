@@ -157,3 +157,26 @@ def test_toy_bag_of_words_beats_chance(toy_scores):
 
 def test_scores_are_deterministic_for_a_seed(senteval_dir, toy_scores):
     assert senteval_scores(bag_of_words, senteval_dir, **TOY_RUN) == toy_scores
+
+
+def test_each_task_reports_its_spread_over_folds_or_test_examples(senteval_dir):
+    """k-fold tasks: the score is the mean of the outer folds, whose std is the spread; a task with a test split: a
+    seeded percentile interval over its test examples around the accuracy."""
+    from defsent_plus.evaluation.report import spread_text
+    from defsent_plus.evaluation.senteval import senteval_results, split_result
+
+    options = {"resamples": 200, "level": 0.95, "seed": 0}
+    results = senteval_results(bag_of_words, senteval_dir, tasks=("SUBJ", "TREC"), seed=7, kfold=3,
+                               max_examples=600, bootstrap=options)
+    subj, trec = results["SUBJ"], results["TREC"]
+    assert subj.spread["kind"] == "folds" and len(subj.spread["folds"]) == 3
+    assert subj.accuracy == pytest.approx(np.mean(subj.spread["folds"])) and subj.spread["std"] > 0
+    assert subj.accuracy == task_accuracy(bag_of_words, senteval_dir, "SUBJ", seed=7, kfold=3, max_examples=600)
+    assert trec.spread["kind"] == "bootstrap" and trec.spread["low"] < trec.accuracy < trec.spread["high"]
+    assert trec.accuracy == task_accuracy(bag_of_words, senteval_dir, "TREC", seed=7, kfold=3, max_examples=600)
+    assert spread_text(subj.spread).endswith("(3 folds)") and "–" in spread_text(trec.spread)
+    # a known case: 80 of 100 right; the interval is reproducible for a seed and about ±8 points wide
+    correct = np.arange(100) < 80
+    first, again = split_result(correct, options), split_result(correct, options)
+    assert first == again and first.accuracy == 80.0
+    assert 70 < first.spread["low"] < 75 and 85 < first.spread["high"] < 90

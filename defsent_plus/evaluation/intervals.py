@@ -13,6 +13,11 @@ either side of 0 (with the +1 correction of Davison & Hinkley 1997, so it is nev
 for dependent correlations would be the analytic alternative for Pearson; for Spearman they hold only approximately,
 and the bootstrap needs no distributional assumption, handles the subset aggregations and the 7-set average the same
 way, and reads the same stored pairs.
+
+A resample is ranked without sorting it: drawing with replacement gives each pair a count, and each pair's average
+rank in the resample follows from the counts of the values below and equal to its own (one sort of the pairs per
+task, :func:`weighted_ranks`); the Spearman is the count-weighted Pearson of those ranks. It equals ranking every
+resample (scipy's average ranks) to round-off, at a third of the time on the default run.
 """
 
 from __future__ import annotations
@@ -87,6 +92,37 @@ def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
     return spearman_of_ranks(centred_ranks(predicted), centred_ranks(gold))
 
 
+def draw_counts(columns: np.ndarray, m: int) -> np.ndarray:
+    """[B, m]: how often each of ``m`` items was drawn in each resample (``columns`` [B, k]: item numbers)."""
+    rows = np.arange(len(columns))[:, None] * m
+    return np.bincount((columns + rows).ravel(), minlength=len(columns) * m).reshape(len(columns), m)
+
+
+def weighted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """[B, m]: the average rank each item's copies take in each resample, the resample being ``counts[b, i]`` copies
+    of item i (equal values tie, so every copy of an item, and every item of equal value, shares one average rank,
+    as scipy's rankdata gives it). One sort of the ``m`` values for all resamples, instead of one per resample."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    group_of = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
+    totals = np.add.reduceat(counts[:, order], starts, axis=1).astype(np.float64)  # [B, groups]
+    group_rank = np.cumsum(totals, axis=1) - totals + (totals + 1) / 2
+    ranks = np.empty(counts.shape, dtype=np.float64)
+    ranks[:, order] = group_rank[:, group_of]
+    return ranks
+
+
+def weighted_spearman(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Spearman x 100 of each resample from its items' :func:`weighted_ranks` (each item weighted by its count;
+    both rankings' mean is (N + 1) / 2); NaN where a side is constant."""
+    middle = (counts.sum(axis=1, keepdims=True) + 1) / 2
+    dp, dg = predicted - middle, gold - middle
+    covariance = (counts * dp * dg).sum(axis=1)
+    denominator = np.sqrt((counts * dp * dp).sum(axis=1) * (counts * dg * dg).sum(axis=1))
+    return 100 * covariance / np.where(denominator > 0, denominator, np.nan)
+
+
 def subset_bounds(subsets: Sequence[str]) -> list[tuple[int, int]]:
     """(start, end) of each run of equal subset names in file order (a task's pairs are stored subset by subset)."""
     values = np.asarray(subsets)
@@ -126,10 +162,10 @@ class TaskPairs:
         ranges, weights = segments(self.bounds, aggregation, index.shape[1])
         per_model = [[] for _ in self.similarities]
         for start, end in ranges:
-            columns = index[:, start:end]
-            gold = centred_ranks(self.gold[columns])
+            counts = draw_counts(index[:, start:end] - start, end - start)
+            gold = weighted_ranks(self.gold[start:end], counts)
             for scores, similarity in zip(per_model, self.similarities, strict=True):
-                scores.append(spearman_of_ranks(centred_ranks(similarity[columns]), gold))
+                scores.append(weighted_spearman(weighted_ranks(similarity[start:end], counts), gold, counts))
         return [np.average(np.stack(scores, axis=1), axis=1, weights=weights) for scores in per_model]
 
 

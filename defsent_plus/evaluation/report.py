@@ -98,12 +98,33 @@ def write_score_tables(
         text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
     if uncertainty:
         text += uncertainty_sections(table, placed["step"].tolist(), resampled, bootstrap)
+    text += spread_section(table["model"].tolist(), [row["scores"] for row in rows])
     text += provenance_footer(score_provenance([row["scores"] for row in rows]))
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     if out_png is not None:
         plot_average_by_step(grouped, out_png, title)
     return table
+
+
+def spread_text(spread: dict) -> str:
+    """A SentEval task's spread as table text: std over folds, or the test set's interval."""
+    if spread["kind"] == "folds":
+        return f"± {spread['std']:.2f} ({len(spread['folds'])} folds)"
+    return f"{spread['low']:.2f}–{spread['high']:.2f}"
+
+
+def spread_section(labels: Sequence[str], score_jsons: Sequence[str | Path]) -> str:
+    """Markdown: each model's spread per SentEval task (empty for scores without one, e.g. STS)."""
+    spreads = [read_json(path).get("spread") for path in score_jsons]
+    if not all(spreads):
+        return ""
+    rows = [{"model": label, **{task: spread_text(s) for task, s in spread.items()}}
+            for label, spread in zip(labels, spreads, strict=True)]
+    return ("\n## Spread\n\nk-fold tasks (MR, CR, SUBJ, MPQA): the std of the outer folds' accuracies (the score is "
+            "their mean); tasks with a test split (SST-2, TREC, MRPC): the 95% percentile-bootstrap interval over the "
+            "test examples (evaluation.bootstrap). Neither includes the encoder's seed variance.\n\n"
+            + pd.DataFrame(rows).to_markdown(index=False) + "\n")
 
 
 def uncertainty_sections(table: pd.DataFrame, steps: list[int], resampled, options: dict) -> str:

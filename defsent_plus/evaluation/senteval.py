@@ -203,10 +203,50 @@ def c_search(seed: int, kfold: int, n_jobs: int | None) -> GridSearchCV:
     return GridSearchCV(make_classifier(seed), {C_PARAM: list(C_GRID)}, cv=folds, n_jobs=n_jobs)
 
 
+@dataclass(frozen=True)
+class TaskResult:
+    """A transfer task's accuracy (%) and its spread: over the outer folds (k-fold tasks: their accuracies, whose
+    mean is the score) or, for a task with a test split, a percentile-bootstrap interval over the test examples."""
+
+    accuracy: float
+    spread: dict
+
+
+def fold_result(fold_accuracies: np.ndarray) -> TaskResult:
+    folds = [float(a) for a in fold_accuracies]
+    return TaskResult(float(np.mean(folds)), {"kind": "folds", "std": float(np.std(folds)), "folds": folds})
+
+
+def split_result(correct: np.ndarray, bootstrap: dict) -> TaskResult:
+    """Accuracy of the test predictions ``correct`` (bool per example) and its interval (``bootstrap``:
+    ``resamples``, ``level``, ``seed``)."""
+    correct = np.asarray(correct, dtype=np.float64)
+    index = np.random.default_rng(bootstrap["seed"]).integers(0, len(correct), (bootstrap["resamples"], len(correct)))
+    tail = (1 - bootstrap["level"]) / 2 * 100
+    low, high = np.percentile(correct[index].mean(axis=1) * 100, [tail, 100 - tail])
+    return TaskResult(float(correct.mean() * 100), {"kind": "bootstrap", "low": float(low), "high": float(high),
+                                                    "level": bootstrap["level"], "examples": len(correct)})
+
+
+def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None
+                    ) -> np.ndarray:
+    """Outer-fold test accuracies (%) with C chosen by an inner CV in every fold (InnerKFoldClassifier)."""
+    outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    return cross_val_score(c_search(seed, kfold, n_jobs), x, y, cv=outer) * 100
+
+
 def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None) -> float:
     """Mean outer-fold test accuracy (%) with C chosen by an inner CV in every fold (InnerKFoldClassifier)."""
-    outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-    return float(cross_val_score(c_search(seed, kfold, n_jobs), x, y, cv=outer).mean() * 100)
+    return float(nested_cv_folds(x, y, seed, kfold, n_jobs).mean())
+
+
+def cv_selected_correct(
+    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
+    seed: int, kfold: int = 10, n_jobs: int | None = None,
+) -> np.ndarray:
+    """Whether each test example is classified correctly, with C chosen by k-fold CV on train and the classifier
+    refit on all of train (KFoldClassifier)."""
+    return c_search(seed, kfold, n_jobs).fit(x_train, y_train).predict(x_test) == y_test
 
 
 def cv_selected_accuracy(
@@ -214,7 +254,18 @@ def cv_selected_accuracy(
     seed: int, kfold: int = 10, n_jobs: int | None = None,
 ) -> float:
     """Test accuracy (%) with C chosen by k-fold CV on train, refit on all of train (KFoldClassifier)."""
-    return float(c_search(seed, kfold, n_jobs).fit(x_train, y_train).score(x_test, y_test) * 100)
+    return float(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs)) * 100)
+
+
+def dev_selected_correct(
+    x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
+    x_test: np.ndarray, y_test: np.ndarray, seed: int,
+) -> np.ndarray:
+    """Whether each test example is classified correctly with C chosen on dev, the classifier trained on train only
+    (SplitClassifier). Ties go to the smaller C."""
+    dev_scores = [make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev) for c in C_GRID]
+    best_c = C_GRID[int(np.argmax(dev_scores))]
+    return make_classifier(seed, best_c).fit(x_train, y_train).predict(x_test) == y_test
 
 
 def dev_selected_accuracy(
@@ -222,19 +273,20 @@ def dev_selected_accuracy(
     x_test: np.ndarray, y_test: np.ndarray, seed: int,
 ) -> float:
     """Test accuracy (%) with C chosen on dev; trained on train only (SplitClassifier). Ties go to the smaller C."""
-    dev_scores = [make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev) for c in C_GRID]
-    best_c = C_GRID[int(np.argmax(dev_scores))]
-    return float(make_classifier(seed, best_c).fit(x_train, y_train).score(x_test, y_test) * 100)
+    return float(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed)) * 100)
 
 
 # ---------------------------------------------------------------- tasks
 
 
-def task_accuracy(
+DEFAULT_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 0}  # the schema's evaluation.bootstrap defaults
+
+
+def task_result(
     embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
-    max_examples: int | None = None, n_jobs: int | None = None,
-) -> float:
-    """Accuracy (%) of one transfer task; every distinct sentence of the task is embedded once.
+    max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
+) -> TaskResult:
+    """Accuracy (%) of one transfer task and its spread; every distinct sentence of the task is embedded once.
 
     ``max_examples`` subsamples every split (for quick tests); ``None`` uses the full data.
     """
@@ -244,10 +296,36 @@ def task_accuracy(
     vectors = embed_unique(embed, [s for data in splits.values() for s in sentences_of(data)])
     xy = {name: (features(data, vectors), data.labels) for name, data in splits.items()}
     if "all" in xy:
-        return nested_cv_accuracy(*xy["all"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+        return fold_result(nested_cv_folds(*xy["all"], seed=seed, kfold=kfold, n_jobs=n_jobs))
     if "dev" in xy:
-        return dev_selected_accuracy(*xy["train"], *xy["dev"], *xy["test"], seed=seed)
-    return cv_selected_accuracy(*xy["train"], *xy["test"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+        correct = dev_selected_correct(*xy["train"], *xy["dev"], *xy["test"], seed=seed)
+    else:
+        correct = cv_selected_correct(*xy["train"], *xy["test"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+    return split_result(correct, bootstrap or DEFAULT_BOOTSTRAP)
+
+
+def task_accuracy(
+    embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
+    max_examples: int | None = None, n_jobs: int | None = None,
+) -> float:
+    """Accuracy (%) of one transfer task (:func:`task_result` without its spread)."""
+    return task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs).accuracy
+
+
+def senteval_results(
+    embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
+    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
+) -> dict[str, TaskResult]:
+    """Every task's :class:`TaskResult`; deterministic for a fixed ``seed``."""
+    unknown = [task for task in tasks if task not in TRANSFER_TASKS]
+    if unknown:
+        raise DefSentError("tasks", f"unknown transfer task(s) {unknown}; expected some of {list(TRANSFER_TASKS)}")
+    results = {}
+    for task in tasks:
+        start = time.perf_counter()
+        results[task] = task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, bootstrap)
+        log.info("SentEval %s: %.2f%% (%.0f s)", task, results[task].accuracy, time.perf_counter() - start)
+    return results
 
 
 def senteval_scores(
@@ -255,13 +333,10 @@ def senteval_scores(
     kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None,
 ) -> dict[str, float]:
     """Accuracy (%) per transfer task plus ``avg`` over ``tasks``; deterministic for a fixed ``seed``."""
-    unknown = [task for task in tasks if task not in TRANSFER_TASKS]
-    if unknown:
-        raise DefSentError("tasks", f"unknown transfer task(s) {unknown}; expected some of {list(TRANSFER_TASKS)}")
-    scores = {}
-    for task in tasks:
-        start = time.perf_counter()
-        scores[task] = task_accuracy(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs)
-        log.info("SentEval %s: %.2f%% (%.0f s)", task, scores[task], time.perf_counter() - start)
-    scores["avg"] = float(np.mean([scores[task] for task in tasks]))
-    return scores
+    return scores_of(senteval_results(embed, senteval_dir, tasks, seed, kfold, max_examples, n_jobs))
+
+
+def scores_of(results: dict[str, TaskResult]) -> dict[str, float]:
+    """Accuracy per task plus ``avg``."""
+    scores = {task: result.accuracy for task, result in results.items()}
+    return {**scores, "avg": float(np.mean(list(scores.values())))}

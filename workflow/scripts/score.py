@@ -14,4 +14,5 @@ write_benchmark_scores(
     label=snakemake.wildcards.encoder,
     n_jobs=snakemake.threads,
     sts_aggregation=snakemake.params.sts_aggregation,
+    bootstrap=snakemake.params.get("bootstrap"),
 )
