@@ -7,21 +7,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval import (
-    C_GRID,
+    C_GRIDS,
     TRANSFER_TASKS,
     Labelled,
     LabelledPairs,
     features,
+    latin1_words,
     load_mrpc,
     load_sst2,
     load_transfer_task,
     load_trec,
+    senteval_order,
     senteval_scores,
     subsample,
     task_accuracy,
+    words,
 )
 
 # SentEval's sizes (its paper's Table 1); per split, with per-class counts where informative.
@@ -124,9 +128,57 @@ def test_subsample_is_seeded_and_keeps_order():
     assert subsample(data, None, seed=3) is data
 
 
-def test_c_grid_is_senteval_sklearn_grid():
-    assert C_GRID == (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+def test_c_grids_are_senteval_sklearn_grids():
+    """senteval/tools/validation.py: InnerKFold and Split 2^-2 .. 2^3, KFold (TREC, MRPC) 2^-1 .. 2^5."""
+    assert C_GRIDS == {"inner_kfold": (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), "kfold": (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0),
+                       "split": (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)}
 
+
+def test_examples_are_in_senteval_order():
+    """Sorted stably by word count, then label; pairs by both counts, then label; MR/CR/SUBJ/MPQA counted as SentEval
+    reads them, Latin-1 (a UTF-8 'à' ends in byte 0xA0, a no-break space there)."""
+    data = Labelled(["a b c", "x", "p q", "y", "m n"], np.array([0, 1, 1, 0, 0]))
+    ordered = senteval_order(data)
+    assert ordered.sentences == ["y", "x", "m n", "p q", "a b c"] and ordered.labels.tolist() == [0, 1, 0, 1, 0]
+    pairs = LabelledPairs(["a b", "c", "d"], ["e", "f g", "h"], np.array([1, 0, 0]))
+    assert senteval_order(pairs).sentences1 == ["d", "c", "a b"]
+    assert (words("voilàtout"), latin1_words("voilàtout")) == (1, 2)
+    two = Labelled(["voilàtout", "un"], np.array([0, 0]))
+    assert senteval_order(two).sentences == ["voilàtout", "un"]  # one word each: the file's order stays
+    assert senteval_order(two, latin1_words).sentences == ["un", "voilàtout"]
+
+
+def test_c_is_the_first_of_the_best_rounded_mean_accuracies(monkeypatch):
+    """SentEval rounds each C's mean accuracy to two decimals in % before its argmax, so 80.004% and 80.001% tie and
+    the smaller C wins; unrounded, the larger would."""
+    import defsent_plus.evaluation.senteval as senteval
+
+    accuracy = {0.5: 0.8000010, 1.0: 0.8000040, 2.0: 0.70}
+    monkeypatch.setattr(senteval, "fold_score", lambda x, y, train, test, c, seed: accuracy[c])
+    x, y = np.zeros((20, 2)), np.arange(20) % 2
+    folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=1111)
+    assert senteval.chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None) == 0.5
+    accuracy[1.0] = 0.80006  # 80.01 after rounding: strictly better
+    assert senteval.chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None) == 1.0
+
+
+def test_inner_kfold_splits_with_1111_whatever_the_seed(monkeypatch):
+    """InnerKFoldClassifier's outer folds are StratifiedKFold(shuffle, random_state=1111) of the ordered examples;
+    the score is the mean of the fold accuracies, each rounded to two decimals."""
+    import defsent_plus.evaluation.senteval as senteval
+
+    tested = []
+
+    def record(x, y, train, test, c, seed):
+        tested.append(tuple(test))
+        return 2 / 3
+
+    monkeypatch.setattr(senteval, "fold_score", record)
+    x, y = np.zeros((30, 2)), np.arange(30) % 2
+    assert senteval.nested_cv_folds(x, y, seed=7, kfold=3).tolist() == [66.67] * 3
+    expected = [tuple(test) for _, test in StratifiedKFold(3, shuffle=True, random_state=1111).split(x, y)]
+    assert [t for t in tested if len(t) == 10] == expected  # the inner folds of 20 examples hold 6 or 7
+    assert senteval.nested_cv_accuracy(x, y, seed=7, kfold=3) == 66.67
 
 def test_each_sentence_embedded_once_per_task(senteval_dir):
     calls = []
@@ -170,7 +222,7 @@ def test_each_task_reports_its_spread_over_folds_or_test_examples(senteval_dir):
                                max_examples=600, bootstrap=options)
     subj, trec = results["SUBJ"], results["TREC"]
     assert subj.spread["kind"] == "folds" and len(subj.spread["folds"]) == 3
-    assert subj.accuracy == pytest.approx(np.mean(subj.spread["folds"])) and subj.spread["std"] > 0
+    assert subj.accuracy == round(np.mean(subj.spread["folds"]), 2) and subj.spread["std"] > 0  # as SentEval
     assert subj.accuracy == task_accuracy(bag_of_words, senteval_dir, "SUBJ", seed=7, kfold=3, max_examples=600)
     assert trec.spread["kind"] == "bootstrap" and trec.spread["low"] < trec.accuracy < trec.spread["high"]
     assert trec.accuracy == task_accuracy(bag_of_words, senteval_dir, "TREC", seed=7, kfold=3, max_examples=600)

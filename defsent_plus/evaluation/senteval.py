@@ -1,14 +1,18 @@
 """SentEval transfer tasks (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC) with frozen embeddings and logistic regression.
 
-Follows SentEval's scikit-learn protocol (``usepytorch=False``, ``kfold=10``, seed 1111):
+Follows SentEval's scikit-learn protocol (``usepytorch=False``, ``kfold=10``, seed 1111) as its code runs it:
 
-* L2 strength grid ``C in 2^-2 .. 2^3`` (SentEval's ``[2**t for t in range(-2, 4)]``).
-* MR, CR, SUBJ, MPQA: 10-fold stratified, shuffled, seeded CV; in every outer fold C is chosen by an
-  inner 10-fold CV on the training part, then refit on it (SentEval's ``InnerKFoldClassifier``).
-* SST2: C chosen on dev, the classifier trained on train only, scored on test (``SplitClassifier``).
-* TREC (6 coarse classes) and MRPC: C chosen by 10-fold CV on train, refit on train, scored on test
-  (``KFoldClassifier``). MRPC features are ``[|u - v|; u * v]``, exactly SentEval's ``mrpc.py``
+* every task's examples in SentEval's order (:func:`senteval_order`: by word count, then label), which decides the
+  seeded folds;
+* MR, CR, SUBJ, MPQA (``InnerKFoldClassifier``): 10-fold stratified, shuffled CV (random_state 1111); in every
+  outer fold C in 2^-2 .. 2^3 is chosen by an inner 10-fold CV on the training part, then refit on it; the score is
+  the mean of the fold accuracies, each rounded to two decimals.
+* SST2 (``SplitClassifier``): C in 2^-2 .. 2^3 chosen on dev, trained on train only, scored on test.
+* TREC (6 coarse classes) and MRPC (``KFoldClassifier``): C in 2^-1 .. 2^5 chosen by 10-fold CV on train (seeded),
+  refit on train, scored on test. MRPC features are ``[|u - v|; u * v]``, exactly SentEval's ``mrpc.py``
   (SICK-E/SNLI use ``[u; v; |u - v|; u * v]``, MRPC does not).
+* C is the first of the best mean accuracies rounded to two decimals in % (SentEval's ``round(100*mean, 2)``
+  then ``argmax``); every accuracy is rounded as SentEval's.
 * Features are not standardised: SentEval feeds raw embeddings to ``LogisticRegression``.
 
 Classifier: SentEval's ``LogisticRegression(C=reg, random_state=seed)`` ran on scikit-learn < 0.22, whose
@@ -30,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.model_selection import StratifiedKFold
 from sklearn.multiclass import OneVsRestClassifier
 
 from defsent_plus.errors import DefSentError
@@ -42,8 +47,12 @@ log = logging.getLogger(__name__)
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 """The seven transfer tasks of the paper's Table 4, in its order."""
 
-C_GRID = tuple(2.0**t for t in range(-2, 4))
-"""SentEval's scikit-learn grid of inverse L2 strengths: 0.25, 0.5, 1, 2, 4, 8."""
+C_GRIDS = {  # SentEval's scikit-learn grids of inverse L2 strengths, per classifier (senteval/tools/validation.py)
+    "inner_kfold": tuple(2.0**t for t in range(-2, 4)),  # MR, CR, SUBJ, MPQA: 0.25 .. 8
+    "kfold": tuple(2.0**t for t in range(-1, 6)),  # TREC, MRPC: 0.5 .. 32
+    "split": tuple(2.0**t for t in range(-2, 4)),  # SST-2: 0.25 .. 8
+}
+FOLD_SEED = 1111  # InnerKFoldClassifier's fold splits, outer and inner (fixed in SentEval's code)
 
 DEFAULT_SEED = 1111  # SentEval's default
 BINARY_FILES = {  # task -> (label-1 file, label-0 file)
@@ -161,6 +170,32 @@ def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelle
     raise DefSentError("tasks", f"unknown transfer task {task!r}; expected one of {list(TRANSFER_TASKS)}")
 
 
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def latin1_words(text: str) -> int:
+    """Words as SentEval counts them in a file it reads as Latin-1 (MR, CR, SUBJ, MPQA): a UTF-8 character whose
+    bytes decode to a no-break space (0xA0) splits a word there."""
+    return len(text.encode("utf-8").decode("latin-1").split())
+
+
+def senteval_order(data: Labelled | LabelledPairs, count=words) -> Labelled | LabelledPairs:
+    """The examples in SentEval's order: sorted by word count (``count``), then label (pairs: first sentence's,
+    second's, then label), stably, as each task's ``run`` sorts them "to reduce padding" before its seeded folds
+    split them."""
+    if isinstance(data, LabelledPairs):
+        keys = [(count(a), count(b), int(y)) for a, b, y in
+                zip(data.sentences1, data.sentences2, data.labels, strict=True)]
+    else:
+        keys = [(count(text), int(y)) for text, y in zip(data.sentences, data.labels, strict=True)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if isinstance(data, LabelledPairs):
+        return LabelledPairs([data.sentences1[i] for i in order], [data.sentences2[i] for i in order],
+                             data.labels[order])
+    return Labelled([data.sentences[i] for i in order], data.labels[order])
+
+
 def subsample(data: Labelled | LabelledPairs, size: int | None, seed: int) -> Labelled | LabelledPairs:
     """At most ``size`` examples, drawn without replacement with a seeded generator (order kept)."""
     if size is None or len(data) <= size:
@@ -189,18 +224,30 @@ def features(data: Labelled | LabelledPairs, vectors: dict[str, np.ndarray]) -> 
     return np.stack([vectors[s] for s in data.sentences])
 
 
-C_PARAM = "estimator__C"  # the grid parameter of make_classifier()
-
-
 def make_classifier(seed: int, c: float = 1.0) -> OneVsRestClassifier:
     """SentEval's ``LogisticRegression(C=reg, random_state=seed)`` as its scikit-learn ran it: liblinear, OvR."""
     return OneVsRestClassifier(LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000))
 
 
-def c_search(seed: int, kfold: int, n_jobs: int | None) -> GridSearchCV:
-    """Logistic regression whose C is picked by stratified, shuffled, seeded k-fold CV, then refit."""
-    folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-    return GridSearchCV(make_classifier(seed), {C_PARAM: list(C_GRID)}, cv=folds, n_jobs=n_jobs)
+def fold_score(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, c: float, seed: int) -> float:
+    """Accuracy (0-1) on ``test`` of the classifier fitted on ``train``."""
+    return make_classifier(seed, c).fit(x[train], y[train]).score(x[test], y[test])
+
+
+def percent(accuracy: float) -> float:
+    """SentEval's ``round(100 * accuracy, 2)``: its scores, and what its C selection compares."""
+    return round(100 * float(accuracy), 2)
+
+
+def chosen_c(x: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: StratifiedKFold, seed: int,
+             n_jobs: int | None) -> float:
+    """The C whose mean fold accuracy, rounded to two decimals in %, is highest (the first of equals: SentEval's
+    ``regs[np.argmax(scores)]``)."""
+    splits = list(folds.split(x, y))
+    fitted = Parallel(n_jobs=n_jobs)(delayed(fold_score)(x, y, train, test, c, seed) for c in grid
+                                     for train, test in splits)
+    means = [percent(np.mean(fitted[i * len(splits):(i + 1) * len(splits)])) for i in range(len(grid))]
+    return grid[int(np.argmax(means))]
 
 
 @dataclass(frozen=True)
@@ -214,7 +261,8 @@ class TaskResult:
 
 def fold_result(fold_accuracies: np.ndarray) -> TaskResult:
     folds = [float(a) for a in fold_accuracies]
-    return TaskResult(float(np.mean(folds)), {"kind": "folds", "std": float(np.std(folds)), "folds": folds})
+    return TaskResult(round(float(np.mean(folds)), 2), {"kind": "folds", "std": float(np.std(folds)),
+                                                        "folds": folds})
 
 
 def split_result(correct: np.ndarray, bootstrap: dict) -> TaskResult:
@@ -224,29 +272,37 @@ def split_result(correct: np.ndarray, bootstrap: dict) -> TaskResult:
     index = np.random.default_rng(bootstrap["seed"]).integers(0, len(correct), (bootstrap["resamples"], len(correct)))
     tail = (1 - bootstrap["level"]) / 2 * 100
     low, high = np.percentile(correct[index].mean(axis=1) * 100, [tail, 100 - tail])
-    return TaskResult(float(correct.mean() * 100), {"kind": "bootstrap", "low": float(low), "high": float(high),
+    return TaskResult(percent(correct.mean()), {"kind": "bootstrap", "low": float(low), "high": float(high),
                                                     "level": bootstrap["level"], "examples": len(correct)})
 
 
 def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None
                     ) -> np.ndarray:
-    """Outer-fold test accuracies (%) with C chosen by an inner CV in every fold (InnerKFoldClassifier)."""
-    outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-    return cross_val_score(c_search(seed, kfold, n_jobs), x, y, cv=outer) * 100
+    """Outer-fold test accuracies (%, rounded as SentEval's) with C chosen by an inner CV in every fold
+    (InnerKFoldClassifier: both fold splits seeded 1111, whatever the task's seed)."""
+    outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=FOLD_SEED)
+    inner = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=FOLD_SEED)
+    accuracies = []
+    for train, test in outer.split(x, y):
+        c = chosen_c(x[train], y[train], C_GRIDS["inner_kfold"], inner, seed, n_jobs)
+        accuracies.append(percent(fold_score(x, y, train, test, c, seed)))
+    return np.array(accuracies)
 
 
 def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None) -> float:
-    """Mean outer-fold test accuracy (%) with C chosen by an inner CV in every fold (InnerKFoldClassifier)."""
-    return float(nested_cv_folds(x, y, seed, kfold, n_jobs).mean())
+    """Mean outer-fold test accuracy (%, SentEval's rounding) with C chosen by an inner CV in every fold."""
+    return round(float(nested_cv_folds(x, y, seed, kfold, n_jobs).mean()), 2)
 
 
 def cv_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
     seed: int, kfold: int = 10, n_jobs: int | None = None,
 ) -> np.ndarray:
-    """Whether each test example is classified correctly, with C chosen by k-fold CV on train and the classifier
-    refit on all of train (KFoldClassifier)."""
-    return c_search(seed, kfold, n_jobs).fit(x_train, y_train).predict(x_test) == y_test
+    """Whether each test example is classified correctly, with C chosen by k-fold CV on train (seeded with
+    ``seed``; SentEval's grid 2^-1 .. 2^5) and the classifier refit on all of train (KFoldClassifier)."""
+    folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    c = chosen_c(x_train, y_train, C_GRIDS["kfold"], folds, seed, n_jobs)
+    return make_classifier(seed, c).fit(x_train, y_train).predict(x_test) == y_test
 
 
 def cv_selected_accuracy(
@@ -254,17 +310,18 @@ def cv_selected_accuracy(
     seed: int, kfold: int = 10, n_jobs: int | None = None,
 ) -> float:
     """Test accuracy (%) with C chosen by k-fold CV on train, refit on all of train (KFoldClassifier)."""
-    return float(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs)) * 100)
+    return percent(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs)))
 
 
 def dev_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
     x_test: np.ndarray, y_test: np.ndarray, seed: int,
 ) -> np.ndarray:
-    """Whether each test example is classified correctly with C chosen on dev, the classifier trained on train only
-    (SplitClassifier). Ties go to the smaller C."""
-    dev_scores = [make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev) for c in C_GRID]
-    best_c = C_GRID[int(np.argmax(dev_scores))]
+    """Whether each test example is classified correctly with C chosen on dev (its accuracy rounded as SentEval's;
+    the first of equals), the classifier trained on train only (SplitClassifier)."""
+    dev_scores = [percent(make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev))
+                  for c in C_GRIDS["split"]]
+    best_c = C_GRIDS["split"][int(np.argmax(dev_scores))]
     return make_classifier(seed, best_c).fit(x_train, y_train).predict(x_test) == y_test
 
 
@@ -272,8 +329,8 @@ def dev_selected_accuracy(
     x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
     x_test: np.ndarray, y_test: np.ndarray, seed: int,
 ) -> float:
-    """Test accuracy (%) with C chosen on dev; trained on train only (SplitClassifier). Ties go to the smaller C."""
-    return float(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed)) * 100)
+    """Test accuracy (%) with C chosen on dev; trained on train only (SplitClassifier)."""
+    return percent(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed)))
 
 
 # ---------------------------------------------------------------- tasks
@@ -290,9 +347,9 @@ def task_result(
 
     ``max_examples`` subsamples every split (for quick tests); ``None`` uses the full data.
     """
-    splits = {
-        name: subsample(data, max_examples, seed) for name, data in load_transfer_task(senteval_dir, task).items()
-    }
+    count = latin1_words if task in BINARY_FILES else words
+    splits = {name: subsample(senteval_order(data, count), max_examples, seed)
+              for name, data in load_transfer_task(senteval_dir, task).items()}
     vectors = embed_unique(embed, [s for data in splits.values() for s in sentences_of(data)])
     xy = {name: (features(data, vectors), data.labels) for name, data in splits.items()}
     if "all" in xy:
