@@ -11,6 +11,7 @@ from torch import nn
 
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
+from defsent_plus.methods import method_of
 from defsent_plus.methods.slt_fai_objective import (
     RATE_KEY,
     Discriminator,
@@ -253,3 +254,57 @@ def test_bad_options_name_their_config_key(encoder, option, value, key):
     with pytest.raises(DefSentError) as err:
         slt_fai(encoder, **{option: value})
     assert err.value.where == f"config: methods.slt_fai.{key}"
+
+
+# --- the released code's discriminators and L_AT over both views -------------------------------------------------
+
+
+def test_discriminators_are_the_released_codes_by_default_and_the_papers_by_option(encoder):
+    """Released (losses/AdvCLSoftmaxLoss.py, --high_rank 2): token h -> 2h -> 2h -> h -> 2, sentence h -> h -> 2,
+    no activation between the layers and a ReLU after the last; paper: Linear -> ReLU -> Linear."""
+    released = slt_fai(encoder)
+    h = encoder.hidden_size
+    shapes = [(m.in_features, m.out_features) for m in released.token_discriminator.net if isinstance(m, nn.Linear)]
+    assert shapes == [(h, 2 * h), (2 * h, 2 * h), (2 * h, h), (h, 2)]
+    assert [type(m) for m in released.sentence_discriminator.net] == [nn.Linear, nn.Linear, nn.ReLU]
+    assert isinstance(released.token_discriminator.net[-1], nn.ReLU)
+    assert (released.token_discriminator(torch.randn(5, h)) >= 0).all()  # the ReLU after the logits
+    paper = slt_fai(encoder, reading="paper")
+    assert [type(m) for m in paper.token_discriminator.net] == [nn.Linear, nn.ReLU, nn.Linear]
+    assert method_of("slt_fai").options["discriminators"]["default"] == "released"
+    assert method_of("slt_fai").options["at_views"]["default"] == "both"
+    with pytest.raises(DefSentError, match="unknown reading 'other'"):
+        slt_fai(encoder, reading="other")
+
+
+class TwoViews(HiddenSquare):
+    """Stand-in R_USRL that exposes a second view's token states, as the contrastive objective does."""
+
+    def forward(self, batch):
+        self.second_hidden = batch.hidden.flip(0)  # another view: the batch's states in reverse row order
+        return super().forward(batch)
+
+
+def test_adversarial_loss_averages_both_views_as_the_released_code(encoder):
+    labels = frequency_labels(encoder.tokenizer, SENTENCES + CORPUS, rate=0.5)
+    batch = make_batch(encoder)
+    both = SltFai(encoder, TwoViews(), labels)
+    one = SltFai(encoder, TwoViews(), labels, at_views="one")
+    both.usrl(batch)
+    one.usrl(batch)
+    first = both._token_loss(batch.hidden, batch)
+    second = both._token_loss(both.usrl.second_hidden, batch)
+    assert both.adversarial_loss(batch).item() == pytest.approx((first.item() + second.item()) / 2, rel=1e-6)
+    assert first.item() != pytest.approx(second.item())  # the views differ, so averaging them matters
+    assert one.adversarial_loss(batch).item() == pytest.approx(one._token_loss(batch.hidden, batch).item())
+
+
+def test_the_contrastive_objective_exposes_its_second_view_to_l_at(encoder):
+    from defsent_plus.methods.contrastive import UnsupervisedContrastive
+
+    labels = frequency_labels(encoder.tokenizer, SENTENCES + CORPUS, rate=0.5)
+    objective = SltFai(encoder, UnsupervisedContrastive(encoder, augmentation="token_shuffle"), labels)
+    batch = make_batch(encoder, progress=0.5)
+    objective(batch)
+    second = objective.usrl.second_hidden
+    assert second is not None and second.shape == batch.hidden.shape and not torch.equal(second, batch.hidden)

@@ -135,6 +135,7 @@ class UnsupervisedContrastive(nn.Module):
         self.mlp = training_mlp(encoder.hidden_size, seed, std) if applies_mlp(mlp, pooling) else nn.Identity()
         self.generator = torch.Generator().manual_seed(seed)
         self.first_position = family_of(encoder.model.config.model_type).first_position(encoder.model.config)
+        self.second_hidden: torch.Tensor | None = None
 
     def sentence_vectors(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Pooled, MLP-projected sentence vectors of one view."""
@@ -162,7 +163,8 @@ class UnsupervisedContrastive(nn.Module):
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         z1 = self.sentence_vectors(batch.hidden, batch.attention_mask)
-        z2 = self.sentence_vectors(self.second_view(batch), batch.attention_mask)
+        self.second_hidden = self.second_view(batch)  # the second view's token states (SLT-FAI's L_AT reads them)
+        z2 = self.sentence_vectors(self.second_hidden, batch.attention_mask)
         loss = info_nce(z1, z2, self.temperature)
         return loss, {"info_nce": loss.item()}
 

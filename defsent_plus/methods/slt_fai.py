@@ -18,6 +18,11 @@ SLT_FAI_OPTIONS = {
                        "description": "lambda: the least frequent share of token types is low-frequency"},
     "frequency_corpus": {"type": ["string", "null"], "default": None,
                          "description": "token counts; null = the training corpus"},
+    "discriminators": {"enum": ["released", "paper"], "default": "released",
+                       "description": "released: the authors' code (token h-2h-2h-h-2, sentence h-h-2, ReLU after the "
+                                      "last layer); paper: two linear layers with a ReLU between (004 §4.1)"},
+    "at_views": {"enum": ["both", "one"], "default": "both",
+                 "description": "L_AT over both views' token states (the released code) or the first only"},
 }
 
 METHOD = Method(
@@ -32,9 +37,7 @@ METHOD = Method(
         "ConSERT variant (NT-Xent at temperature 0.1 weighted 0.15, cutoff and shuffle views, mean pooling)",
         "low-frequency tokens are masked for incomplete sentences at epsilon = 0.2 (the paper's wording); the "
         "released code masks high-frequency tokens at 0.5",
-        "the token discriminator is the paper's two linear layers and a ReLU at the model's width; the released "
-        "code's default is four linear layers and hard-codes width 768",
-        "L_AT is computed on one view's token states; the released code averages it over both views",
+        "the discriminators are built at the model's width; the released code hard-codes 768",
         "frequency labels are counted on the training corpus by default (004 counted BookCorpus)",
     ),
     max_steps=1,

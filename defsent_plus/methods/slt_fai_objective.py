@@ -27,8 +27,12 @@ Readings of paper and public code (github.com/wangbing1416/SLT-FAI) that this mo
 * the gradient reversal coefficient is a constant 1 (the code's GRL is never given a schedule); α = β = 1.
 * L_AT (Eq. 4) averages cross-entropy over each sentence's non-padding, non-special tokens, then over sentences
   (the code averages over all positions, padding included).
-* discriminators: Linear(width, width) → ReLU → Linear(width, 2) ("two linear layers and a ReLU"; the code puts
-  its ReLU after the last layer).
+* discriminators (``discriminators``): by default as the released code builds them (token: width → 2·width →
+  2·width → width → 2, its ``--high_rank 2`` default; sentence: width → width → 2; no activation between the layers
+  and a ReLU after the last), or the paper's "two linear layers and a ReLU" (Linear → ReLU → Linear) with
+  ``paper``; both at the model's width (the code hard-codes 768).
+* L_AT (``at_views``): by default averaged over both views' token states, as the released code does, or over the
+  first view only (``one``).
 * warm-up: while ``batch.progress < warmup`` the loss is R_USRL alone and neither discriminator is run (so they get
   no gradient and the second forward pass is saved); their sub-losses are logged as 0.0. The code computes them
   and drops them from the loss.
@@ -108,20 +112,44 @@ def reverse_gradient(x: torch.Tensor, coefficient: float = 1.0) -> torch.Tensor:
     return GradientReversal.apply(x, coefficient)
 
 
-class Discriminator(nn.Module):
-    """Two linear layers with a ReLU: ``width → width → classes``, initialised from ``generator``."""
+DISCRIMINATORS = {  # hidden widths (multiples of the model's) and where the ReLU goes, per reading
+    # 004 §4.1: "two linear layers and a ReLU activation function"
+    "paper": {"token": (1,), "sentence": (1,), "relu": "between"},
+    # the released code (losses/AdvCLSoftmaxLoss.py): freqDiscrim with its default --high_rank 2 is
+    # h -> 2h -> 2h -> h -> 2, maskDiscrim h -> h -> 2, no activation between the layers, a ReLU after the last
+    "released": {"token": (2, 2, 1), "sentence": (1,), "relu": "after"},
+}
 
-    def __init__(self, width: int, generator: torch.Generator, classes: int = 2):
+
+class Discriminator(nn.Module):
+    """Linear layers ``width → hidden[0]·width → … → classes`` with a ReLU between them (``relu="between"``) or
+    only after the last (``"after"``, the released code's), initialised from ``generator``."""
+
+    def __init__(self, width: int, generator: torch.Generator, classes: int = 2, hidden: Sequence[int] = (1,),
+                 relu: str = "between"):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, classes))
+        sizes = [width, *(h * width for h in hidden), classes]
+        linears = [nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+        if relu == "between":
+            layers = [m for linear in linears[:-1] for m in (linear, nn.ReLU())] + [linears[-1]]
+        else:
+            layers = [*linears, nn.ReLU()]
+        self.net = nn.Sequential(*layers)
         with torch.no_grad():
-            for layer in (self.net[0], self.net[2]):
+            for layer in linears:
                 bound = 1.0 / math.sqrt(layer.in_features)  # nn.Linear's default range, drawn from the generator
                 for param in (layer.weight, layer.bias):
                     param.copy_((torch.rand(param.shape, generator=generator) * 2 - 1) * bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
+
+
+def discriminators(width: int, generator: torch.Generator, reading: str) -> tuple[Discriminator, Discriminator]:
+    """(token, sentence) discriminators of a reading of :data:`DISCRIMINATORS`."""
+    spec = DISCRIMINATORS[reading]
+    return (Discriminator(width, generator, hidden=spec["token"], relu=spec["relu"]),
+            Discriminator(width, generator, hidden=spec["sentence"], relu=spec["relu"]))
 
 
 def incomplete_input_ids(input_ids: torch.Tensor, attention_mask: torch.Tensor, low_frequency: torch.Tensor,
@@ -150,7 +178,16 @@ def special_token_mask(tokenizer, size: int) -> torch.Tensor:
     return special
 
 
-def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, pooling: str) -> None:
+AT_VIEWS = ("both", "one")  # L_AT over both views' token states (the released code) or the first only
+
+
+def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, pooling: str, reading: str = "released",
+                   at_views: str = "both") -> None:
+    if reading not in DISCRIMINATORS:
+        raise DefSentError("config: methods.slt_fai.discriminators", f"unknown reading {reading!r}; expected one of "
+                                                                     f"{list(DISCRIMINATORS)}")
+    if at_views not in AT_VIEWS:
+        raise DefSentError("config: methods.slt_fai.at_views", f"expected one of {list(AT_VIEWS)}, got {at_views!r}")
     for name, value in (("alpha", alpha), ("beta", beta)):
         if value < 0:
             raise DefSentError(f"config: methods.slt_fai.{name}", f"must be >= 0, got {value}")
@@ -167,9 +204,11 @@ class SltFai(nn.Module):
     """``R_USRL + α·L_AT + β·L_ISF`` after a warm-up of ``warmup`` epochs trained with ``R_USRL`` alone (004, Eq. 2)."""
 
     def __init__(self, encoder: Encoder, usrl: nn.Module, low_frequency: torch.Tensor, pooling: str = "cls",
-                 alpha: float = 1.0, beta: float = 1.0, epsilon: float = 0.2, warmup: float = 0.1, seed: int = 0):
+                 alpha: float = 1.0, beta: float = 1.0, epsilon: float = 0.2, warmup: float = 0.1, seed: int = 0,
+                 reading: str = "released", at_views: str = "both"):
         super().__init__()
-        _check_options(alpha, beta, epsilon, warmup, pooling)
+        _check_options(alpha, beta, epsilon, warmup, pooling, reading, at_views)
+        self.at_views = at_views
         tokenizer = encoder.tokenizer
         if tokenizer.mask_token_id is None:
             raise DefSentError("config: methods.slt_fai", "the tokenizer has no mask token for incomplete sentences")
@@ -184,15 +223,23 @@ class SltFai(nn.Module):
         self.register_buffer("low_frequency", low_frequency.bool().clone(), persistent=False)
         self.register_buffer("special", special_token_mask(tokenizer, len(low_frequency)), persistent=False)
         init = torch.Generator().manual_seed(seed)
-        self.token_discriminator = Discriminator(encoder.hidden_size, init)
-        self.sentence_discriminator = Discriminator(encoder.hidden_size, init)
+        self.token_discriminator, self.sentence_discriminator = discriminators(encoder.hidden_size, init, reading)
         self.mask_generator = torch.Generator().manual_seed(seed)
 
     def adversarial_loss(self, batch) -> torch.Tensor:
         """L_AT (Eq. 4): frequency-label cross-entropy of the token discriminator behind a gradient reversal layer,
-        averaged over each sentence's non-padding, non-special tokens, then over sentences."""
+        averaged over each sentence's non-padding, non-special tokens, then over sentences; with ``at_views: both``
+        the mean of that over the two views' token states (the released code's ``(CE(view 1) + CE(view 2)) / 2``),
+        where the contrastive objective exposes its second view (``second_hidden``)."""
+        views = [batch.hidden]
+        second = getattr(self.usrl, "second_hidden", None)
+        if self.at_views == "both" and second is not None:
+            views.append(second)
+        return torch.stack([self._token_loss(hidden, batch) for hidden in views]).mean()
+
+    def _token_loss(self, hidden: torch.Tensor, batch) -> torch.Tensor:
         valid = batch.attention_mask.bool() & ~self.special[batch.input_ids]
-        logits = self.token_discriminator(reverse_gradient(batch.hidden.float()))
+        logits = self.token_discriminator(reverse_gradient(hidden.float()))
         labels = self.low_frequency[batch.input_ids].long()
         ce = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none") * valid
         tokens = valid.sum(1)
@@ -240,7 +287,8 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     low_frequency = frequency_labels(encoder.tokenizer, counted, options["frequency_rate"])
     objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling,
                        alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
-                       warmup=options["warmup"], seed=inputs.seed)
+                       warmup=options["warmup"], seed=inputs.seed, reading=options["discriminators"],
+                       at_views=options["at_views"])
     card = {**corpus_card(corpus, options, inputs.pooling),
             "frequency_corpus": options["frequency_corpus"] or "training corpus",
             "low_frequency_types": int(low_frequency.sum())}
