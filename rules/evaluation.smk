@@ -44,6 +44,7 @@ use rule score as senteval with:
         benchmark="senteval",
         sts_aggregation="all",
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
+        protocol=config["evaluation"]["senteval_protocol"],
     log:
         dag.log_file("eval", "{encoder}", "senteval_{pooling}"),
     threads: THREADS
@@ -102,7 +103,9 @@ rule senteval_table:
         md=dag.run_file("{run}", "senteval.md"),
     params:
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
-        title=lambda w: f"SentEval transfer accuracy (%), run {w.run}",
+        title=lambda w: (
+            f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
+        ),
         bootstrap=None,
     log:
         dag.log_file("{run}", "eval", "senteval_table"),

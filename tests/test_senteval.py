@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval import (
-    C_GRIDS,
     TRANSFER_TASKS,
     Labelled,
     LabelledPairs,
@@ -27,6 +27,7 @@ from defsent_plus.evaluation.senteval import (
     task_accuracy,
     words,
 )
+from defsent_plus.evaluation.senteval_classifiers import C_GRIDS, Protocol
 
 # SentEval's sizes (its paper's Table 1); per split, with per-class counts where informative.
 SPLIT_SIZES = {
@@ -148,87 +149,71 @@ def test_examples_are_in_senteval_order():
     assert senteval_order(two, latin1_words).sentences == ["un", "voilàtout"]
 
 
-def test_c_is_the_first_of_the_best_rounded_mean_accuracies(monkeypatch):
+class Recorded:
+    """A fitted stand-in whose score is fixed and which records the rows it was scored on (x[:, 0] = row number)."""
+
+    def __init__(self, rows: list, accuracy: float):
+        self.rows, self.accuracy = rows, accuracy
+
+    def score(self, x, y):
+        self.rows.append(tuple(int(v) for v in x[:, 0]))
+        return self.accuracy
+
+
+def stand_in(accuracy_of) -> tuple[Protocol, list]:
+    """A protocol whose fit returns :class:`Recorded` with ``accuracy_of(reg)``, and the rows it scored."""
+    rows: list = []
+    grids = {"inner_kfold": (0.5, 1.0, 2.0), "kfold": (0.5, 1.0, 2.0), "split": (0.5, 1.0, 2.0)}
+    return Protocol("stand-in", grids, lambda x, y, reg, seed, validation: Recorded(rows, accuracy_of(reg))), rows
+
+
+def test_c_is_the_first_of_the_best_rounded_mean_accuracies():
     """SentEval rounds each C's mean accuracy to two decimals in % before its argmax, so 80.004% and 80.001% tie and
     the smaller C wins; unrounded, the larger would."""
-    import defsent_plus.evaluation.senteval as senteval
+    from defsent_plus.evaluation.senteval import chosen_c
 
     accuracy = {0.5: 0.8000010, 1.0: 0.8000040, 2.0: 0.70}
-    monkeypatch.setattr(senteval, "fold_score", lambda x, y, train, test, c, seed: accuracy[c])
-    x, y = np.zeros((20, 2)), np.arange(20) % 2
+    protocol, _ = stand_in(accuracy.get)
+    x, y = np.arange(20)[:, None].astype(float), np.arange(20) % 2
     folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=1111)
-    assert senteval.chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None) == 0.5
+    assert chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None, protocol) == 0.5
     accuracy[1.0] = 0.80006  # 80.01 after rounding: strictly better
-    assert senteval.chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None) == 1.0
+    assert chosen_c(x, y, (0.5, 1.0, 2.0), folds, 0, None, protocol) == 1.0
 
 
-def test_inner_kfold_splits_with_1111_whatever_the_seed(monkeypatch):
+def test_inner_kfold_splits_with_1111_whatever_the_seed():
     """InnerKFoldClassifier's outer folds are StratifiedKFold(shuffle, random_state=1111) of the ordered examples;
     the score is the mean of the fold accuracies, each rounded to two decimals."""
-    import defsent_plus.evaluation.senteval as senteval
+    from defsent_plus.evaluation.senteval import nested_cv_accuracy, nested_cv_folds
 
-    tested = []
-
-    def record(x, y, train, test, c, seed):
-        tested.append(tuple(test))
-        return 2 / 3
-
-    monkeypatch.setattr(senteval, "fold_score", record)
-    x, y = np.zeros((30, 2)), np.arange(30) % 2
-    assert senteval.nested_cv_folds(x, y, seed=7, kfold=3).tolist() == [66.67] * 3
+    protocol, rows = stand_in(lambda reg: 2 / 3)
+    x, y = np.arange(30)[:, None].astype(float), np.arange(30) % 2
+    assert nested_cv_folds(x, y, seed=7, kfold=3, protocol=protocol).tolist() == [66.67] * 3
     expected = [tuple(test) for _, test in StratifiedKFold(3, shuffle=True, random_state=1111).split(x, y)]
-    assert [t for t in tested if len(t) == 10] == expected  # the inner folds of 20 examples hold 6 or 7
-    assert senteval.nested_cv_accuracy(x, y, seed=7, kfold=3) == 66.67
-
-def test_each_sentence_embedded_once_per_task(senteval_dir):
-    calls = []
-
-    def embed(sentences):
-        calls.append(list(sentences))
-        return bag_of_words(sentences)
-
-    task_accuracy(embed, senteval_dir, "MRPC", kfold=2, max_examples=80)
-    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0]))
+    assert [r for r in rows if len(r) == 10] == expected  # the inner folds of 20 examples hold 6 or 7
+    assert nested_cv_accuracy(x, y, seed=7, kfold=3, protocol=protocol) == 66.67
 
 
-TOY_RUN = dict(tasks=("SUBJ", "SST2", "TREC"), seed=7, kfold=3, max_examples=1000)
+def test_the_pytorch_protocol_is_senteval_default_configuration():
+    """SentEval's README default: logistic regression (one linear layer) trained with Adam, batch 64, tenacity 5,
+    epoch_size 4, weight decay from 1e-5 .. 1e-2; deterministic for a seed, and it learns a separable task."""
+    from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, TorchLogistic, TorchSettings
 
+    assert PROTOCOLS["pytorch"].grids["inner_kfold"] == (1e-5, 1e-4, 1e-3, 1e-2)
+    assert TorchSettings() == TorchSettings(batch_size=64, tenacity=5, epoch_size=4, max_epoch=200, lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1500, 8)).astype(np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+    short = TorchSettings(max_epoch=40)  # a bound on the test's time; the loop is SentEval's
 
-@pytest.fixture(scope="module")
-def toy_scores(senteval_dir):
-    return senteval_scores(bag_of_words, senteval_dir, **TOY_RUN)
+    def fitted(seed):
+        return TorchLogistic(8, 2, 1e-4, seed, short).fit(x, y, 0.05)
 
-
-def test_toy_bag_of_words_beats_chance(toy_scores):
-    # chance / majority: SUBJ 50, SST2 50, TREC 27.6 (DESC on the test set)
-    assert toy_scores["SUBJ"] > 70
-    assert toy_scores["SST2"] > 55
-    assert toy_scores["TREC"] > 50
-    assert toy_scores["avg"] == pytest.approx(np.mean([toy_scores[t] for t in TOY_RUN["tasks"]]))
-
-
-def test_scores_are_deterministic_for_a_seed(senteval_dir, toy_scores):
-    assert senteval_scores(bag_of_words, senteval_dir, **TOY_RUN) == toy_scores
-
-
-def test_each_task_reports_its_spread_over_folds_or_test_examples(senteval_dir):
-    """k-fold tasks: the score is the mean of the outer folds, whose std is the spread; a task with a test split: a
-    seeded percentile interval over its test examples around the accuracy."""
-    from defsent_plus.evaluation.report import spread_text
-    from defsent_plus.evaluation.senteval import senteval_results, split_result
-
-    options = {"resamples": 200, "level": 0.95, "seed": 0}
-    results = senteval_results(bag_of_words, senteval_dir, tasks=("SUBJ", "TREC"), seed=7, kfold=3,
-                               max_examples=600, bootstrap=options)
-    subj, trec = results["SUBJ"], results["TREC"]
-    assert subj.spread["kind"] == "folds" and len(subj.spread["folds"]) == 3
-    assert subj.accuracy == round(np.mean(subj.spread["folds"]), 2) and subj.spread["std"] > 0  # as SentEval
-    assert subj.accuracy == task_accuracy(bag_of_words, senteval_dir, "SUBJ", seed=7, kfold=3, max_examples=600)
-    assert trec.spread["kind"] == "bootstrap" and trec.spread["low"] < trec.accuracy < trec.spread["high"]
-    assert trec.accuracy == task_accuracy(bag_of_words, senteval_dir, "TREC", seed=7, kfold=3, max_examples=600)
-    assert spread_text(subj.spread).endswith("(3 folds)") and "–" in spread_text(trec.spread)
-    # a known case: 80 of 100 right; the interval is reproducible for a seed and about ±8 points wide
-    correct = np.arange(100) < 80
-    first, again = split_result(correct, options), split_result(correct, options)
-    assert first == again and first.accuracy == 80.0
-    assert 70 < first.spread["low"] < 75 and 85 < first.spread["high"] < 90
+    first, again = fitted(1111), fitted(1111)
+    assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(),
+                                                 again.model.state_dict().values(), strict=True))
+    assert first.score(x, y) > 0.9 and first.model.out_features == 2
+    assert not torch.equal(TorchLogistic(8, 2, 1e-4, 7).model.weight, TorchLogistic(8, 2, 1e-4, 1111).model.weight)
+    assert TorchLogistic(8, 2, 1e-3, 0).optimizer.param_groups[0]["weight_decay"] == 1e-3  # the L2 value
+    with pytest.raises(DefSentError, match="unknown protocol 'keras'"):
+        task_accuracy(bag_of_words, "unused", "TREC", protocol="keras")

@@ -131,3 +131,16 @@ def test_evaluation_data_is_acquired_verified_and_a_moved_mirror_replans_nothing
     planned = planned_jobs(workdir)
     assert planned["acquire_data"] == 1 and planned["score"] >= 1 and planned["select_best"] == STEPS
     assert "dictionary" not in planned and planned["entry_space"] == STEPS - 1  # step 1's space needs no dev score
+
+
+def test_every_score_file_records_what_its_numbers_were_computed_with(tiny_run):
+    """Library versions, the project's commit, device, precision and threads: in every score of the tiny run (STS,
+    STS-B dev), read from its stored embeddings' record, and in the tables' footers."""
+    scores = sorted((tiny_run / "results" / "eval").glob("*/*.json"))
+    assert len(scores) > 5
+    for path in scores:
+        record = json.loads(path.read_text())["embeddings"]["provenance"]
+        assert {"torch", "transformers", "scikit-learn", "project"} <= set(record), path
+        assert record["device"] == "cpu" and record["precision"] == "fp32" and record["threads"] >= 1, path
+    footer = (tiny_run / dag.run_file(RUN, "sts.md")).read_text().rsplit("Computed with:", 1)[1]
+    assert "torch" in footer and "transformers" in footer and "precision fp32" in footer

@@ -26,12 +26,12 @@ BENCHMARK_TASKS = {"sts": STS_TASKS, "dev": (DEV_TASK,)}
 def write_benchmark_scores(
     *, embeddings: str | Path, record: str | Path, senteval_dir: str | Path, out_json: str | Path, benchmark: str,
     out_pairs: str | Path | None = None, label: str | None = None, n_jobs: int | None = None,
-    sts_aggregation: str = "all", bootstrap: dict | None = None,
+    sts_aggregation: str = "all", bootstrap: dict | None = None, protocol: str = "sklearn",
 ) -> dict:
     """Score stored embeddings on ``sts`` (the 7 STS tasks; per-pair similarities to ``out_pairs``), ``dev`` (STS-B
     dev, likewise) or ``senteval`` (the 7 transfer tasks and each one's ``spread``: fold accuracies, or a test-set
     interval with ``bootstrap`` (evaluation.bootstrap); ``n_jobs`` parallel classifier fits, results independent of
-    it)."""
+    it; ``protocol``: SentEval's classifier, sklearn or pytorch)."""
     start = time.perf_counter()
     sentences = sentences_of_set(BENCHMARK_SETS[benchmark], senteval_dir)
     vectors, stored = read_sentence_embeddings(embeddings, record, sentences)
@@ -39,7 +39,7 @@ def write_benchmark_scores(
         from defsent_plus.evaluation.senteval import TRANSFER_TASKS, scores_of, senteval_results  # scikit-learn
 
         results = senteval_results(stored_embed(vectors), senteval_dir, TRANSFER_TASKS, n_jobs=n_jobs,
-                                   bootstrap=bootstrap)
+                                   bootstrap=bootstrap, protocol=protocol)
         scores, spread = scores_of(results), {task: result.spread for task, result in results.items()}
     else:
         pairs = pair_similarities(vectors, senteval_dir, BENCHMARK_TASKS[benchmark])
@@ -52,7 +52,7 @@ def write_benchmark_scores(
     if benchmark != "senteval":
         result["sts_aggregation"] = sts_aggregation
     else:
-        result["spread"] = spread
+        result.update(spread=spread, protocol=protocol)
     if benchmark == "dev":
         result["dev_score"] = scores[DEV_TASK]
     log.info("%s %s %s: %s", benchmark, result["model"], stored["pooling"],

@@ -35,11 +35,10 @@ from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
-from sklearn.multiclass import OneVsRestClassifier
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
 from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
 
 log = logging.getLogger(__name__)
@@ -47,11 +46,6 @@ log = logging.getLogger(__name__)
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 """The seven transfer tasks of the paper's Table 4, in its order."""
 
-C_GRIDS = {  # SentEval's scikit-learn grids of inverse L2 strengths, per classifier (senteval/tools/validation.py)
-    "inner_kfold": tuple(2.0**t for t in range(-2, 4)),  # MR, CR, SUBJ, MPQA: 0.25 .. 8
-    "kfold": tuple(2.0**t for t in range(-1, 6)),  # TREC, MRPC: 0.5 .. 32
-    "split": tuple(2.0**t for t in range(-2, 4)),  # SST-2: 0.25 .. 8
-}
 FOLD_SEED = 1111  # InnerKFoldClassifier's fold splits, outer and inner (fixed in SentEval's code)
 
 DEFAULT_SEED = 1111  # SentEval's default
@@ -224,14 +218,11 @@ def features(data: Labelled | LabelledPairs, vectors: dict[str, np.ndarray]) -> 
     return np.stack([vectors[s] for s in data.sentences])
 
 
-def make_classifier(seed: int, c: float = 1.0) -> OneVsRestClassifier:
-    """SentEval's ``LogisticRegression(C=reg, random_state=seed)`` as its scikit-learn ran it: liblinear, OvR."""
-    return OneVsRestClassifier(LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000))
-
-
-def fold_score(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, c: float, seed: int) -> float:
-    """Accuracy (0-1) on ``test`` of the classifier fitted on ``train``."""
-    return make_classifier(seed, c).fit(x[train], y[train]).score(x[test], y[test])
+def fold_score(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, reg: float, seed: int,
+               protocol: Protocol = PROTOCOLS["sklearn"]) -> float:
+    """Accuracy (0-1) on ``test`` of the classifier fitted on ``train`` (the PyTorch protocol stops early on ``test``,
+    as SentEval's does while it chooses the regularisation)."""
+    return protocol.fit(x[train], y[train], reg, seed, (x[test], y[test])).score(x[test], y[test])
 
 
 def percent(accuracy: float) -> float:
@@ -240,11 +231,11 @@ def percent(accuracy: float) -> float:
 
 
 def chosen_c(x: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: StratifiedKFold, seed: int,
-             n_jobs: int | None) -> float:
-    """The C whose mean fold accuracy, rounded to two decimals in %, is highest (the first of equals: SentEval's
-    ``regs[np.argmax(scores)]``)."""
+             n_jobs: int | None, protocol: Protocol = PROTOCOLS["sklearn"]) -> float:
+    """The regularisation whose mean fold accuracy, rounded to two decimals in %, is highest (the first of equals:
+    SentEval's ``regs[np.argmax(scores)]``)."""
     splits = list(folds.split(x, y))
-    fitted = Parallel(n_jobs=n_jobs)(delayed(fold_score)(x, y, train, test, c, seed) for c in grid
+    fitted = Parallel(n_jobs=n_jobs)(delayed(fold_score)(x, y, train, test, c, seed, protocol) for c in grid
                                      for train, test in splits)
     means = [percent(np.mean(fitted[i * len(splits):(i + 1) * len(splits)])) for i in range(len(grid))]
     return grid[int(np.argmax(means))]
@@ -276,64 +267,67 @@ def split_result(correct: np.ndarray, bootstrap: dict) -> TaskResult:
                                                     "level": bootstrap["level"], "examples": len(correct)})
 
 
-def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None
-                    ) -> np.ndarray:
-    """Outer-fold test accuracies (%, rounded as SentEval's) with C chosen by an inner CV in every fold
-    (InnerKFoldClassifier: both fold splits seeded 1111, whatever the task's seed)."""
+def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None,
+                    protocol: Protocol = PROTOCOLS["sklearn"]) -> np.ndarray:
+    """Outer-fold test accuracies (%, rounded as SentEval's) with the regularisation chosen by an inner CV in every
+    fold, then refitted on the fold's training part (InnerKFoldClassifier: both fold splits seeded 1111, whatever
+    the task's seed)."""
     outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=FOLD_SEED)
     inner = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=FOLD_SEED)
     accuracies = []
     for train, test in outer.split(x, y):
-        c = chosen_c(x[train], y[train], C_GRIDS["inner_kfold"], inner, seed, n_jobs)
-        accuracies.append(percent(fold_score(x, y, train, test, c, seed)))
+        reg = chosen_c(x[train], y[train], protocol.grids["inner_kfold"], inner, seed, n_jobs, protocol)
+        fitted = protocol.fit(x[train], y[train], reg, seed, VALIDATION_SPLIT)
+        accuracies.append(percent(fitted.score(x[test], y[test])))
     return np.array(accuracies)
 
 
-def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None) -> float:
-    """Mean outer-fold test accuracy (%, SentEval's rounding) with C chosen by an inner CV in every fold."""
-    return round(float(nested_cv_folds(x, y, seed, kfold, n_jobs).mean()), 2)
+def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None,
+                       protocol: Protocol = PROTOCOLS["sklearn"]) -> float:
+    """Mean outer-fold test accuracy (%, SentEval's rounding) with the regularisation chosen in every fold."""
+    return round(float(nested_cv_folds(x, y, seed, kfold, n_jobs, protocol).mean()), 2)
 
 
 def cv_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-    seed: int, kfold: int = 10, n_jobs: int | None = None,
+    seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
 ) -> np.ndarray:
-    """Whether each test example is classified correctly, with C chosen by k-fold CV on train (seeded with
-    ``seed``; SentEval's grid 2^-1 .. 2^5) and the classifier refit on all of train (KFoldClassifier)."""
+    """Whether each test example is classified correctly, with the regularisation chosen by k-fold CV on train
+    (seeded with ``seed``; SentEval's scikit-learn grid 2^-1 .. 2^5) and the classifier refit on all of train
+    (KFoldClassifier)."""
     folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-    c = chosen_c(x_train, y_train, C_GRIDS["kfold"], folds, seed, n_jobs)
-    return make_classifier(seed, c).fit(x_train, y_train).predict(x_test) == y_test
+    reg = chosen_c(x_train, y_train, protocol.grids["kfold"], folds, seed, n_jobs, protocol)
+    return protocol.fit(x_train, y_train, reg, seed, VALIDATION_SPLIT).predict(x_test) == y_test
 
 
 def cv_selected_accuracy(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-    seed: int, kfold: int = 10, n_jobs: int | None = None,
+    seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
 ) -> float:
-    """Test accuracy (%) with C chosen by k-fold CV on train, refit on all of train (KFoldClassifier)."""
-    return percent(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs)))
+    """Test accuracy (%) with the regularisation chosen by k-fold CV on train, refit on all of train."""
+    return percent(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs, protocol)))
 
 
 def dev_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
-    x_test: np.ndarray, y_test: np.ndarray, seed: int,
+    x_test: np.ndarray, y_test: np.ndarray, seed: int, protocol: Protocol = PROTOCOLS["sklearn"],
 ) -> np.ndarray:
-    """Whether each test example is classified correctly with C chosen on dev (its accuracy rounded as SentEval's;
-    the first of equals), the classifier trained on train only (SplitClassifier)."""
-    dev_scores = [percent(make_classifier(seed, c).fit(x_train, y_train).score(x_dev, y_dev))
-                  for c in C_GRIDS["split"]]
-    best_c = C_GRIDS["split"][int(np.argmax(dev_scores))]
-    return make_classifier(seed, best_c).fit(x_train, y_train).predict(x_test) == y_test
+    """Whether each test example is classified correctly with the regularisation chosen on dev (its accuracy rounded
+    as SentEval's; the first of equals), the classifier trained on train only (SplitClassifier; the PyTorch protocol
+    stops early on dev)."""
+    grid = protocol.grids["split"]
+    dev_scores = [percent(protocol.fit(x_train, y_train, reg, seed, (x_dev, y_dev)).score(x_dev, y_dev))
+                  for reg in grid]
+    best = grid[int(np.argmax(dev_scores))]
+    return protocol.fit(x_train, y_train, best, seed, (x_dev, y_dev)).predict(x_test) == y_test
 
 
 def dev_selected_accuracy(
     x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
-    x_test: np.ndarray, y_test: np.ndarray, seed: int,
+    x_test: np.ndarray, y_test: np.ndarray, seed: int, protocol: Protocol = PROTOCOLS["sklearn"],
 ) -> float:
-    """Test accuracy (%) with C chosen on dev; trained on train only (SplitClassifier)."""
-    return percent(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed)))
-
-
-# ---------------------------------------------------------------- tasks
+    """Test accuracy (%) with the regularisation chosen on dev; trained on train only (SplitClassifier)."""
+    return percent(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed, protocol)))
 
 
 DEFAULT_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 0}  # the schema's evaluation.bootstrap defaults
@@ -342,36 +336,44 @@ DEFAULT_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 0}  # the schema'
 def task_result(
     embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
     max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
+    protocol: str = "sklearn",
 ) -> TaskResult:
-    """Accuracy (%) of one transfer task and its spread; every distinct sentence of the task is embedded once.
+    """Accuracy (%) of one transfer task under a classifier ``protocol`` (:data:`PROTOCOLS`) and its spread; every
+    distinct sentence of the task is embedded once.
 
     ``max_examples`` subsamples every split (for quick tests); ``None`` uses the full data.
     """
+    if protocol not in PROTOCOLS:
+        raise DefSentError("config: evaluation.senteval_protocol", f"unknown protocol {protocol!r}; expected one of "
+                                                                   f"{list(PROTOCOLS)}")
+    chosen = PROTOCOLS[protocol]
     count = latin1_words if task in BINARY_FILES else words
     splits = {name: subsample(senteval_order(data, count), max_examples, seed)
               for name, data in load_transfer_task(senteval_dir, task).items()}
     vectors = embed_unique(embed, [s for data in splits.values() for s in sentences_of(data)])
     xy = {name: (features(data, vectors), data.labels) for name, data in splits.items()}
     if "all" in xy:
-        return fold_result(nested_cv_folds(*xy["all"], seed=seed, kfold=kfold, n_jobs=n_jobs))
+        return fold_result(nested_cv_folds(*xy["all"], seed=seed, kfold=kfold, n_jobs=n_jobs, protocol=chosen))
     if "dev" in xy:
-        correct = dev_selected_correct(*xy["train"], *xy["dev"], *xy["test"], seed=seed)
+        correct = dev_selected_correct(*xy["train"], *xy["dev"], *xy["test"], seed=seed, protocol=chosen)
     else:
-        correct = cv_selected_correct(*xy["train"], *xy["test"], seed=seed, kfold=kfold, n_jobs=n_jobs)
+        correct = cv_selected_correct(*xy["train"], *xy["test"], seed=seed, kfold=kfold, n_jobs=n_jobs,
+                                      protocol=chosen)
     return split_result(correct, bootstrap or DEFAULT_BOOTSTRAP)
 
 
 def task_accuracy(
     embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
-    max_examples: int | None = None, n_jobs: int | None = None,
+    max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
 ) -> float:
     """Accuracy (%) of one transfer task (:func:`task_result` without its spread)."""
-    return task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs).accuracy
+    return task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, protocol=protocol).accuracy
 
 
 def senteval_results(
     embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
     kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
+    protocol: str = "sklearn",
 ) -> dict[str, TaskResult]:
     """Every task's :class:`TaskResult`; deterministic for a fixed ``seed``."""
     unknown = [task for task in tasks if task not in TRANSFER_TASKS]
@@ -380,17 +382,19 @@ def senteval_results(
     results = {}
     for task in tasks:
         start = time.perf_counter()
-        results[task] = task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, bootstrap)
-        log.info("SentEval %s: %.2f%% (%.0f s)", task, results[task].accuracy, time.perf_counter() - start)
+        results[task] = task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, bootstrap, protocol)
+        log.info("SentEval %s (%s): %.2f%% (%.0f s)", task, protocol, results[task].accuracy,
+                 time.perf_counter() - start)
     return results
 
 
 def senteval_scores(
     embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
-    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None,
+    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
 ) -> dict[str, float]:
     """Accuracy (%) per transfer task plus ``avg`` over ``tasks``; deterministic for a fixed ``seed``."""
-    return scores_of(senteval_results(embed, senteval_dir, tasks, seed, kfold, max_examples, n_jobs))
+    return scores_of(senteval_results(embed, senteval_dir, tasks, seed, kfold, max_examples, n_jobs,
+                                      protocol=protocol))
 
 
 def scores_of(results: dict[str, TaskResult]) -> dict[str, float]:

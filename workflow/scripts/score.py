@@ -15,4 +15,5 @@ write_benchmark_scores(
     n_jobs=snakemake.threads,
     sts_aggregation=snakemake.params.sts_aggregation,
     bootstrap=snakemake.params.get("bootstrap"),
+    protocol=snakemake.params.get("protocol", "sklearn"),
 )
