@@ -55,7 +55,7 @@ def provenance(device: str, threads: int, seeds: dict | None = None) -> dict:
             **compute_record(device, threads), **({"seeds": seeds} if seeds else {})}
 
 
-FOOTER_KEYS = ("project", "torch", "transformers", "scikit-learn", "device", "gpu", "precision", "threads")
+FOOTER_KEYS = ("project", "torch", "transformers", "scikit-learn", "device", "gpu", "precision", "threads", "seeds")
 
 
 def provenance_footer(records: list[dict]) -> str:

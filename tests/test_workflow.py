@@ -142,5 +142,7 @@ def test_every_score_file_records_what_its_numbers_were_computed_with(tiny_run):
         record = json.loads(path.read_text())["embeddings"]["provenance"]
         assert {"torch", "transformers", "scikit-learn", "project"} <= set(record), path
         assert record["device"] == "cpu" and record["precision"] == "fp32" and record["threads"] >= 1, path
+        trained = path.parent.name != "tiny"  # every encoder but the starting model was trained by the run
+        assert ("seeds" in record) == trained and (not trained or record["seeds"]["training"] in (0, 1)), path
     footer = (tiny_run / dag.run_file(RUN, "sts.md")).read_text().rsplit("Computed with:", 1)[1]
     assert "torch" in footer and "transformers" in footer and "precision fp32" in footer

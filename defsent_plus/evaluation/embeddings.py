@@ -45,11 +45,20 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     record = {"encoder": label, "model_dir": str(model_dir), "sentence_set": sentence_set, "pooling": pooling,
               "sentences": len(sentences), "digest": sentences_digest(sentences), "dim": int(vectors.shape[1]),
               "batch_size": batch_size, "max_length": max_length, "seconds": round(seconds, 1),
-              "provenance": provenance(str(device), torch.get_num_threads())}
+              "provenance": provenance(str(device), torch.get_num_threads(), training_seeds(model_dir))}
     write_json(out_json, record)
     log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
              seconds, len(sentences) / max(seconds, 1e-9))
     return record
+
+
+def training_seeds(model_dir: str | Path) -> dict:
+    """The seed a trained model was trained with (its training card), empty for a model this workflow did not train."""
+    from defsent_plus.training.task import TRAINING_CARD  # the writer's import (torch): readers stay light
+
+    card = Path(model_dir) / TRAINING_CARD
+    seed = read_json(card).get("seed") if card.is_file() else None
+    return {} if seed is None else {"training": seed}
 
 
 def read_sentence_embeddings(npy: str | Path, record_json: str | Path,

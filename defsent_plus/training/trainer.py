@@ -254,7 +254,7 @@ def train_on_space(
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
     summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
     card = {**declared.training_card(), "dataset": str(dataset_path), "entry_space": None if space_path is None else
-            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), **task.card}
+            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), "seed": cfg.seed, **task.card}
     card["deviations"] = card["deviations"] + card.pop("run_deviations", [])  # the method's, then this run's own
     summary.update(card, device=device.type, classes=task.card.get("classes"))
     summary["fit"] = card["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
