@@ -16,6 +16,14 @@ TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (D
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
 RANKING_METRICS = ("mrr", "mrr_at_10", "top1", "top3", "top10")  # the reverse dictionary's metrics, in table order
 SENTENCE_SETS = ("sts", "stsb-dev", "senteval")  # what the embedding stage encodes (evaluation.sentence_sets)
+# the contrastive methods' views, losses and corpora (defsent_plus.methods.contrastive, training.corpus)
+AUGMENTATIONS = ("dropout", "token_cutoff", "feature_cutoff", "token_shuffle")  # the second view's
+FIRST_AUGMENTATIONS = ("none", "token_cutoff", "feature_cutoff", "token_shuffle")  # the loop's own forward pass
+CONTRASTIVE_LOSS_NAMES = ("info_nce", "nt_xent")  # SimCSE's InfoNCE, ConSERT's NT-Xent
+CORPORA = ("definitions", "stssick")  # a run's definitions (or a text file), ConSERT's STS + SICK sentences
+TRANSDUCTIVE_CORPORA = ("stssick",)  # corpora made of the evaluation sets' own sentences
+TRANSDUCTIVE_NOTE = ("transductive: trained on the unlabeled sentences of the STS and SICK sets it is evaluated on "
+                     "(ConSERT's stssick corpus)")
 PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'  # PromptBERT's template (``prompt`` pooling, 003's T0)
 
 

@@ -81,7 +81,9 @@ rule sts_table:
         png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
-        title=lambda w: f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}",
+        title=lambda w: PLAN.table_title(
+            w.run, f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}"
+        ),
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "sts_table"),
@@ -103,8 +105,8 @@ rule senteval_table:
         md=dag.run_file("{run}", "senteval.md"),
     params:
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
-        title=lambda w: (
-            f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
+        title=lambda w: PLAN.table_title(
+            w.run, f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
         ),
         bootstrap=None,
     log:

@@ -10,7 +10,7 @@ rule train:
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
     params:
         method=lambda w: PLAN.method(w.run).name,
-        options=canonical_of(lambda w: config["methods"][PLAN.method(w.run).name]),
+        options=canonical_of(lambda w: PLAN.method_options(w.run)),
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],

@@ -286,4 +286,4 @@ def test_selection_during_training_needs_dev_data(tiny_bert):
     from defsent_plus.training.trainer import BestWeights
 
     with pytest.raises(DefSentError, match=r"methods\.\*\.select_every: needs STS-B dev data"):
-        BestWeights(load_encoder(tiny_bert), None, every=10, steps=100)
+        BestWeights(load_encoder(tiny_bert), None, every=10)

@@ -17,12 +17,16 @@ MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD")
 PLUGINS = Path(__file__).parent / "plugins"  # method plugins from outside the package (tests/plugins/toy_mirror.py)
 
 # The runs of every method beside the tiny config's DefSent+ run, in one DAG (conftest.methods_run); each test module
-# reads its own runs. test_contrastive_workflow: SimCSE and SLT-FAI, and DefSent+ started from SimCSE's selected model.
+# reads its own runs. test_contrastive_workflow: SimCSE, both SLT-FAI variants and DefSent+ started from SimCSE's
+# selected model.
 CONTRASTIVE = {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
                "steps": [{"lr": 1.0e-3}]}
 CONTRASTIVE_RUNS = {
     "sim": {**CONTRASTIVE, "method": "simcse"},
     "slt": {**CONTRASTIVE, "method": "slt_fai"},
+    # ConSERT + SLT-FAI on ConSERT's stssick corpus (transductive), two short epochs with early stopping
+    "slt_c": {**CONTRASTIVE, "method": "slt_fai", "training_pooling": "mean",
+              "options": {"variant": "consert", "epochs": 2, "patience": 2, "select_every": 3, "max_sentences": 40}},
     "sim_dp": {"start_from": "sim", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
                "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
 }

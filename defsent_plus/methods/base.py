@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN
+from defsent_plus.errors import DefSentError
+from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPORA
 
 ENTRY_SPACE = "entry space"  # a method whose candidates train against a frozen entry space (their <space> part)
 COMMANDS = ("encode", "similarity", "export", "reverse-dictionary", "predict-words")  # the CLI's model commands
@@ -44,6 +45,18 @@ class ReverseDictionaryProtocol:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One published configuration of a method: its option defaults, the run-level settings its authors used
+    (``lr``, ``batch_size``, ``pooling``; a run that departs from them records the departure) and its sources and
+    deviations (written into the training card of every model trained with it)."""
+
+    options: dict
+    run: dict
+    source: str
+    deviations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Method:
     """A training method: what it optimises, its config block, what its candidates train against, how its models
     are evaluated and used, and where it departs from its authors' code."""
@@ -59,6 +72,9 @@ class Method:
     deviations: tuple[str, ...] = ()  # from the authors' code; written into every training card
     max_steps: int | None = None  # None: any number of PST steps
     dev_in_training: bool = False  # selects its weights on STS-B dev while training (its train job reads SentEval)
+    # named sets of option defaults (``variant`` in its block picks one): the options without a schema default
+    # take the variant's; ``run`` holds the run-level settings (lr, batch_size, pooling) its authors published
+    variants: dict[str, Variant] | None = None
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -92,9 +108,60 @@ class Method:
         return {"type": "object", "description": self.options_source or self.paper, "properties": self.options,
                 "additionalProperties": False, "default": {}}
 
-    def training_card(self) -> dict:
-        """What every model this method trains records about the method."""
-        return {"method": self.name, "paper": self.paper, "deviations": list(self.deviations)}
+    def training_card(self, options: dict | None = None) -> dict:
+        """What every model this method trains records about the method (and the variant ``options`` name)."""
+        card = {"method": self.name, "paper": self.paper, "deviations": list(self.deviations)}
+        variant = None if options is None else self.variant_of(options)
+        if variant is not None:
+            card.update(variant=options["variant"], variant_source=variant.source)
+            card["deviations"] += list(variant.deviations)
+        return card
+
+    def variant_of(self, options: dict) -> Variant | None:
+        """The variant ``options`` (a ``methods.<name>`` block) picks; None for a method without variants."""
+        if not self.variants:
+            return None
+        name = options.get("variant")
+        if name not in self.variants:
+            raise DefSentError(self.config_key("variant"), f"unknown variant {name!r}; expected one of "
+                                                          f"{list(self.variants)}")
+        return self.variants[name]
+
+    def default_options(self) -> dict:
+        """The block a config that sets nothing gets: the schema's defaults, completed by the default variant's."""
+        return self.resolved_options({name: spec["default"] for name, spec in self.options.items()
+                                      if "default" in spec})
+
+    def resolved_options(self, options: dict) -> dict:
+        """``options`` with the chosen variant's defaults for every option the block leaves out."""
+        variant = self.variant_of(options)
+        return dict(options) if variant is None else {**variant.options, **options}
+
+    def transductive(self, options: dict) -> bool:
+        """Whether a run with this ``methods.<name>`` block trains on the evaluation sets' own sentences."""
+        return self.resolved_options(options).get("corpus") in TRANSDUCTIVE_CORPORA
+
+    def run_deviations(self, options: dict, **run) -> list[str]:
+        """How a run's resolved ``options`` and its own settings (``lr=``, ``batch_size=``, ``pooling=``) depart
+        from its variant's published ones, one sentence each (recorded in the training card)."""
+        variant = self.variant_of(options)
+        if variant is None:
+            return []
+        chosen = {**options, **run}
+        return [f"{name} {chosen[name]!r} where the {options['variant']} variant's authors used {published!r}"
+                for name, published in {**variant.options, **variant.run}.items()
+                if name in chosen and chosen[name] != published]
+
+
+def without_defaults(options: dict, names: set[str] | list[str], note: str) -> dict:
+    """``options`` (JSON-schema properties) with no schema default for ``names`` (a variant supplies them);
+    ``note`` is added to their descriptions."""
+    unknown = set(names) - set(options)
+    if unknown:
+        raise ValueError(f"no such options: {sorted(unknown)}")
+    return {name: ({k: v for k, v in spec.items() if k != "default"}
+                   | {"description": (spec.get("description", "") + " " + note).strip()})
+            if name in names else spec for name, spec in options.items()}
 
 
 def with_defaults(options: dict, **defaults) -> dict:

@@ -1,18 +1,20 @@
-"""Unsupervised contrastive objectives: SimCSE (Gao et al. 2021) and ConSERT's augmentations (Yan et al. 2021).
+"""Unsupervised contrastive objectives: SimCSE (Gao et al. 2021) and ConSERT (Yan et al. 2021).
 
-Each sentence is encoded twice; the two views are pooled, passed through a training-only MLP and contrasted with
-InfoNCE against the other sentences of the batch (in-batch negatives). The first view is the training loop's own
-forward pass; the second is a fresh forward pass here, so dropout draws a different mask (SimCSE). ConSERT's
-augmentations change the second view further: token or feature cutoff zero rows or columns of the embedding layer's
-output (word + position + type embeddings after LayerNorm and dropout), token shuffle permutes the position ids of
-every non-padding token, [CLS] and [SEP] included, as ConSERT's code does (its ``_replace_position_ids``).
+Each sentence is encoded twice; the two views are pooled, passed through a training-only MLP (SimCSE) and contrasted
+against the other sentences of the batch (in-batch negatives). The first view is the training loop's own forward
+pass (``first_augmentation`` may augment it: the loop asks :meth:`UnsupervisedContrastive.first_view`); the second is
+a fresh forward pass here, so dropout draws a different mask (SimCSE). ConSERT's augmentations change a view
+further: token or feature cutoff zero rows or columns of the embedding layer's output (word + position + type
+embeddings after LayerNorm and dropout), token shuffle permutes the position ids of every non-padding token, [CLS]
+and [SEP] included, as ConSERT's code does (its ``_replace_position_ids``). ConSERT's own runs switch dropout off
+(``dropout: false``: its ``--no_dropout``) and contrast the two views with its NT-Xent (``loss: nt_xent``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import torch
 import torch.nn.functional as F
@@ -22,12 +24,18 @@ from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import Encoder, family_of
 from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import TRAINING_POOLINGS
-from defsent_plus.training.corpus import training_corpus
+from defsent_plus.names import (
+    AUGMENTATIONS,
+    CONTRASTIVE_LOSS_NAMES,
+    FIRST_AUGMENTATIONS,
+    TRAINING_POOLINGS,
+    require_same_names,
+)
+from defsent_plus.training.corpus import corpus_record, named_corpus
 from defsent_plus.training.task import Batch, TaskInputs, TrainingTask, unused_targets
 
-AUGMENTATIONS = ("dropout", "token_cutoff", "feature_cutoff", "token_shuffle")
 CUTOFFS = ("token_cutoff", "feature_cutoff")
+LARGE_NUM = 1e9  # ConSERT's mask of a view's similarity to itself in NT-Xent
 COSINE_EPS = 1e-8  # torch.nn.CosineSimilarity's default, as SimCSE's Similarity uses it
 _SHARE_EPS = 1e-9  # share * count rounding guard: 0.29 * 100 is 28.999999999999996 in floating point
 
@@ -45,6 +53,31 @@ def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Te
         logits = cosine_matrix(z1, z2) / temperature
         labels = torch.arange(len(z1), device=z1.device)
         return F.cross_entropy(logits, labels)
+
+
+def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:
+    """ConSERT's NT-Xent (SimCLR's, as its ``_contrastive_loss_forward`` computes it): with unit vectors, each view
+    of sentence i against the other view of every sentence and the same view of every other sentence; the
+    cross-entropies of both directions are summed (not averaged)."""
+    with torch.autocast(device_type=z1.device.type, enabled=False):
+        a, b = F.normalize(z1.float(), dim=-1), F.normalize(z2.float(), dim=-1)
+        self_mask = torch.eye(len(a), device=a.device) * LARGE_NUM
+        labels = torch.arange(len(a), device=a.device)
+        ab, ba = a @ b.T / temperature, b @ a.T / temperature
+        aa, bb = a @ a.T / temperature - self_mask, b @ b.T / temperature - self_mask
+        return F.cross_entropy(torch.cat([ab, aa], 1), labels) + F.cross_entropy(torch.cat([ba, bb], 1), labels)
+
+
+CONTRASTIVE_LOSSES = {"info_nce": info_nce, "nt_xent": nt_xent}  # (z1, z2, temperature) -> loss
+require_same_names(CONTRASTIVE_LOSSES, CONTRASTIVE_LOSS_NAMES, "contrastive.CONTRASTIVE_LOSSES")
+
+
+def without_dropout(model: nn.Module) -> None:
+    """Switch every dropout of ``model`` off (p = 0; attention dropout reads its module's p too), as ConSERT's
+    ``--no_dropout`` builds the model with zero dropout probabilities."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
 
 
 def share_count(totals: torch.Tensor, rate: float) -> torch.Tensor:
@@ -121,16 +154,22 @@ class UnsupervisedContrastive(nn.Module):
 
     def __init__(self, encoder: Encoder, pooling: str = "cls", temperature: float = 0.05, mlp: bool | None = None,
                  augmentation: str = "dropout", cutoff_rate: float = 0.1, seed: int = 0,
-                 config_key: str = "config: methods"):
+                 config_key: str = "config: methods", loss: str = "info_nce", first_augmentation: str = "none",
+                 first_cutoff_rate: float | None = None, dropout: bool = True):
         super().__init__()
         check_options(pooling, temperature, augmentation, cutoff_rate, config_key)
+        check_views(loss, first_augmentation, augmentation, dropout, config_key)
         self.encoder = encoder
         self.pooling = get_pooling(pooling)
         self.temperature = temperature
-        self.augmentation = augmentation
+        self.loss = loss
+        self.augmentation, self.first_augmentation = augmentation, first_augmentation
         self.cutoff_rate = cutoff_rate
-        if augmentation in CUTOFFS:
+        self.first_cutoff_rate = cutoff_rate if first_cutoff_rate is None else first_cutoff_rate
+        if {augmentation, first_augmentation} & set(CUTOFFS):
             embedding_layer(encoder, config_key)  # fail now, not at the first batch
+        if not dropout:
+            without_dropout(encoder.model)
         std = getattr(encoder.model.config, "initializer_range", 0.02)
         self.mlp = training_mlp(encoder.hidden_size, seed, std) if applies_mlp(mlp, pooling) else nn.Identity()
         self.generator = torch.Generator().manual_seed(seed)
@@ -141,32 +180,42 @@ class UnsupervisedContrastive(nn.Module):
         """Pooled, MLP-projected sentence vectors of one view."""
         return self.mlp(self.pooling.pool(hidden.float(), attention_mask, None))
 
-    def second_view(self, batch: Batch) -> torch.Tensor:
-        """Last hidden states of a second forward pass of the encoder as it is (train mode: new dropout),
-        augmented as configured."""
-        input_ids, attention_mask = batch.input_ids, batch.attention_mask
+    def view(self, augmentation: str, rate: float, attention_mask: torch.Tensor) -> tuple[dict, AbstractContextManager]:
+        """What a forward pass needs to be augmented: extra model inputs (shuffled position ids) and a context
+        (the embedding layer's cutoff) for the batch's ``attention_mask``."""
         shuffled = {"position_ids": shuffled_positions(attention_mask, self.first_position, self.generator)} \
-            if self.augmentation == "token_shuffle" else {}
-        keep = self.cutoff_keep(attention_mask)
+            if augmentation == "token_shuffle" else {}
+        keep = self.cutoff_keep(augmentation, rate, attention_mask)
         cutoff = nullcontext() if keep is None else edited_output(embedding_layer(self.encoder, ""), keep)
-        with cutoff, autocast_for(input_ids.device):
-            output = self.encoder.model(input_ids=input_ids, attention_mask=attention_mask, **shuffled)
+        return shuffled, cutoff
+
+    def first_view(self, attention_mask: torch.Tensor) -> tuple[dict, AbstractContextManager]:
+        """How the training loop's own forward pass is augmented (``first_augmentation``)."""
+        return self.view(self.first_augmentation, self.first_cutoff_rate, attention_mask)
+
+    def second_view(self, batch: Batch) -> torch.Tensor:
+        """Last hidden states of a second forward pass of the encoder as it is (train mode: new dropout unless it
+        is off), augmented as configured."""
+        input_ids, attention_mask = batch.input_ids, batch.attention_mask
+        extra, augmented = self.view(self.augmentation, self.cutoff_rate, attention_mask)
+        with augmented, autocast_for(input_ids.device):
+            output = self.encoder.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
         return output.last_hidden_state.float()
 
-    def cutoff_keep(self, attention_mask: torch.Tensor) -> torch.Tensor | None:
-        """Where the embedding layer's output survives the configured cutoff (None: no cutoff)."""
-        if self.augmentation == "token_cutoff":
-            return ~token_cutoff_mask(attention_mask, self.cutoff_rate, self.generator).unsqueeze(2)
-        if self.augmentation == "feature_cutoff":
-            return ~feature_cutoff_mask(attention_mask, self.encoder.hidden_size, self.cutoff_rate, self.generator)
+    def cutoff_keep(self, augmentation: str, rate: float, attention_mask: torch.Tensor) -> torch.Tensor | None:
+        """Where the embedding layer's output survives a cutoff ``augmentation`` at ``rate`` (None: no cutoff)."""
+        if augmentation == "token_cutoff":
+            return ~token_cutoff_mask(attention_mask, rate, self.generator).unsqueeze(2)
+        if augmentation == "feature_cutoff":
+            return ~feature_cutoff_mask(attention_mask, self.encoder.hidden_size, rate, self.generator)
         return None
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         z1 = self.sentence_vectors(batch.hidden, batch.attention_mask)
         self.second_hidden = self.second_view(batch)  # the second view's token states (SLT-FAI's L_AT reads them)
         z2 = self.sentence_vectors(self.second_hidden, batch.attention_mask)
-        loss = info_nce(z1, z2, self.temperature)
-        return loss, {"info_nce": loss.item()}
+        loss = CONTRASTIVE_LOSSES[self.loss](z1, z2, self.temperature)
+        return loss, {self.loss: loss.item()}
 
 
 def applies_mlp(mlp: bool | None, pooling: str) -> bool:
@@ -193,6 +242,19 @@ def embedding_layer(encoder: Encoder, config_key: str) -> nn.Module:
     return layer
 
 
+def check_views(loss: str, first_augmentation: str, augmentation: str, dropout: bool, config_key: str) -> None:
+    """Fail with the config key to fix for an unknown loss or first augmentation, or two views that are the same
+    pass (no dropout and neither view augmented)."""
+    if loss not in CONTRASTIVE_LOSSES:
+        raise DefSentError(f"{config_key}.loss", f"unknown loss {loss!r}; expected one of {list(CONTRASTIVE_LOSSES)}")
+    if first_augmentation not in FIRST_AUGMENTATIONS:
+        raise DefSentError(f"{config_key}.first_augmentation", f"unknown augmentation {first_augmentation!r}; "
+                                                           f"expected one of {list(FIRST_AUGMENTATIONS)}")
+    if not dropout and first_augmentation == "none" and augmentation == "dropout":
+        raise DefSentError(f"{config_key}.dropout", "without dropout and without an augmentation the two views are "
+                                                    "the same forward pass; set augmentation or first_augmentation")
+
+
 def check_options(pooling: str, temperature: float, augmentation: str, cutoff_rate: float, config_key: str) -> None:
     """Fail with the config key to fix for an unknown pooling or augmentation, or an out-of-range number."""
     if pooling not in TRAINING_POOLINGS:
@@ -213,19 +275,23 @@ def contrastive_objective(inputs: TaskInputs) -> UnsupervisedContrastive:
     return UnsupervisedContrastive(inputs.encoder, pooling=inputs.pooling, temperature=options["temperature"],
                                    mlp=options["mlp"], augmentation=options["augmentation"],
                                    cutoff_rate=options["cutoff_rate"], seed=inputs.seed,
-                                   config_key=inputs.config_key)
+                                   config_key=inputs.config_key, loss=options["loss"],
+                                   first_augmentation=options["first_augmentation"],
+                                   first_cutoff_rate=options["first_cutoff_rate"], dropout=options["dropout"])
 
 
 def contrastive_corpus(inputs: TaskInputs) -> list[str]:
-    """The unlabeled training sentences: the run's training definitions or ``corpus_file`` (seeded sample)."""
+    """The unlabeled training sentences: the run's training definitions, ``corpus_file`` or ConSERT's ``stssick``
+    sentences (``corpus``), then a seeded sample of ``max_sentences``."""
     options = inputs.options
-    return training_corpus(inputs.texts, options["corpus_file"], options["max_sentences"], inputs.seed, inputs.where)
+    return named_corpus(options["corpus"], inputs.texts, options["corpus_file"], options["max_sentences"],
+                        inputs.seed, inputs.where, inputs.senteval_dir, f"{inputs.config_key}.corpus")
 
 
 def corpus_card(corpus: list[str], options: dict, pooling: str) -> dict:
-    return {"corpus": options["corpus_file"] or "run dataset's training definitions", "sentences": len(corpus),
-            "augmentation": options["augmentation"], "temperature": options["temperature"],
-            **mlp_card(options["mlp"], pooling)}
+    return {**corpus_record(options["corpus"], options["corpus_file"]), "sentences": len(corpus),
+            "views": [options["first_augmentation"], options["augmentation"]], "dropout": options["dropout"],
+            "loss": options["loss"], "temperature": options["temperature"], **mlp_card(options["mlp"], pooling)}
 
 
 def build_task(inputs: TaskInputs) -> TrainingTask:

@@ -25,5 +25,18 @@ METHOD = Method(
     deviations=(
         "length-bucketed batches by default (bucket_by_length: true), a throughput choice: batches are composed "
         "differently from a plain shuffle",
+        "torch's AdamW by default, which adds eps after the bias correction; the authors' transformers 4.10 AdamW "
+        "adds it before (optimizer: adamw_transformers), so with per-element gradients near 1e-5 their first "
+        "steps are up to 4x smaller",
+        "definitions are truncated at max_length (64 in config.yaml, 128 in configs/); the authors truncate "
+        "nothing (dataset a's longest definitions have 138-141 tokens)",
+        "each step's best (space, seed) is selected on STS-B dev; 000 kept the best of 10 runs by the STS test "
+        "average",
+        "bf16 autocast and TF32 on a GPU; the authors trained in fp32",
+        "RoBERTa's pooler is the starting checkpoint's lm_head.dense (the authors: the original backbone's); a "
+        "chain starts from this workflow's own SimCSE / SLT-FAI model, whose training MLP is not kept (000 started "
+        "from released SimCSE checkpoints, whose MLP is their pooler)",
+        "the prompt template has no trailing space (the authors' adds one, an extra token for RoBERTa) and "
+        "evaluation truncates at evaluation.max_length (the authors: 512)",
     ),
 )

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import Method, with_defaults
-from defsent_plus.training.options import OPTIMISATION_OPTIONS
+from defsent_plus.names import AUGMENTATIONS, CONTRASTIVE_LOSS_NAMES, CORPORA, FIRST_AUGMENTATIONS
+from defsent_plus.training.options import EPOCH_OPTIONS, OPTIMISATION_OPTIONS
 
 CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (shared with SLT-FAI's R_USRL)
+    "corpus": {"enum": list(CORPORA), "default": "definitions",
+               "description": "definitions: the run's training definitions (or corpus_file); stssick: ConSERT's "
+                              "corpus, the STS and SICK sets' own sentences (transductive, marked in every table)"},
     "corpus_file": {"type": ["string", "null"], "default": None,
                     "description": "one sentence a line; null = the run's training definitions"},
     "max_sentences": {"type": ["integer", "null"], "minimum": 1, "default": None,
@@ -15,12 +19,21 @@ CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (sh
             "description": "SimCSE's MLP over the pooled vector in training only (cls_before_pooler); null = "
                            "SimCSE's rule, with CLS pooling only; true forces it with mean/max too (recorded in "
                            "the training card as a deviation)"},
-    "augmentation": {"enum": ["dropout", "token_cutoff", "feature_cutoff", "token_shuffle"], "default": "dropout"},
+    "augmentation": {"enum": list(AUGMENTATIONS), "default": "dropout",
+                     "description": "the second view: dropout (a second pass) or a ConSERT augmentation of it"},
     "cutoff_rate": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.1},
+    "first_augmentation": {"enum": list(FIRST_AUGMENTATIONS), "default": "none",
+                           "description": "the first view (the training loop's pass): none or a ConSERT augmentation"},
+    "first_cutoff_rate": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": None,
+                          "description": "the first view's cutoff rate; null = cutoff_rate"},
+    "dropout": {"type": "boolean", "default": True, "description": "false: ConSERT's --no_dropout"},
+    "loss": {"enum": list(CONTRASTIVE_LOSS_NAMES), "default": "info_nce",
+             "description": "info_nce: SimCSE's (one direction); nt_xent: ConSERT's (both directions, intra-view "
+                            "negatives, summed)"},
 }
 # SimCSE's published BERT-base settings (run_unsup_example.sh and the HF Trainer defaults)
-CONTRASTIVE_OPTIMISATION = with_defaults(OPTIMISATION_OPTIONS, max_length=32, adam_eps=1.0e-8, bucket_by_length=False,
-                                         select_every=125)
+CONTRASTIVE_OPTIMISATION = with_defaults({**OPTIMISATION_OPTIONS, **EPOCH_OPTIONS}, max_length=32, adam_eps=1.0e-8,
+                                         bucket_by_length=False, select_every=125)
 
 METHOD = Method(
     name="simcse",

@@ -1,19 +1,28 @@
-"""SLT-FAI (004): a contrastive objective plus frequency-adversarial and incomplete-sentence discriminators."""
+"""SLT-FAI (004): a contrastive objective plus frequency-adversarial and incomplete-sentence discriminators.
+
+004 (Section 4.1) names two variants, each on its backbone's settings: ConSERT + SLT-FAI and SimCSE + SLT-FAI
+(``variant`` in ``methods.slt_fai``). The options a variant sets have no schema default: the variant's apply unless
+the block sets them; a run whose lr, batch size or pooling differ from the variant's published ones records that.
+"""
 
 from __future__ import annotations
 
-from defsent_plus.methods.base import Method
+from defsent_plus.methods.base import Method, Variant, without_defaults
 from defsent_plus.methods.simcse import CONTRASTIVE_OPTIMISATION, CONTRASTIVE_OPTIONS
 
 SLT_FAI_OPTIONS = {
+    "variant": {"enum": ["simcse", "consert"], "default": "simcse",
+                "description": "the backbone whose published settings are this block's defaults (004 §4.1)"},
+    "usrl_weight": {"type": "number", "exclusiveMinimum": 0,
+                    "description": "weight of R_USRL (ConSERT's contrastive-loss rate --cl_rate)"},
     "alpha": {"type": "number", "minimum": 0, "default": 1.0,
               "description": "weight of the adversarial token loss L_AT"},
     "beta": {"type": "number", "minimum": 0, "default": 1.0,
              "description": "weight of incomplete-sentence filtering L_ISF"},
     "epsilon": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.2,
                 "description": "masking ratio of low-frequency tokens"},
-    "warmup": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.1,
-               "description": "share of the epoch with R_USRL alone"},
+    "warmup": {"type": "number", "minimum": 0,
+               "description": "epochs trained with R_USRL alone, counted as the released code counts them"},
     "frequency_rate": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.5,
                        "description": "lambda: the least frequent share of token types is low-frequency"},
     "frequency_corpus": {"type": ["string", "null"], "default": None,
@@ -25,21 +34,61 @@ SLT_FAI_OPTIONS = {
                  "description": "L_AT over both views' token states (the released code) or the first only"},
 }
 
+SIMCSE = Variant(
+    # SimCSE's unsupervised BERT-base settings (run_unsup_example.sh, HF Trainer defaults) with 004's batch 32 and
+    # 0.1-epoch warm-up; the released repository has no script for this variant
+    options={"usrl_weight": 1.0, "warmup": 0.1, "loss": "info_nce", "temperature": 0.05,
+             "first_augmentation": "none", "first_cutoff_rate": None, "augmentation": "dropout", "dropout": True,
+             "mlp": None, "corpus": "definitions", "max_sentences": None, "max_length": 32, "optimizer": "adamw",
+             "adam_eps": 1.0e-8, "weight_decay": 0.0, "no_decay": [], "warmup_ratio": 0.0, "epochs": 1,
+             "patience": None, "select_every": 125},
+    run={"lr": 3.0e-5, "batch_size": 32, "pooling": "cls"},
+    source="004 §4.1 (SimCSE + SLT-FAI: warm-up 0.1 epochs, batch 32) on unsupervised SimCSE's settings "
+           "(princeton-nlp/SimCSE run_unsup_example.sh)",
+    deviations=("the released code has no SimCSE + SLT-FAI script: SimCSE's settings with 004's batch size and "
+                "warm-up, the discriminators as the released ConSERT script builds them",),
+)
+CONSERT = Variant(
+    # wangbing1416/SLT-FAI scripts/unsup-SLTFAI-base.sh and main.py's defaults, as yym6472/ConSERT's
+    # scripts/unsup-consert-base.sh runs ConSERT; sentence-transformers' fit (weight decay 0.01 except biases and
+    # LayerNorm, transformers' AdamW with correct_bias=False, eps 1e-6, 10% linear warm-up, clipping at 1.0)
+    options={"usrl_weight": 0.15, "warmup": 0.5, "loss": "nt_xent", "temperature": 0.1,
+             "first_augmentation": "feature_cutoff", "first_cutoff_rate": 0.2, "augmentation": "token_shuffle",
+             "dropout": False, "mlp": False, "corpus": "stssick", "max_sentences": None, "max_length": 64,
+             "optimizer": "adamw_uncorrected", "adam_eps": 1.0e-6, "weight_decay": 0.01,
+             "no_decay": ["bias", "LayerNorm.bias", "LayerNorm.weight"], "warmup_ratio": 0.1, "epochs": 10,
+             "patience": 10, "select_every": 200},
+    run={"lr": 5.0e-7, "batch_size": 32, "pooling": "mean"},
+    source="004 §4.1 (ConSERT + SLT-FAI: warm-up 0.5 epochs, batch 32); wangbing1416/SLT-FAI "
+           "scripts/unsup-SLTFAI-base.sh and main.py; yym6472/ConSERT scripts/unsup-consert-base.sh",
+    deviations=(
+        "stssick is STS12-16 (every input line), STS-B train/dev/test and SICK-R test: SentEval's data has no SICK "
+        "train and trial files, which ConSERT's corpus also holds (89,192 sentences in 004)",
+        "fp32 on CPU and bf16 autocast on a GPU; the released runs used apex O1 (fp16)",
+        "the linear warm-up is 10% of epochs x batches per epoch, rounded up; main.py rounds up 10% of "
+        "sentences x epochs / batch size (one step apart at most)",
+    ),
+)
+VARIANTS = {"simcse": SIMCSE, "consert": CONSERT}
+VARIANT_OPTIONS = set(SIMCSE.options) | set(CONSERT.options)
+
 METHOD = Method(
     name="slt_fai",
     paper="004 (SLT-FAI): SimCSE/ConSERT + frequency-adversarial and incomplete-sentence discriminators",
     target="contrastive",
-    options={**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS, **SLT_FAI_OPTIONS},
-    options_source="SLT-FAI (004, Section 4.1) on SimCSE's settings",
+    options=without_defaults({**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS, **SLT_FAI_OPTIONS}, VARIANT_OPTIONS,
+                             "Default: the variant's."),
+    options_source="SLT-FAI (004, Section 4.1): each variant on its backbone's published settings",
     build_task="defsent_plus.methods.slt_fai_objective:build_task",
     deviations=(
-        "the SimCSE + SLT-FAI variant with the base loss at weight 1; the authors' released scripts train the "
-        "ConSERT variant (NT-Xent at temperature 0.1 weighted 0.15, cutoff and shuffle views, mean pooling)",
         "low-frequency tokens are masked for incomplete sentences at epsilon = 0.2 (the paper's wording); the "
         "released code masks high-frequency tokens at 0.5",
+        "L_AT averages over each sentence's non-padding, non-special tokens; the released code over every position, "
+        "padding included",
         "the discriminators are built at the model's width; the released code hard-codes 768",
         "frequency labels are counted on the training corpus by default (004 counted BookCorpus)",
     ),
     max_steps=1,
     dev_in_training=True,
+    variants=VARIANTS,
 )

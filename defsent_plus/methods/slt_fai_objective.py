@@ -33,15 +33,19 @@ Readings of paper and public code (github.com/wangbing1416/SLT-FAI) that this mo
   ``paper``; both at the model's width (the code hard-codes 768).
 * L_AT (``at_views``): by default averaged over both views' token states, as the released code does, or over the
   first view only (``one``).
-* warm-up: while ``batch.progress < warmup`` the loss is R_USRL alone and neither discriminator is run (so they get
-  no gradient and the second forward pass is saved); their sub-losses are logged as 0.0. The code computes them
-  and drops them from the loss.
+* warm-up: the discriminators join the loss as the released code's ``fit`` sets its flag: from epoch
+  ``floor(warmup)`` on, once ``warmup - floor(warmup)`` of that epoch is done (so with a fractional warm-up the first
+  part of every later epoch is R_USRL alone again, as there). Until then the loss is R_USRL alone and neither
+  discriminator is run (so they get no gradient and the forward pass is saved); their sub-losses are logged as 0.0.
+  The code computes them and drops them from the loss.
+* R_USRL is weighted by ``usrl_weight`` (ConSERT's ``--cl_rate``: 0.15 in the ConSERT variant's scripts).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import torch
@@ -181,6 +185,13 @@ def special_token_mask(tokenizer, size: int) -> torch.Tensor:
 AT_VIEWS = ("both", "one")  # L_AT over both views' token states (the released code) or the first only
 
 
+def discriminators_on(epoch: int, progress: float, warmup: float) -> bool:
+    """Whether the discriminators train at a batch of ``epoch`` (0-based) after ``progress`` of it: the released
+    code's flag, ``epoch >= int(warmup) and batch_idx >= steps_per_epoch * (warmup - int(warmup))``."""
+    whole = math.floor(warmup)
+    return epoch >= whole and progress >= warmup - whole
+
+
 def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, pooling: str, reading: str = "released",
                    at_views: str = "both") -> None:
     if reading not in DISCRIMINATORS:
@@ -193,9 +204,8 @@ def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, poo
             raise DefSentError(f"config: methods.slt_fai.{name}", f"must be >= 0, got {value}")
     if not 0.0 < epsilon <= 1.0:
         raise DefSentError("config: methods.slt_fai.epsilon", f"masking ratio must lie in (0, 1], got {epsilon}")
-    if not 0.0 <= warmup <= 1.0:
-        raise DefSentError("config: methods.slt_fai.warmup", f"warm-up must be a share of the epoch in [0, 1], "
-                                                              f"got {warmup}")
+    if not warmup >= 0.0:
+        raise DefSentError("config: methods.slt_fai.warmup", f"warm-up must be a number of epochs >= 0, got {warmup}")
     if pooling == "prompt":
         raise DefSentError("config: methods.slt_fai.pooling", "prompt pooling is not supported (no mask positions)")
 
@@ -205,7 +215,7 @@ class SltFai(nn.Module):
 
     def __init__(self, encoder: Encoder, usrl: nn.Module, low_frequency: torch.Tensor, pooling: str = "cls",
                  alpha: float = 1.0, beta: float = 1.0, epsilon: float = 0.2, warmup: float = 0.1, seed: int = 0,
-                 reading: str = "released", at_views: str = "both"):
+                 reading: str = "released", at_views: str = "both", usrl_weight: float = 1.0):
         super().__init__()
         _check_options(alpha, beta, epsilon, warmup, pooling, reading, at_views)
         self.at_views = at_views
@@ -219,6 +229,7 @@ class SltFai(nn.Module):
         self.usrl = usrl
         self.pooling = get_pooling(pooling)
         self.alpha, self.beta, self.epsilon, self.warmup = alpha, beta, epsilon, warmup
+        self.usrl_weight = usrl_weight
         self.mask_token_id = tokenizer.mask_token_id
         self.register_buffer("low_frequency", low_frequency.bool().clone(), persistent=False)
         self.register_buffer("special", special_token_mask(tokenizer, len(low_frequency)), persistent=False)
@@ -267,10 +278,16 @@ class SltFai(nn.Module):
             hidden = self.encoder_model[0](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return self.pooling.pool(hidden.float(), attention_mask, None)
 
+    def first_view(self, attention_mask: torch.Tensor) -> tuple[dict, AbstractContextManager]:
+        """The training loop's forward pass is R_USRL's first view (augmented as it says)."""
+        view = getattr(self.usrl, "first_view", None)
+        return view(attention_mask) if view else ({}, nullcontext())
+
     def forward(self, batch) -> tuple[torch.Tensor, dict[str, float]]:
         usrl_loss, usrl_parts = self.usrl(batch)
+        usrl_loss = self.usrl_weight * usrl_loss
         parts = {**usrl_parts, "usrl": usrl_loss.item(), "adversarial": 0.0, "incomplete": 0.0}
-        if getattr(batch, "progress", 1.0) < self.warmup:
+        if not discriminators_on(getattr(batch, "epoch", 0), getattr(batch, "progress", 1.0), self.warmup):
             return usrl_loss, parts
         adversarial = self.adversarial_loss(batch)
         incomplete = self.incomplete_loss(batch)
@@ -288,7 +305,7 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling,
                        alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
                        warmup=options["warmup"], seed=inputs.seed, reading=options["discriminators"],
-                       at_views=options["at_views"])
+                       at_views=options["at_views"], usrl_weight=options["usrl_weight"])
     card = {**corpus_card(corpus, options, inputs.pooling),
             "frequency_corpus": options["frequency_corpus"] or "training corpus",
             "low_frequency_types": int(low_frequency.sum())}

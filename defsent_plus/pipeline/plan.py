@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jsonschema import Draft202012Validator
+
 from defsent_plus.baselines.spec import check_grid, extraction_request
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import Method, method_of
-from defsent_plus.names import alternatives
+from defsent_plus.names import TRANSDUCTIVE_NOTE, alternatives
 from defsent_plus.pipeline.dag import (
     EncoderId,
     acquired_data,
@@ -66,6 +68,7 @@ class Plan:
                 raise DefSentError(f"config: runs.{run}.dataset", f"unknown dataset {cfg['dataset']!r}; expected "
                                                                    f"a, b, c or a subset ({sorted(datasets)})")
             self.check_steps(run)
+            self.method_options(run)
             self.start(run)
         for run in self.config.get("published", {}):
             if run not in self.config["runs"]:
@@ -119,6 +122,17 @@ class Plan:
 
     def method(self, run: str) -> Method:
         return method_of(self.run(run)["method"], f"config: runs.{run}.method")
+
+    def method_options(self, run: str) -> dict:
+        """The run's method options: ``methods.<method>`` with the run's own ``options`` over it (checked against
+        the method's block; e.g. one SLT-FAI run per variant in one config)."""
+        method = self.method(run)
+        options = {**self.config["methods"].get(method.name, {}), **self.run(run).get("options", {})}
+        errors = sorted(Draft202012Validator(method.options_schema()).iter_errors(options), key=str)
+        if errors:
+            key = ".".join(str(part) for part in errors[0].absolute_path)
+            raise DefSentError(f"config: runs.{run}.options.{key}".rstrip("."), errors[0].message)
+        return options
 
     def final_step(self, run: str) -> int:
         return len(self.run(run)["steps"])
@@ -209,7 +223,7 @@ class Plan:
             files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
         if method.dev_in_training:
             files["senteval"] = data_dir("senteval")
-        options = self.config["methods"].get(method.name, {})
+        options = self.method_options(candidate.run)
         corpora = acquired_data([options.get("corpus_file"), options.get("frequency_corpus")])
         if corpora:
             files["corpus"] = list(corpora.values())
@@ -359,10 +373,19 @@ class Plan:
         cfg = self.run(run)
         return [cfg["model"], run] if "model" in cfg else [*self.chain(cfg["start_from"]), run]
 
+    def transductive(self, run: str) -> bool:
+        """Whether a run, or a run its starting weights come from, trained on the evaluation sets' sentences."""
+        return any(self.method(r).transductive(self.method_options(r)) for r in self.chain(run)[1:])
+
+    def table_title(self, run: str, title: str) -> str:
+        """A run's table title, marked when its model is transductive."""
+        return f"{title} ({TRANSDUCTIVE_NOTE})" if self.transductive(run) else title
+
     def sts_comparison(self) -> list[dict]:
-        """Every run's STS table with its method and chain (rule compare_sts)."""
+        """Every run's STS table with its method and chain (rule compare_sts); transductive runs are marked."""
         return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
-                 "sts": run_file(run, "sts.tsv")} for run in self.config["runs"]]
+                 "sts": run_file(run, "sts.tsv"), **({"transductive": True} if self.transductive(run) else {})}
+                for run in self.config["runs"]]
 
     def comparison_pairs(self) -> list[str]:
         """The per-pair similarities of the comparison's intervals and paired tests: per run, per pooling, its

@@ -11,7 +11,10 @@ OPTIMISATION_OPTIONS = {
     "max_length": {"type": "integer", "minimum": 8, "default": 64},
     "weight_decay": {"type": "number", "minimum": 0, "default": 0.0},
     "adam_eps": {"type": "number", "exclusiveMinimum": 0, "default": 1.0e-6},
-    "optimizer": {"enum": ["adamw", "adam"], "default": "adamw"},
+    "optimizer": {"enum": ["adamw", "adam", "adamw_transformers", "adamw_uncorrected"], "default": "adamw",
+                  "description": "adamw / adam: torch's; adamw_transformers: transformers 4's AdamW (eps before the "
+                                 "bias correction, as DefSent+'s authors trained); adamw_uncorrected: the same with "
+                                 "correct_bias=False (sentence-transformers' fit: ConSERT, SLT-FAI)"},
     "max_grad_norm": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": 1.0,
                       "description": "null = no clipping"},
     "bucket_by_length": {"type": "boolean", "default": True},
@@ -22,4 +25,13 @@ OPTIMISATION_OPTIONS = {
                                        "unrounded (DefSent's LambdaLR: the multiplier is step / (0.1 x steps))"},
     "select_every": {"type": "integer", "minimum": 0, "default": 0,
                      "description": "0: off; N: keep the best STS-B dev weights, scored every N steps"},
+}
+
+# Several epochs with early stopping (sentence-transformers' fit, as ConSERT and SLT-FAI train): contrastive methods.
+EPOCH_OPTIONS = {
+    "epochs": {"type": "integer", "minimum": 1, "default": 1},
+    "patience": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                 "description": "with select_every: stop after this many STS-B dev scores without a new best"},
+    "no_decay": {"type": "array", "items": {"type": "string"}, "default": [],
+                 "description": "parameter-name parts exempt from weight decay"},
 }

@@ -27,6 +27,7 @@ class Batch:
     input_ids: torch.Tensor
     entry_ids: torch.Tensor
     progress: float = 0.0  # share of the epoch done before this batch (warm-ups of objectives)
+    epoch: int = 0  # which epoch (0-based) the batch belongs to
 
 
 class Objective(Protocol):
@@ -53,6 +54,7 @@ class TaskInputs:
     batch_size: int
     space: torch.Tensor | None = None  # the frozen entry space (methods that train against one)
     config_key: str = "config: methods"  # where users set ``options`` (for errors)
+    senteval_dir: str | None = None  # SentEval's data (methods that select on STS-B dev or train on its sentences)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -26,7 +27,9 @@ from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
 from defsent_plus.methods import method_of
+from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
+from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.selection import DEV_TASK
 from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs
 
@@ -51,6 +54,9 @@ class TrainConfig:
     warmup_ratio: float = 0.0  # share of the steps with a linear warm-up
     warmup_rounding: str = "up"  # up: ceil(ratio x steps) steps (HF Trainer); none: unrounded (DefSent's scheduler)
     select_every: int = 0  # >0: score STS-B dev every N steps and keep the best weights (SimCSE's protocol)
+    epochs: int = 1  # passes over the examples (one for a PST step; ConSERT and SLT-FAI's scripts: up to 10)
+    patience: int | None = None  # with select_every: stop after this many dev scores without a new best
+    no_decay: tuple[str, ...] = ()  # parameter-name parts exempt from weight decay (sentence-transformers' fit)
     log_every: int = 50
 
 
@@ -81,8 +87,9 @@ def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
     progress: bool = True, dev_score: Callable[[Encoder], float] | None = None,
 ) -> dict:
-    """One epoch of the configured optimiser and schedule (+ gradient clipping); with ``cfg.select_every`` and a
-    ``dev_score``, the encoder's weights at the best STS-B dev score are kept (checked every N steps and at the end).
+    """``cfg.epochs`` epochs (one for a PST step) of the configured optimiser and schedule (+ gradient clipping);
+    with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept
+    (checked every N steps of an epoch and at its end; ``cfg.patience`` scores without a new best stop training).
     Returns a summary of the run."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
@@ -91,52 +98,76 @@ def train_epoch(
     objective.to(device)
     tokenized = encoder.tokenizer(list(texts), truncation=True, max_length=cfg.max_length)["input_ids"]
     lengths = np.array([len(ids) for ids in tokenized])
-    batches = batch_order(lengths, cfg.batch_size, torch.Generator().manual_seed(cfg.seed), cfg.bucket_by_length)
-    params = [p for p in list(encoder.model.parameters()) + list(objective.parameters()) if p.requires_grad]
-    optimizer = make_optimizer(params, cfg, device)
-    scheduler = learning_rate_schedule(optimizer, cfg, len(batches))
-    keeper = BestWeights(encoder, dev_score, cfg.select_every, len(batches))
+    order = torch.Generator().manual_seed(cfg.seed)
+    epochs = [batch_order(lengths, cfg.batch_size, order, cfg.bucket_by_length) for _ in range(cfg.epochs)]
+    named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
+    params = [p for _, p in named]
+    optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
+    scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience)
     encoder.model.train()
     objective.train()
     losses: list[float] = []
     start = time.perf_counter()
-    with tqdm(total=len(texts), desc="training", unit="sent", disable=not progress, mininterval=5) as bar:
-        for step, idx in enumerate(batches):
-            loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
-                                      step / len(batches))
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss)
-            bar.update(len(idx))
-            if step % cfg.log_every == 0 or step == len(batches) - 1:
-                rate = bar.n / max(time.perf_counter() - start, 1e-9)
-                bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
-                log.info("step %d/%d loss %.4f %s %.1f sent/s", step + 1, len(batches), loss, parts, rate)
-            keeper.after(step)
+    with tqdm(total=len(texts) * cfg.epochs, desc="training", unit="sent", disable=not progress,
+              mininterval=5) as bar:
+        for epoch, batches in enumerate(epochs):
+            for step, idx in enumerate(batches):
+                loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
+                                          step / len(batches), epoch)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                losses.append(loss)
+                bar.update(len(idx))
+                if step % cfg.log_every == 0 or step == len(batches) - 1:
+                    rate = bar.n / max(time.perf_counter() - start, 1e-9)
+                    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
+                    log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, len(batches), loss,
+                             parts, rate)
+                keeper.after(step, len(batches), len(losses))
+                if keeper.stopped:
+                    break
+            if keeper.stopped:
+                break
+        examples = bar.n
     seconds = time.perf_counter() - start
-    return {**summarise(losses, len(texts), seconds, cfg), **keeper.restore()}
+    return {**summarise(losses, examples, seconds, cfg), **keeper.restore()}
 
 
 class BestWeights:
-    """SimCSE's model selection inside one training run: STS-B dev every ``every`` steps and after the last one;
-    the weights of the best score are restored at the end."""
+    """SimCSE's model selection inside one training run: STS-B dev every ``every`` steps of an epoch and after its
+    last one; the weights of the best score are restored at the end. With ``patience`` (sentence-transformers'
+    early stopping, as ConSERT and SLT-FAI train), that many scores in a row without a new best stop the training."""
 
-    def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int, steps: int):
+    def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int,
+                 patience: int | None = None):
         if every and dev_score is None:
             raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
-        self.encoder, self.dev_score, self.every, self.steps = encoder, dev_score, every, steps
+        if patience is not None and (not every or patience < 1):
+            raise DefSentError("config: methods.*.patience", f"early stopping needs select_every > 0 and a patience "
+                                                              f">= 1, got select_every {every}, patience {patience}")
+        self.encoder, self.dev_score, self.every, self.patience = encoder, dev_score, every, patience
         self.curve: list[tuple[int, float]] = []
         self.best: dict[str, torch.Tensor] | None = None
+        self.misses = 0  # scores in a row without a new best
 
-    def after(self, step: int) -> None:
-        if not self.every or ((step + 1) % self.every and step != self.steps - 1):
+    @property
+    def stopped(self) -> bool:
+        return self.patience is not None and self.misses >= self.patience
+
+    def after(self, step: int, steps: int, done: int) -> None:
+        """After ``step`` (0-based) of an epoch of ``steps``; ``done``: steps trained so far in all."""
+        if not self.every or ((step + 1) % self.every and step != steps - 1):
             return
         score = self.dev_score(self.encoder)
-        log.info("step %d/%d: STS-B dev %.2f", step + 1, self.steps, score)
+        log.info("step %d: STS-B dev %.2f", done, score)
         if not self.curve or score > max(s for _, s in self.curve):
             self.best = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.model.state_dict().items()}
-        self.curve.append((step + 1, score))
+            self.misses = 0
+        else:
+            self.misses += 1
+        self.curve.append((done, score))
 
     def restore(self) -> dict:
         """Load the best weights; what the summary records about the selection."""
@@ -145,22 +176,44 @@ class BestWeights:
         self.encoder.model.load_state_dict(self.best)
         best_step, best_score = max(self.curve, key=lambda point: point[1])
         return {"selection": {"every": self.every, "curve": self.curve, "best_step": best_step,
-                              "best_dev": best_score}}
+                              "best_dev": best_score, "stopped_early": self.stopped}}
 
 
 SCHEDULES = ("linear", "constant")
 WARMUP_ROUNDINGS = {"up": math.ceil, "none": float}
-OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+OPTIMIZERS = {  # (parameter groups, config, fused) -> optimizer
+    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
+    "adamw": lambda groups, cfg, fused: torch.optim.AdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
+                                                          weight_decay=cfg.weight_decay, fused=fused),
+    "adam": lambda groups, cfg, fused: torch.optim.Adam(groups, lr=cfg.lr, eps=cfg.adam_eps,
+                                                        weight_decay=cfg.weight_decay, fused=fused),
+    # transformers' AdamW as DefSent+'s TrainEncoder.py used it (eps before the bias correction)
+    "adamw_transformers": lambda groups, cfg, fused: TransformersAdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
+                                                                       weight_decay=cfg.weight_decay),
+    # transformers' AdamW(correct_bias=False), which sentence-transformers' fit used (ConSERT, SLT-FAI)
+    "adamw_uncorrected": lambda groups, cfg, fused: TransformersAdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
+                                                                      weight_decay=cfg.weight_decay,
+                                                                      correct_bias=False),
+}
 
 
-def make_optimizer(params: list[nn.Parameter], cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """AdamW (DefSent+) or Adam (DefSent) over the trainable parameters."""
+def parameter_groups(named: list[tuple[str, nn.Parameter]], cfg: TrainConfig) -> list:
+    """The parameters to optimise: one list, or with ``cfg.no_decay`` a group of those whose names contain none
+    of its parts (``cfg.weight_decay``) and one of the others (no weight decay), as sentence-transformers' fit."""
+    if not cfg.no_decay:
+        return [p for _, p in named]
+    exempt = [any(part in name for part in cfg.no_decay) for name, _ in named]
+    return [{"params": [p for (_, p), no in zip(named, exempt, strict=True) if not no]},
+            {"params": [p for (_, p), no in zip(named, exempt, strict=True) if no], "weight_decay": 0.0}]
+
+
+def make_optimizer(params: list, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """torch's AdamW (DefSent+'s default), Adam (DefSent), transformers' AdamW (DefSent+'s authors) or its
+    uncorrected form (ConSERT / SLT-FAI) over ``params`` (parameters or parameter groups)."""
     if cfg.optimizer not in OPTIMIZERS:
         raise DefSentError("config: methods.*.optimizer", f"unknown optimizer {cfg.optimizer!r}; expected one of "
                                                            f"{list(OPTIMIZERS)}")
-    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
-    return OPTIMIZERS[cfg.optimizer](params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
-                                     fused=device.type in ("cpu", "cuda"))
+    return OPTIMIZERS[cfg.optimizer](params, cfg, device.type in ("cpu", "cuda"))
 
 
 def warmup_steps(cfg: TrainConfig, steps: int) -> float:
@@ -184,12 +237,15 @@ def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, s
                                                        f"{list(SCHEDULES)}")
 
 
-def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg, progress) -> tuple[float, dict]:
+def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg, progress,
+                epoch) -> tuple[float, dict]:
     features = encoder.tokenizer.pad({"input_ids": [tokenized[i] for i in idx]}, return_tensors="pt").to(device)
-    with autocast_for(device):
-        hidden = encoder.model(**features).last_hidden_state
+    view = getattr(objective, "first_view", None)  # an objective may augment the loop's forward pass (ConSERT)
+    extra, augmentation = view(features["attention_mask"]) if view else ({}, nullcontext())
+    with augmentation, autocast_for(device):
+        hidden = encoder.model(**features, **extra).last_hidden_state
     batch = Batch(hidden.float(), features["attention_mask"], features["input_ids"],
-                  torch.as_tensor(entry_ids[idx], device=device), progress)
+                  torch.as_tensor(entry_ids[idx], device=device), progress, epoch)
     loss, parts = objective(batch)
     if not torch.isfinite(loss):
         raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
@@ -200,7 +256,8 @@ def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, c
 
 
 def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConfig) -> dict:
-    """Loss curve summary (first, last, mean and ten segment means), examples, seconds, throughput."""
+    """Loss curve summary (first, last, mean and ten segment means), examples trained on (of every epoch), seconds,
+    throughput."""
     segments = np.array_split(np.asarray(losses), min(10, len(losses)))
     return {
         "config": asdict(cfg),
@@ -230,6 +287,7 @@ def train_on_space(
     method: str,
     options: dict | None = None,
     senteval_dir: str | Path | None = None,
+    run_deviations: Sequence[str] = (),
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
@@ -248,14 +306,19 @@ def train_on_space(
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
     task = declared.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
-                                    options or {}, cfg.batch_size, space, declared.config_key()))
+                                    options or {}, cfg.batch_size, space, declared.config_key(),
+                                    None if senteval_dir is None else str(senteval_dir)))
     log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
     summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
-    card = {**declared.training_card(), "dataset": str(dataset_path), "entry_space": None if space_path is None else
-            str(space_path), "pooling": cfg.pooling, "base_model": str(base_model), "seed": cfg.seed, **task.card}
-    card["deviations"] = card["deviations"] + card.pop("run_deviations", [])  # the method's, then this run's own
+    card = {**declared.training_card(options), "dataset": str(dataset_path),
+            "entry_space": None if space_path is None else str(space_path), "pooling": cfg.pooling,
+            "base_model": str(base_model), "seed": cfg.seed, **task.card}
+    # the method's, its variant's, then this run's own
+    card["deviations"] = card["deviations"] + card.pop("run_deviations", []) + list(run_deviations)
+    # what can change the trained weights besides the data: versions, device, precision, thread count, seed
+    card["provenance"] = provenance(str(device), torch.get_num_threads(), {"training": cfg.seed})
     summary.update(card, device=device.type, classes=task.card.get("classes"))
     summary["fit"] = card["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
     if not summary["fit"]["fitted"]:
@@ -310,11 +373,15 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None) -> dict:
-    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>: the optimisation fields of
-    :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling and seed."""
+    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
+    the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
+    and seed; where these depart from the variant's published ones, the training card says so."""
+    declared = method_of(method)
+    options = declared.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
-    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling,
-                      **{k: v for k, v in options.items() if k in optimisation})
+    chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
+    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, **chosen)
     objective_options = {k: v for k, v in options.items() if k not in optimisation}
+    departures = declared.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
-                          options=objective_options, senteval_dir=senteval_dir)
+                          options=objective_options, senteval_dir=senteval_dir, run_deviations=departures)
