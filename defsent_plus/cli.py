@@ -96,8 +96,9 @@ def cmd_predict_words(args: argparse.Namespace) -> None:
 
 
 def untrained_head_warning(model: str) -> str:
-    """Why a DefSent model's predicted words mean nothing yet ('' if they may): its masked-LM head was initialised,
-    not pretrained, and its training did not fit (or was not recorded to)."""
+    """Why a DefSent model's predicted words are meaningless ('' if they need not be): its training card records a
+    masked-LM head that was initialised (or partly initialised), not pretrained. Only the card's ``head`` record is
+    read: a model without a card or without that record gets no warning, and the training's fit is not consulted."""
     from defsent_plus.io import read_json
     from defsent_plus.training.task import TRAINING_CARD
 

@@ -55,18 +55,34 @@ def provenance(device: str, threads: int, seeds: dict | None = None) -> dict:
             **compute_record(device, threads), **({"seeds": seeds} if seeds else {})}
 
 
+def with_training(record: dict, training: dict) -> dict:
+    """A score's ``record`` with its model's training provenance (``trained_with``: the training card's
+    ``provenance``; a model this workflow did not train has none)."""
+    return {**record, "trained_with": training} if training else record
+
+
 FOOTER_KEYS = ("project", "torch", "transformers", "scikit-learn", "device", "gpu", "precision", "threads", "seeds")
 
 
-def provenance_footer(records: list[dict]) -> str:
-    """A markdown footer naming what the table's numbers were computed with; a key whose value differs between rows
-    lists every value (so a mixed table says so)."""
-    records = [r for r in records if r]
-    if not records:
-        return ""
+def footer_parts(records: list[dict]) -> list[str]:
+    """``key value`` for every footer key the records hold; a key whose value differs between records lists every
+    value."""
     parts = []
     for key in FOOTER_KEYS:
         values = list(dict.fromkeys(str(r[key]) for r in records if key in r))
         if values:
             parts.append(f"{key} {' / '.join(values)}")
-    return "\n---\nComputed with: " + "; ".join(parts) + ".\n"
+    return parts
+
+
+def provenance_footer(records: list[dict]) -> str:
+    """A markdown footer naming what the table's numbers were computed with, and (where recorded) what its trained
+    models were trained with; a key whose value differs between rows lists every value (so a mixed table says so)."""
+    records = [r for r in records if r]
+    if not records:
+        return ""
+    text = "\n---\nComputed with: " + "; ".join(footer_parts(records)) + ".\n"
+    trained = [r["trained_with"] for r in records if r.get("trained_with")]
+    if trained:
+        text += "\nTrained with: " + "; ".join(footer_parts(trained)) + ".\n"
+    return text

@@ -7,6 +7,7 @@ from scipy.stats import rankdata, spearmanr
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import (
+    bootstrap_scores,
     paired_tests,
     point_scores,
     resample,
@@ -90,6 +91,21 @@ def test_resampling_keeps_every_subset_inside_itself():
     assert ((index[:, :5] >= 0) & (index[:, :5] < 5)).all() and (index[:, 5:] >= 5).all()
     with pytest.raises(DefSentError, match="contiguously"):
         subset_bounds(["a", "b", "a"])
+
+
+@pytest.mark.parametrize("aggregation", ["all", "mean", "wmean"])
+def test_bootstrap_scores_equal_the_evaluator_on_the_same_resamples(aggregation):
+    """Subsets of 7 and 300 pairs (ties in the gold scores): every resample's score equals SentEval's aggregation
+    (:func:`aggregate_spearman`) computed from scratch on the same resampled pairs, drawn as bootstrap_scores draws
+    them (one generator, the task's subsets resampled within themselves)."""
+    gold, subsets = two_subsets(7, 300, seed=8)
+    gold = gold.round(1)
+    similarity = noisy(gold, 1.5, 9)
+    resampled = bootstrap_scores([frame(gold, similarity, subsets)], ["T"], aggregation, 60, seed=4)["T"][0]
+    index = resample(subset_bounds(subsets), 60, np.random.default_rng(4))
+    expected = [aggregate_spearman([similarity[drawn[:7]], similarity[drawn[7:]]], [gold[drawn[:7]], gold[drawn[7:]]],
+                                   aggregation) for drawn in index]
+    np.testing.assert_allclose(resampled, expected, rtol=1e-10, atol=1e-9)
 
 
 def test_models_scored_on_different_pairs_are_refused():

@@ -82,3 +82,50 @@ def test_bad_input_fails_clearly(defsent_model, capsys, extra, message):
     assert cli(["predict-words", "--model", str(defsent_model), *extra]) == 2
     captured = capsys.readouterr()
     assert message in captured.err and not captured.out
+
+
+def test_an_initialised_head_warns_on_stderr_and_still_predicts(defsent_model, tmp_path, capsys):
+    """The card's head record decides: initialised -> a ``warning:`` line on stderr, the words still on stdout;
+    pretrained (or no record) -> no warning."""
+    import shutil
+
+    from defsent_plus.io import read_json
+
+    model = Path(shutil.copytree(defsent_model, tmp_path / "model"))
+    card = read_json(model / TRAINING_CARD)
+    write_json(model / TRAINING_CARD, {**card, "head": {"head": "initialised", "seed": 5}})
+    assert cli(["predict-words", "--model", str(model), "--top-k", "2", DEFINITIONS[0]]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "initialised (seed 5)" in warnings[0] and "meaningless" in warnings[0]
+    assert [definition for definition, _ in parse_blocks(captured.out)] == [DEFINITIONS[0]]
+    write_json(model / TRAINING_CARD, {**card, "head": {"head": "pretrained"}})
+    assert cli(["predict-words", "--model", str(model), "--top-k", "2", DEFINITIONS[0]]) == 0
+    assert "warning:" not in capsys.readouterr().err
+
+
+def test_reverse_dictionary_notes_on_stderr_when_it_falls_back_to_cosine(tiny_bert, tmp_path, capsys):
+    """A model whose training did not fit: a ``note:`` line on stderr says it ranks by cosine; --scoring dot does
+    not note anything."""
+    import numpy as np
+    from helpers import write_toy_dataset
+
+    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.io import write_npy
+
+    model = tmp_path / "model"
+    load_encoder(tiny_bert).save(model)
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    entries = len(read_dataset(dataset))
+    hidden = load_encoder(model).hidden_size
+    for name, seed in (("amp.ica.npy", 0), ("amp.npy", 1)):
+        write_npy(tmp_path / name, np.random.default_rng(seed).normal(size=(entries, hidden)).astype(np.float32))
+    write_json(model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(tmp_path / "amp.ica.npy"),
+                                       "pooling": "cls", "fit": {"fitted": False, "note": "final loss at chance"}})
+    assert cli(["reverse-dictionary", "--model", str(model), "--top-k", "3", "a small animal"]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "did not fit its objective (final loss at chance)" in notes[0] and "cosine" in notes[0]
+    assert captured.out.splitlines()[0] == "a small animal" and len(captured.out.splitlines()) == 4
+    assert cli(["reverse-dictionary", "--model", str(model), "--scoring", "dot", "a small animal"]) == 0
+    assert "note:" not in capsys.readouterr().err

@@ -289,6 +289,107 @@ def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
 
 
 BOOTSTRAP = {"resamples": 200, "level": 0.95, "seed": 0}
+# a training card's provenance, as trainer.py records it
+TRAINED_WITH = {"project": "abc123", "torch": "9.9.9", "device": "cuda", "gpu": "NVIDIA H100",
+                "precision": "bf16 autocast", "threads": 4, "seeds": {"training": 3}}
+
+
+def entry_ranking_files(tmp_path: Path, model: Path, base: Path) -> dict[str, Path]:
+    """The ``entries`` protocol's JSON, TSV and markdown for the constructed case, the model's training card
+    recording its seed and provenance."""
+    encoder = load_encoder(model)
+    dataset, queries, space = constructed_case(
+        tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
+    write_json(model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls",
+                                       "seed": 3, "provenance": TRAINED_WITH})
+    out = {name: tmp_path / f"rd.{name}" for name in ("json", "tsv", "md")}
+    write_entry_ranking(method="defsent_plus", model_dir=model, spaces=[space], dataset=dataset, queries=queries,
+                        base_model=base, base_space=[space], out_json=out["json"], out_tsv=out["tsv"],
+                        out_md=out["md"], title="Held out", bootstrap=BOOTSTRAP)
+    return out
+
+
+def check_provenance(record: dict, seeds: dict) -> None:
+    """A reverse dictionary's provenance: this machine's versions, device, precision and threads, the seeds, and the
+    trained model's own training provenance."""
+    from importlib.metadata import version
+
+    assert record["torch"] == version("torch") and record["transformers"] == version("transformers")
+    assert record["device"] == "cpu" and record["precision"] == "fp32" and record["threads"] >= 1
+    assert record["project"] and record["seeds"] == seeds
+
+
+def footers(text: str) -> tuple[str, str]:
+    """A page's 'Computed with' and 'Trained with' footer lines."""
+    computed = text.split("Computed with: ")[1].split("\n")[0]
+    trained = text.split("Trained with: ")[1].split("\n")[0]
+    return computed, trained
+
+
+def test_the_reverse_dictionary_files_record_what_they_were_computed_with(tmp_path, trained_model, tiny_bert):
+    from importlib.metadata import version
+
+    from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison
+
+    out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
+    record = json.loads(out["json"].read_text())["provenance"]
+    check_provenance(record, {"training": 3, "bootstrap": 0})
+    assert record["trained_with"] == TRAINED_WITH
+    computed, trained = footers(out["md"].read_text())
+    assert f"torch {version('torch')}" in computed and "device cpu" in computed and "precision fp32" in computed
+    assert "torch 9.9.9" in trained and "gpu NVIDIA H100" in trained and "precision bf16 autocast" in trained
+    compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
+    write_reverse_dictionary_comparison([{"run": "r", "json": str(out["json"])}], compare["tsv"], compare["md"])
+    assert footers(compare["md"].read_text()) == (computed, trained)
+
+
+def test_the_comparison_shows_every_metrics_interval(tmp_path, trained_model, tiny_bert):
+    from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison
+    from defsent_plus.names import RANKING_METRICS
+
+    out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
+    compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
+    table = write_reverse_dictionary_comparison([{"run": "r", "json": str(out["json"])}], compare["tsv"],
+                                                compare["md"])
+    for metric in RANKING_METRICS:
+        assert (table[f"{metric}_low"] <= table[metric]).all() and (table[metric] <= table[f"{metric}_high"]).all()
+    assert set(pd.read_csv(compare["tsv"], sep="\t").columns) >= {f"{m}_{end}" for m in RANKING_METRICS
+                                                                  for end in ("low", "high")}
+    text = compare["md"].read_text()
+    first_table = text.split("## Trained − base")[0]
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in first_table.splitlines()
+            if line.startswith("| r ")]
+    header = next(line for line in text.splitlines() if line.startswith("| run "))
+    columns = [cell.strip() for cell in header.split("|")[1:-1]]
+    assert len(rows) == len(table) and "mrr_low" not in columns
+    for row, (_, expected) in zip(rows, table.iterrows(), strict=True):
+        for metric in RANKING_METRICS:
+            cell = row[columns.index(metric)]
+            assert cell == (f"{expected[metric]:.3f} [{expected[f'{metric}_low']:.3f}, "
+                            f"{expected[f'{metric}_high']:.3f}]"), (metric, cell)
+    assert "every metric's 95% percentile-bootstrap interval" in text
+
+
+def test_the_headword_protocol_records_its_provenance(tmp_path, tiny_bert):
+    from defsent_plus.evaluation.reverse_dictionary import write_headword_ranking
+    from defsent_plus.methods.masked_lm import defsent_objective, save_head
+
+    encoder = load_encoder(tiny_bert)
+    objective = defsent_objective(encoder, "mean", seed=5)
+    model = tmp_path / "defsent"
+    encoder.save(model)
+    save_head(objective.head, model, objective.head_info)
+    write_json(model / TRAINING_CARD, {"method": "defsent", "pooling": "mean", "seed": 2, "provenance": TRAINED_WITH})
+    dataset, queries, space = constructed_case(tmp_path, lambda texts: encoder.encode(texts, "mean"))
+    out = {name: tmp_path / f"hw.{name}" for name in ("json", "tsv", "md")}
+    write_headword_ranking(method="defsent", model_dir=model, dataset=dataset, queries=queries, base_model=tiny_bert,
+                           base_space=[space], pooling="mean", out_json=out["json"], out_tsv=out["tsv"],
+                           out_md=out["md"], title="t", bootstrap=BOOTSTRAP)
+    record = json.loads(out["json"].read_text())["provenance"]
+    check_provenance(record, {"training": 2, "base_head": 0, "bootstrap": 0})
+    assert record["trained_with"] == TRAINED_WITH
+    computed, trained = footers(out["md"].read_text())
+    assert "device cpu" in computed and "gpu NVIDIA H100" in trained
 
 
 def test_ranking_bootstrap_knows_the_answers():

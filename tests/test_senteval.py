@@ -217,3 +217,47 @@ def test_the_pytorch_protocol_is_senteval_default_configuration():
     assert TorchLogistic(8, 2, 1e-3, 0).optimizer.param_groups[0]["weight_decay"] == 1e-3  # the L2 value
     with pytest.raises(DefSentError, match="unknown protocol 'keras'"):
         task_accuracy(bag_of_words, "unused", "TREC", protocol="keras")
+
+
+# ------------------------------------------------------------------------------------------ spread
+
+SPREAD_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 3}
+
+
+def test_a_split_tasks_interval_is_a_seeded_bootstrap_around_its_accuracy():
+    from defsent_plus.evaluation.senteval import split_result
+
+    correct = np.r_[np.ones(80, dtype=bool), np.zeros(20, dtype=bool)]
+    result = split_result(correct, SPREAD_BOOTSTRAP)
+    spread = result.spread
+    assert result.accuracy == 80.0
+    assert spread["kind"] == "bootstrap" and spread["examples"] == 100 and spread["level"] == 0.95
+    assert 70 < spread["low"] < 80 < spread["high"] < 90  # binomial sd 4 points: about 72-88
+    assert split_result(correct, SPREAD_BOOTSTRAP) == result
+    assert split_result(correct, {**SPREAD_BOOTSTRAP, "seed": 4}).spread != spread
+
+
+def test_a_k_fold_tasks_spread_is_the_std_of_its_folds():
+    from defsent_plus.evaluation.senteval import fold_result
+
+    folds = np.array([81.0, 79.5, 83.25, 80.0, 78.75])
+    result = fold_result(folds)
+    assert result.accuracy == round(float(np.mean(folds)), 2)
+    assert result.spread == {"kind": "folds", "std": pytest.approx(float(np.std(folds))), "folds": folds.tolist()}
+
+
+def test_the_spread_section_shows_folds_and_intervals(tmp_path):
+    from defsent_plus.evaluation.report import spread_section
+    from defsent_plus.evaluation.senteval import fold_result, split_result
+    from defsent_plus.io import write_json
+
+    folds = fold_result(np.array([81.0, 79.5, 83.25, 80.0, 78.75]))
+    split = split_result(np.r_[np.ones(80, dtype=bool), np.zeros(20, dtype=bool)], SPREAD_BOOTSTRAP)
+    write_json(tmp_path / "a.json", {"scores": {}, "spread": {"MR": folds.spread, "TREC": split.spread}})
+    write_json(tmp_path / "b.json", {"scores": {}})  # e.g. STS: no spread
+    text = spread_section(["model a"], [tmp_path / "a.json"])
+    row = next(line for line in text.splitlines() if line.startswith("| model a"))
+    assert f"± {np.std([81.0, 79.5, 83.25, 80.0, 78.75]):.2f} (5 folds)" in row
+    assert f"{split.spread['low']:.2f}–{split.spread['high']:.2f}" in row
+    assert "std of the outer folds" in text
+    assert spread_section(["model a", "model b"], [tmp_path / "a.json", tmp_path / "b.json"]) == ""

@@ -8,28 +8,37 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, paired_table
+from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_table
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
 from defsent_plus.io import atomic_path, read_json
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
 from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
+from defsent_plus.names import TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
 
 SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 
 
-def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "") -> list[dict]:
+def seed_groups(table: pd.DataFrame) -> pd.Series:
+    """Each row's seed group ("" for none; a table without any reads back as an all-NaN float column)."""
+    return table["group"].astype(object).fillna("")
+
+
+def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False) -> list[dict]:
     """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model;
-    ``chain``: where the run's starting weights come from (model → run → ...)."""
+    ``chain``: where the run's starting weights come from (model → run → ...); a ``transductive`` run's trained
+    rows are marked †."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
+    method = f"{method} †" if transductive else method
     rows = []
     for record in table[table["step"] == 0].itertuples():
         rows.append({"model": record.model, "run": "", "chain": "", "method": "", "seeds": "",
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
-    final = table[table["group"].fillna("") != ""]
+    final = table[seed_groups(table) != ""]
     for group, seeds in final.groupby("group", sort=False):
         rows.append({"model": f"{method} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
                      "seeds": len(seeds),
@@ -90,20 +99,55 @@ def comparison_uncertainty(pairs: Pairs, aggregation: str, options: dict
     return text, finals
 
 
-def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[str, Interval] | None
-                   ) -> list[dict]:
-    """The published numbers of a run, ours (its dev-selected model, or its final seeds' mean) and ours − published,
-    beside our 95% interval (selected) or our std over seeds (seeds)."""
+def published_pooling(run: str, spec: dict, table: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The pooling ours are read with (``published.<run>.pooling``, default the table's first) and its rows."""
     pooling = spec.get("pooling", table["pooling"].iloc[0])
     rows = table[table["pooling"] == pooling]
+    if rows.empty:
+        raise DefSentError(f"config: published.{run}.pooling", f"the run's STS table has no {pooling!r} rows "
+                                                              f"(poolings: {sorted(set(table['pooling']))})")
+    return pooling, rows
+
+
+def published_group(run: str, spec: dict, rows: pd.DataFrame) -> str:
+    """The final-step seed group ours are averaged over: ``step <last> <space>`` for ``published.<run>.space``,
+    else the group of the dev-selected model (one space's seeds: a paper's row is one space's mean)."""
+    if "space" in spec:
+        return f"step {int(rows['step'].max())} {spec['space']}"
+    selected = seed_groups(rows)[rows["dev_selected"].astype(bool)]
+    if selected.empty or not selected.iloc[0]:
+        raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no final-step "
+                                                                   "seed groups (they need evaluation.final: "
+                                                                   "candidates); or compare with: selected")
+    return str(selected.iloc[0])
+
+
+def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The group and rows of the seeds compared with a paper's mean over runs: one space's final-step seeds."""
+    group = published_group(run, spec, rows)
+    groups = seed_groups(rows)
+    seeds = rows[groups == group]
+    if seeds.empty:
+        known = sorted(set(groups) - {""})
+        raise DefSentError(f"config: published.{run}.space", f"no final-step seeds of group {group!r} in the run's "
+                                                             f"STS table (groups: {known})")
+    return group, seeds
+
+
+def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[str, Interval] | None
+                   ) -> list[dict]:
+    """The published numbers of a run, ours (its dev-selected model, or the mean of one space's final-step seeds:
+    :func:`published_seeds`) and ours − published, beside our 95% interval (selected) or our std over seeds
+    (seeds)."""
+    pooling, rows = published_pooling(run, spec, table)
     tasks = [task for task in SCORE_COLUMNS if task in spec["scores"]]
     if spec.get("compare_with", "selected") == "seeds":
-        final = rows[rows["group"].fillna("") != ""]
+        group, final = published_seeds(run, spec, rows)
         ours = {task: final[task].mean() for task in tasks}
         spread = {task: f"± {final[task].std(ddof=0):.2f} (std, {len(final)} seeds)" for task in tasks}
-        label = f"ours: final step, mean of {len(final)} seeds ({pooling})"
+        label = f"ours: {group}, mean of {len(final)} seeds ({pooling})"
     else:
-        selected = rows[rows["dev_selected"]].iloc[0]
+        selected = rows[rows["dev_selected"].astype(bool)].iloc[0]
         ours = {task: float(selected[task]) for task in tasks}
         spread = {task: (f"95%: {intervals[task].low:.2f}–{intervals[task].high:.2f}" if intervals else "")
                   for task in tasks}
@@ -134,7 +178,8 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     comparison's intervals and paired tests; ``published``: config ``published`` (runs against a paper's numbers).
     A starting model shared by runs is listed once."""
     tables = {r["run"]: pd.read_csv(r["sts"], sep="\t") for r in runs}
-    rows = [row for r in runs for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""))]
+    rows = [row for r in runs
+            for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
     with atomic_path(out_tsv) as tmp:
         table.to_csv(tmp, sep="\t", index=False)
@@ -142,6 +187,8 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     text = ("# STS of every run (Spearman x 100 of cosine)\n\n" + note +
             "Starting models, then per run its final step's candidates as mean ± std over seeds and the model "
             "selected on STS-B dev (never on a test set).\n\n" + markdown(table, STS_COLUMNS))
+    if any(r.get("transductive") for r in runs):
+        text += f"\n† {TRANSDUCTIVE_NOTE}: its numbers are not comparable with inductive rows.\n"
     finals: dict = {}
     if pairs and bootstrap is not None:
         aggregation = pd.concat(tables.values())["sts_aggregation"].iloc[0]
@@ -168,14 +215,36 @@ def reverse_dictionary_rows(run: str, result: dict) -> list[dict]:
         model = result[label]
         for protocol, splits in splits_of(model).items():
             candidates = model["cosine_candidates"] if protocol == "cosine" else model["candidates"]
-            for split, metrics in splits.items():
-                bounds = model.get("intervals", {}).get(protocol, {}).get(split, {})
-                rows.append({"run": run, "method": method, "model": label, "protocol": protocol, "split": split,
-                             "candidates": candidates, "queries": metrics["queries"],
-                             **{k: metrics.get(k) for k in METRIC_COLUMNS},
-                             **{f"mrr_{end}": value for end, value in zip(("low", "high"), bounds.get("mrr", ()),
-                                                                          strict=False)}})
+            rows += [{"run": run, "method": method, "model": label, "protocol": protocol, "split": split,
+                      "candidates": candidates, "queries": metrics["queries"],
+                      **{k: metrics.get(k) for k in METRIC_COLUMNS},
+                      **interval_columns(result, label, protocol, split)} for split, metrics in splits.items()]
     return rows
+
+
+def interval_note(results: dict[str, dict]) -> str:
+    """How the reverse-dictionary table's bounds read (the runs' bootstrap level, or that none was computed)."""
+    levels = sorted({result["bootstrap"]["level"] for result in results.values() if "bootstrap" in result})
+    if not levels:
+        return "no intervals (the runs were scored without evaluation.bootstrap)"
+    return (f"`value [low, high]`: every metric's {' / '.join(f'{level:.0%}' for level in levels)} "
+            "percentile-bootstrap interval over the queries (the TSV's `<metric>_low`, `<metric>_high`)")
+
+
+def bounded_cell(value: float, low: float, high: float) -> str:
+    """A metric with its interval, or alone where the run computed none."""
+    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
+    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
+    bounds = [f"{metric}_{end}" for metric in METRIC_COLUMNS for end in ("low", "high")]
+    shown = table.drop(columns=bounds, errors="ignore")
+    for metric in METRIC_COLUMNS:
+        if f"{metric}_low" in table:
+            shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
+                                                                   table[f"{metric}_high"], strict=True)]
+    return shown
 
 
 def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path
@@ -191,11 +260,12 @@ def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Pat
     text = ("# Reverse dictionary of every run\n\nThe methods rank different candidates (the `candidates` column), "
             "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "
             "= the run's final dev-selected model, base = its starting model untrained by the run. MRR over the full "
-            "ranking (`mrr_low`–`mrr_high`: its 95% bootstrap interval over the queries), MRR@10 (hits beyond the "
-            "top 10 count 0), top-k accuracy in %.\n\n" + table.to_markdown(index=False, floatfmt=".3f") + "\n")
+            "ranking, MRR@10 (hits beyond the top 10 count 0), top-k accuracy in %; " + interval_note(results)
+            + ".\n\n" + bounded_metrics(table).to_markdown(index=False, floatfmt=".3f") + "\n")
     if not paired.empty:
         text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
                  + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")
+    text += provenance_footer([result.get("provenance", {}) for result in results.values()])
     with atomic_path(out_md) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return table

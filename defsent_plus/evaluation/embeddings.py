@@ -19,7 +19,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.evaluation.sts import Embed
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
-from defsent_plus.provenance import provenance
+from defsent_plus.provenance import provenance, with_training
 
 log = logging.getLogger(__name__)
 
@@ -45,20 +45,32 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     record = {"encoder": label, "model_dir": str(model_dir), "sentence_set": sentence_set, "pooling": pooling,
               "sentences": len(sentences), "digest": sentences_digest(sentences), "dim": int(vectors.shape[1]),
               "batch_size": batch_size, "max_length": max_length, "seconds": round(seconds, 1),
-              "provenance": provenance(str(device), torch.get_num_threads(), training_seeds(model_dir))}
+              "provenance": with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
+                                          training_provenance(model_dir))}
     write_json(out_json, record)
     log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
              seconds, len(sentences) / max(seconds, 1e-9))
     return record
 
 
-def training_seeds(model_dir: str | Path) -> dict:
-    """The seed a trained model was trained with (its training card), empty for a model this workflow did not train."""
+def training_card(model_dir: str | Path) -> dict:
+    """A trained model's training card, empty for a model this workflow did not train."""
     from defsent_plus.training.task import TRAINING_CARD  # the writer's import (torch): readers stay light
 
     card = Path(model_dir) / TRAINING_CARD
-    seed = read_json(card).get("seed") if card.is_file() else None
+    return read_json(card) if card.is_file() else {}
+
+
+def training_seeds(model_dir: str | Path) -> dict:
+    """The seed a trained model was trained with (its training card), empty for a model this workflow did not train."""
+    seed = training_card(model_dir).get("seed")
     return {} if seed is None else {"training": seed}
+
+
+def training_provenance(model_dir: str | Path) -> dict:
+    """What a trained model was trained with (its training card's ``provenance``: versions, device, precision,
+    threads, seed), empty for a model this workflow did not train or a card written before it was recorded."""
+    return training_card(model_dir).get("provenance") or {}
 
 
 def read_sentence_embeddings(npy: str | Path, record_json: str | Path,

@@ -22,6 +22,7 @@ from defsent_plus.encoders.encoding import tokenize_batch
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
 from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.ranking_tables import (
     COSINE,
@@ -42,6 +43,7 @@ from defsent_plus.methods.masked_lm import (
     word_logits,
 )
 from defsent_plus.names import RANKING_METRICS
+from defsent_plus.provenance import provenance, provenance_footer, with_training
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.task import TRAINING_CARD
 
@@ -281,6 +283,15 @@ def with_uncertainty(results: dict[str, dict], ranks: dict, like_for_like: Seque
             "paired": paired, "bootstrap": dict(options)}
 
 
+def ranking_provenance(model_dir: str | Path, bootstrap: dict | None, **seeds: int) -> dict:
+    """What a run's reverse-dictionary numbers were computed with (:func:`defsent_plus.provenance.provenance`: versions,
+    device, precision, threads) and their seeds: the trained model's training seed, the bootstrap's and ``seeds``
+    (e.g. an initialised head's); with the trained model's own training provenance (``trained_with``)."""
+    drawn = {**training_seeds(model_dir), **seeds, **({"bootstrap": bootstrap["seed"]} if bootstrap else {})}
+    record = provenance(str(device_for_run()), torch.get_num_threads(), drawn)
+    return with_training(record, training_provenance(model_dir))
+
+
 # ------------------------------------------------------------------ DefSent: ranking the vocabulary
 
 
@@ -358,7 +369,7 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     """DefSent's reverse dictionary (the ``vocabulary`` protocol) for a run's final model (its trained head) and its
     starting model (its own masked-LM head, seeded initialisation where it has none), and both by the ``cosine``
     protocol against the starting model's AMP space (``base_space``); with ``bootstrap`` their intervals and paired
-    tests; JSON, TSV and markdown."""
+    tests; JSON (with its provenance), TSV and markdown (with a provenance footer)."""
     frame = heldout_frame(dataset)
     held_out = read_queries(queries, frame)
     space = load_space(only(base_space), len(frame))
@@ -381,6 +392,7 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
         results[label].update({COSINE: {split: ranking_metrics(r) for split, r in ranks[label][COSINE].items()},
                                "cosine_candidates": len(frame)})
     results = with_uncertainty(results, ranks, (*HEADWORD_PROTOCOLS, COSINE), bootstrap)
+    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, base_head=info["seed"])}
     table = headword_table(results)
     write_json(out_json, {"method": method, **results})
     with atomic_path(out_tsv) as tmp:
@@ -388,8 +400,8 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     description = method_of(method).reverse_dictionary.description
     with atomic_path(out_md) as tmp:
         tmp.write_text(f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
-                       + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results),
-                       encoding="utf-8")
+                       + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+                       + provenance_footer([results["provenance"]]), encoding="utf-8")
     return results
 
 
@@ -420,13 +432,15 @@ def results_table(results: dict[str, dict]) -> pd.DataFrame:
 
 
 def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
-    """The report page: a title, what is measured, the table with readable model labels, the paired tests."""
+    """The report page: a title, what is measured, the table with readable model labels, the paired tests and what
+    the numbers were computed with (``results['provenance']``)."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
                                                    "base": "starting model, untrained by this run"}))
     return (f"# {title}\n\n{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
             f"held-out definition's entry among all {results['trained']['candidates']} entries; `heldout_queries` "
             f"rows: the trained model by its pooler (dot), the base by cosine.\n\n* {COSINE_DESCRIPTION}\n\n"
-            + shown.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results))
+            + shown.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+            + provenance_footer([results.get("provenance", {})]))
 
 
 def write_entry_ranking(
@@ -450,7 +464,8 @@ def write_entry_ranking(
     """The ``entries`` protocol: score a run's final model against the space it was trained on (one of
     ``spaces``), and the untrained ``base_model`` against its AMP space (``base_space``, one file) by cosine, on the
     held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
-    with ``bootstrap`` the intervals and paired tests; JSON, TSV and markdown."""
+    with ``bootstrap`` the intervals and paired tests; JSON (with its provenance), TSV and markdown (with a
+    provenance footer)."""
     rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
@@ -474,6 +489,7 @@ def write_entry_ranking(
     for label in ("trained", "base"):
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
                                    HELDOUT_SPLITS})
+    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
     table = results_table(results)
     write_json(out_json, {"method": method, **results})
     with atomic_path(out_tsv) as tmp:

@@ -70,11 +70,27 @@ class Plan:
             self.check_steps(run)
             self.method_options(run)
             self.start(run)
-        for run in self.config.get("published", {}):
-            if run not in self.config["runs"]:
-                raise DefSentError(f"config: published.{run}", f"no run named {run!r} (runs: "
-                                                               f"{sorted(self.config['runs'])})")
+        self.check_published()
         self.check_baselines()
+
+    def check_published(self) -> None:
+        """Every ``published.<run>`` names a run, one of the evaluated poolings and (``space``) one of the run's
+        final-step spaces; ``compare_with: seeds`` needs the final step's seeds in the table."""
+        config = self.config
+        for run, spec in config.get("published", {}).items():
+            if run not in config["runs"]:
+                raise DefSentError(f"config: published.{run}", f"no run named {run!r} (runs: {sorted(config['runs'])})")
+            poolings = config["evaluation"]["poolings"]
+            if spec.get("pooling", poolings[0]) not in poolings:
+                raise DefSentError(f"config: published.{run}.pooling", f"{spec['pooling']!r} is not evaluated "
+                                                                      f"(evaluation.poolings: {poolings})")
+            spaces = [c.space for c in self.candidates(run, self.final_step(run))]
+            if "space" in spec and spec["space"] not in spaces:
+                raise DefSentError(f"config: published.{run}.space", f"{spec['space']!r} is not a space of the "
+                                                                    f"run's final step ({sorted(set(spaces))})")
+            if spec.get("compare_with", "selected") == "seeds" and config["evaluation"]["final"] != "candidates":
+                raise DefSentError(f"config: published.{run}.compare_with", "seeds needs the final step's seeds in "
+                                                                           "the table (evaluation.final: candidates)")
 
     def check_steps(self, run: str) -> None:
         """Entry-space methods name each step's spaces; other methods have none and at most ``max_steps`` steps."""
