@@ -143,7 +143,7 @@ class Plan:
         """The run's method options: ``methods.<method>`` with the run's own ``options`` over it (checked against
         the method's block; e.g. one SLT-FAI run per variant in one config)."""
         method = self.method(run)
-        options = {**self.config["methods"].get(method.name, {}), **self.run(run).get("options", {})}
+        options = {**self.config.get("methods", {}).get(method.name, {}), **self.run(run).get("options", {})}
         errors = sorted(Draft202012Validator(method.options_schema()).iter_errors(options), key=str)
         if errors:
             key = ".".join(str(part) for part in errors[0].absolute_path)
