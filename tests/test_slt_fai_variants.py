@@ -229,3 +229,13 @@ def test_stssick_is_every_sts_and_sick_sentence_with_duplicates(tmp_path):
         named_corpus("stssick", [], None, None, 0, "run", None, "config: methods.slt_fai.corpus")
     with pytest.raises(DefSentError, match="both set"):
         named_corpus("stssick", [], str(tmp_path / "x.txt"), None, 0, "run", SENTEVAL, "k")
+
+
+def test_several_epochs_train_every_example_each_epoch(tiny_bert):
+    from defsent_plus.training.trainer import train_epoch
+
+    encoder = load_encoder(tiny_bert)
+    objective = UnsupervisedContrastive(encoder, pooling="mean", mlp=False)
+    summary = train_epoch(encoder, TEXTS, np.zeros(len(TEXTS), dtype=np.int64), objective,
+                          TrainConfig(batch_size=2, epochs=3, lr=1e-4), progress=False)
+    assert summary["steps"] == 6 and summary["examples"] == 3 * len(TEXTS) and summary["sentences_per_second"] > 0

@@ -108,6 +108,7 @@ def train_epoch(
     encoder.model.train()
     objective.train()
     losses: list[float] = []
+    examples = 0  # sentences trained on, over every epoch (tqdm counts nothing when disabled)
     start = time.perf_counter()
     with tqdm(total=len(texts) * cfg.epochs, desc="training", unit="sent", disable=not progress,
               mininterval=5) as bar:
@@ -119,9 +120,10 @@ def train_epoch(
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 losses.append(loss)
+                examples += len(idx)
                 bar.update(len(idx))
                 if step % cfg.log_every == 0 or step == len(batches) - 1:
-                    rate = bar.n / max(time.perf_counter() - start, 1e-9)
+                    rate = examples / max(time.perf_counter() - start, 1e-9)
                     bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
                     log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, len(batches), loss,
                              parts, rate)
@@ -130,7 +132,6 @@ def train_epoch(
                     break
             if keeper.stopped:
                 break
-        examples = bar.n
     seconds = time.perf_counter() - start
     return {**summarise(losses, examples, seconds, cfg), **keeper.restore()}
 
