@@ -81,24 +81,44 @@ def timed(function):
 
 
 def interleaved(rows: list[Combination], embeddings: CachedEmbeddings, evaluation, options: dict,
-                every: int) -> tuple[pd.DataFrame, float, list[dict], float]:
+                every: int) -> tuple[pd.DataFrame, dict[str, float], list[dict], dict[str, float]]:
     """(fast table, its seconds, reference rows of every ``every``-th combination, their seconds), one block of the
-    grid after the other."""
-    targets, fast_seconds = timed(lambda: grid_targets(evaluation, options))
+    grid after the other; seconds by post-processing (``<chain> <fit>``), the fast scorer's also ``targets`` (what
+    every combination is scored against, prepared once) and ``load`` (its cache reads)."""
+    fast_seconds: dict[str, float] = {}
+    targets, fast_seconds["targets"] = timed(lambda: grid_targets(evaluation, options))
     fast_rows: list[dict | None] = [None] * len(rows)
-    reference_rows, reference_seconds = [], 0.0
+    reference_rows, reference_seconds = [], {}
     for block in grid_blocks(rows):
-        scored, seconds = timed(lambda block=block: score_block(block, embeddings, targets))
-        fast_seconds += seconds
-        for index, row in scored:
+        for index, row in score_block(block, embeddings, targets, fast_seconds):
             fast_rows[index] = row
-        sample = [c for items in block.values() for index, c in items if index % every == 0]
-        scored, seconds = timed(lambda sample=sample: [score_combination(c, embeddings, evaluation, options)
-                                                       for c in sample])
-        reference_seconds += seconds
-        reference_rows += [(rows.index(c), row) for c, row in zip(sample, scored, strict=True)]
+        for index, c in [item for items in block.values() for item in items if item[0] % every == 0]:
+            row, seconds = timed(lambda c=c: score_combination(c, embeddings, evaluation, options))
+            reference_seconds[chain_of(c)] = reference_seconds.get(chain_of(c), 0.0) + seconds
+            reference_rows.append((index, row))
     reference_rows = [row for _, row in sorted(reference_rows, key=lambda pair: pair[0])]
     return pd.DataFrame(fast_rows), fast_seconds, reference_rows, reference_seconds
+
+
+def chain_of(combination: Combination) -> str:
+    return f"{combination.postprocess} {combination.fit}"
+
+
+def by_chain(rows: list[Combination], sample: list[Combination], fast: dict[str, float],
+             reference: dict[str, float]) -> list[str]:
+    """Lines of seconds per combination by post-processing, both scorers, and their ratio (the fast scorer's cache
+    reads and targets spread over all its combinations)."""
+    shared = (fast.get("load", 0.0) + fast.get("targets", 0.0)) / len(rows)
+    lines = [f"{'post-processing fit':<22} {'rows':>5} {'reference':>10} {'fast':>8} {'ratio':>7}  (s per "
+             f"combination; fast includes {shared:.3f} s of cache reads and targets each)"]
+    for chain in dict.fromkeys(chain_of(c) for c in rows):
+        n_fast = sum(chain_of(c) == chain for c in rows)
+        n_reference = sum(chain_of(c) == chain for c in sample)
+        fast_each = fast.get(chain, 0.0) / n_fast + shared
+        reference_each = reference.get(chain, 0.0) / n_reference if n_reference else float("nan")
+        lines.append(f"{chain:<22} {n_fast:>5} {reference_each:>10.3f} {fast_each:>8.3f} "
+                     f"{reference_each / fast_each:>6.1f}x")
+    return lines
 
 
 def largest_differences(reference: pd.DataFrame, fast: pd.DataFrame) -> dict[str, float]:
@@ -143,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {os.getloadavg()}", flush=True)
 
     with threadpool_limits(limits=args.threads):
-        table, fast_seconds, reference_rows, reference_seconds = interleaved(rows, embeddings, evaluation, options,
-                                                                             args.reference_every)
+        table, fast_by_chain, reference_rows, reference_by_chain = interleaved(rows, embeddings, evaluation, options,
+                                                                               args.reference_every)
+    fast_seconds, reference_seconds = sum(fast_by_chain.values()), sum(reference_by_chain.values())
     print(f"reference (score_combination) {reference_seconds:8.1f} s  "
           f"{reference_seconds / len(sample):.3f} s per combination")
     print(f"fast (score_grid)             {fast_seconds:8.1f} s  {fast_seconds / len(rows):.3f} s per combination")
@@ -153,12 +174,14 @@ def main(argv: list[str] | None = None) -> int:
                                       .reset_index(drop=True))
     print(f"ratio x{ratio:.1f}; largest |difference| over the {len(sample)} shared combinations: "
           f"{max(differences.values()):.3g} ({max(differences, key=differences.get)})")
+    print("\n".join(by_chain(rows, sample, fast_by_chain, reference_by_chain)))
     result = {"grid": args.grid, "combinations": len(rows), "reference_combinations": len(sample),
               "threads": args.threads, "reference_seconds": round(reference_seconds, 2),
               "fast_seconds": round(fast_seconds, 2),
               "reference_seconds_per_combination": round(reference_seconds / len(sample), 4),
               "fast_seconds_per_combination": round(fast_seconds / len(rows), 4), "ratio": round(ratio, 2),
-              "largest_differences": differences, "load_average_after": os.getloadavg()}
+              "largest_differences": differences, "fast_seconds_by_chain": fast_by_chain,
+              "reference_seconds_by_chain": reference_by_chain, "load_average_after": os.getloadavg()}
     print(f"load average after: {result['load_average_after']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

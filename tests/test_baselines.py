@@ -18,12 +18,23 @@ from defsent_plus.baselines.grid import (
     RowVectors,
     SpaceIsotropy,
     alignment,
+    covariance_isoscore,
     gram_uniformity,
+    grid_blocks,
+    grid_targets,
+    score_block,
     score_combination,
     score_grid,
     uniformity,
 )
-from defsent_plus.baselines.postprocess import UniformQuantiles, apply_chain, fit_chain
+from defsent_plus.baselines.postprocess import (
+    UniformQuantiles,
+    apply_chain,
+    fit_chain,
+    fit_transform_chain,
+    transform_rows,
+)
+from defsent_plus.baselines.report import family_tables
 from defsent_plus.baselines.sentences import EvaluationSet, ScoredPart, fit_corpus, sample_definitions
 from defsent_plus.baselines.sources import StaticAccumulator, random_table
 from defsent_plus.baselines.spec import (
@@ -40,6 +51,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import cosine_rows
 from defsent_plus.io import sentences_digest, write_json
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
+from defsent_plus.spaces.moments import covariance
 
 CPU = torch.device("cpu")
 BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}
@@ -342,7 +354,7 @@ def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config()
     from defsent_plus.pipeline.plan import Plan
 
     def plan_with(baselines: dict) -> None:
-        config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"},
+        config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"}, "methods": {},
                   "runs": {"r": {"method": "defsent_plus", "model": "m", "dataset": "a", "seeds": [0],
                                  "batch_size": 8, "steps": [{"lr": 1e-5, "spaces": ["amp"]}]}},
                   "baselines": {"encoders": {}, "grids": {"g": {**GRID}}, "fit_corpus": {"dataset": "a"},
@@ -413,7 +425,8 @@ def write_synthetic_cache(root, evaluation: EvaluationSet, corpus: list[str], se
 def synthetic_grid() -> list[Combination]:
     """Every source (encoder + Avg. included), idf_task, every post-processor fitted on the corpus and per task, a
     layer-sweep row."""
-    post_fits = [("none", "-")] + [(chain, fit) for chain in ("zscore", "quantile", "whiten", "abtt1", "zscore+l2")
+    post_fits = [("none", "-")] + [(chain, fit) for chain in ("center", "zscore", "quantile", "whiten", "abtt1",
+                                                              "zscore+l2", "quantile+whiten+l2")
                                    for fit in ("corpus", "eval")]
     embeddings = [("encoder", "L2", "mean"), ("avg", "L2", "mean"), ("encoder+avg", "L2", "mean"),
                   ("random", "-", "mean"), ("encoder", "L2", "idf_task"), ("encoder+avg", "L2", "idf_task")]
@@ -504,3 +517,84 @@ def test_the_fast_metrics_equal_their_definitions():
     first, second = rng.integers(0, 30, 2000), rng.integers(0, 30, 2000)
     np.testing.assert_array_equal(RowVectors(vectors).cosines(first, second),
                                   cosine_rows(vectors[first], vectors[second]))
+
+
+CHAINS = ["center", "zscore", "quantile", "whiten", "abtt2", "l2", "zscore+l2", "quantile+whiten+l2", "whiten+zscore",
+          "center+abtt1+l2"]
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_transform_rows_is_the_pipelines_transform_bit_for_bit(chain):
+    fit, x = correlated_data(n=300, seed=1), correlated_data(n=120, seed=2) * 1.5
+    x[3] = 0.0  # a zero row (l2 leaves it zero)
+    x[4] = fit.mean(0)  # a zero row after centring
+    for fast in (False, True):
+        pipeline = fit_chain(chain, fit, 1, "k", fast=fast)
+        np.testing.assert_array_equal(transform_rows(pipeline, x), pipeline.transform(x))
+
+
+@pytest.mark.parametrize("chain", ["none", *CHAINS])
+def test_fit_transform_chain_is_apply_chain_on_itself_bit_for_bit(chain):
+    x = correlated_data(n=200, seed=3) ** 3  # heavy tails
+    x[:20, 2] = x[0, 2]  # tied values, tied quantiles
+    expected = apply_chain(chain, x, x, 1, "k")  # scikit-learn's QuantileTransformer, the oracle's
+    np.testing.assert_array_equal(fit_transform_chain(chain, x, 1, "k"), expected)
+    with pytest.raises(DefSentError, match="config: k"):  # the same errors on too few sentences
+        fit_transform_chain("whiten", x[:5], 1, "config: k")
+
+
+def test_the_isoscore_of_a_covariance_equals_the_one_of_its_eigenvalues():
+    rng = np.random.default_rng(0)
+    spaces = {"anisotropic": correlated_data(n=500, dim=12), "isotropic": rng.normal(size=(4000, 12)),
+              "rank 3": rng.normal(size=(300, 3)) @ rng.normal(size=(3, 12)),
+              "one direction": np.outer(rng.normal(size=50), rng.normal(size=12))}
+    values = {}
+    for name, space in spaces.items():
+        values[name] = covariance_isoscore(covariance(space))
+        assert values[name] == pytest.approx(isoscore(space), abs=1e-12), name
+    assert values["isotropic"] > 0.95 and values["one direction"] == pytest.approx(0.0, abs=1e-12)
+    assert values["rank 3"] == pytest.approx(2 / 11, abs=0.05)
+    assert np.isnan(covariance_isoscore(covariance(np.ones((10, 4)))))  # no variance at all, as isoscore
+
+
+def test_score_block_times_its_reads_and_post_processings_without_changing_rows(synthetic_cache):
+    embeddings, evaluation = synthetic_cache
+    rows = synthetic_grid()
+    targets = grid_targets(evaluation, SCORING)
+    seconds: dict[str, float] = {}
+    for block in grid_blocks(rows):
+        timed = score_block(block, embeddings, targets, seconds)
+        untimed = score_block(block, embeddings, targets)
+        assert [index for index, _ in timed] == [index for index, _ in untimed]
+        assert_same_table(pd.DataFrame([row for _, row in timed]), pd.DataFrame([row for _, row in untimed]))
+    assert set(seconds) == {"load"} | {f"{c.postprocess} {c.fit}" for c in rows}
+    assert all(value > 0 for value in seconds.values())
+
+
+def test_family_tables_select_on_dev_and_only_read_the_test_average():
+    rows = [  # (aggregation, postprocess, fit, transductive, dev, avg)
+        ("mean", "none", "-", False, 86.0, 78.0),
+        ("mean", "zscore", "corpus", False, 85.0, 79.0),  # the best test average of mean, not its selection
+        ("idf_task", "none", "-", True, 80.0, 70.0),  # transductive only: nothing to select
+        ("mean", "zscore", "eval", True, 87.0, 80.0),  # the best dev of all, transductive: never selected
+    ]
+    table = pd.DataFrame([{"source": "encoder", "template": "none", "layers": "L6", "aggregation": a,
+                           "postprocess": p, "fit": f, "transductive": t, "dev": d, "avg": v}
+                          for a, p, f, t, d, v in rows])
+    text = family_tables(table)
+    aggregation = text.split("## Best per aggregation")[1].split("##")[0]
+    assert "| mean " in aggregation and "encoder, none, L6, mean, none" in aggregation
+    mean_line = next(line for line in aggregation.splitlines() if line.startswith("| mean"))
+    assert "86.00" in mean_line and "zscore (eval) [transductive]" in mean_line and "80.00" in mean_line
+    idf_line = next(line for line in aggregation.splitlines() if line.startswith("| idf_task"))
+    assert "- (all transductive)" in idf_line
+    post = text.split("## Best per post-processing (fit)")[1].split("##")[0]
+    members = {line.split("|")[1].strip() for line in post.splitlines() if line.startswith("| ")}
+    assert {"none", "zscore (corpus)", "zscore (eval)"} <= members
+
+
+def test_the_grid_scored_by_two_processes_equals_one(synthetic_cache):
+    embeddings, evaluation = synthetic_cache
+    rows = synthetic_grid()
+    pd.testing.assert_frame_equal(score_grid(rows, embeddings, evaluation, SCORING, n_jobs=2),
+                                  score_grid(rows, embeddings, evaluation, SCORING, n_jobs=1))

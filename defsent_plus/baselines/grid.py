@@ -9,36 +9,41 @@ transductive too; they have no alignment/uniformity (their idf exists only per S
 Two scorers give the same table. :func:`score_combination` scores one combination from scratch: the reference, kept
 as the tests' oracle and the benchmark's baseline. :func:`score_grid` scores a grid block by block: the combinations
 of one (template, layer set, aggregation) read each cache file once; each post-processing chain is fitted once on the
-fit corpus and its space's isotropy measured once per cached embedding; every task's gold is ranked once; uniformity
-comes from a Gram matrix, the mean cosine from one sparse product, quantile-u from
-:class:`~defsent_plus.baselines.postprocess.UniformQuantiles`.
+fit corpus and its space's isotropy measured once per cached embedding; each task's rows are gathered once for the
+chains fitted on them; every task's gold is ranked once; fitted chains are applied without scikit-learn's input checks
+(:func:`~defsent_plus.baselines.postprocess.transform_rows`, same numbers); uniformity comes from a Gram matrix, the
+IsoScore from the covariance's trace and Frobenius norm, the mean cosine from one sparse product, quantile-u from
+:class:`~defsent_plus.baselines.postprocess.UniformQuantiles`; every process it starts runs one BLAS thread (whitened
+numbers depend on BLAS's summation order).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, parallel_config
 from scipy import sparse
 from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 from scipy.stats import rankdata
+from threadpoolctl import threadpool_limits
 
 from defsent_plus.baselines.layout import INDEX, cache_file
-from defsent_plus.baselines.postprocess import apply_chain, fit_chain
+from defsent_plus.baselines.postprocess import apply_chain, fit_chain, fit_transform_chain, transform_rows
 from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import STS_AGGREGATIONS, aggregate_spearman, cosine_rows
 from defsent_plus.io import read_json
 from defsent_plus.spaces.entry_matrix import check_entry_space
-from defsent_plus.spaces.isotropy import isoscore, isoscore_from_variances, mean_pair_cosine
+from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
 from defsent_plus.spaces.moments import covariance
 
 log = logging.getLogger(__name__)
@@ -166,22 +171,25 @@ def shape_metrics(evaluated: np.ndarray | None, processed, space: np.ndarray, ev
 
 
 def gram_uniformity(x: np.ndarray, t: float = 2.0) -> float:
-    """:func:`uniformity` from the Gram matrix of the unit rows (|a - b|^2 = |a|^2 + |b|^2 - 2 a.b, the pairs in
-    pdist's order): the same value to round-off, at the cost of one matrix product."""
-    if len(x) < 2:
+    """:func:`uniformity` from the Gram matrix of the unit rows (|a - b|^2 = |a|^2 + |b|^2 - 2 a.b): the same value
+    to round-off at the cost of one matrix product, each pair counted from both sides (the sum over the whole
+    matrix, its diagonal left out, is twice the sum over the pairs)."""
+    n = len(x)
+    if n < 2:
         return float("nan")
     unit = unit_rows(x)
     squared = np.einsum("ij,ij->i", unit, unit)
-    distances = squared[:, None] + squared[None, :] - 2 * (unit @ unit.T)
-    exponents = -t * np.maximum(distances[upper_triangle(len(unit))], 0.0)
+    exponents = unit @ unit.T
+    exponents *= -2.0
+    exponents += squared[:, None]
+    exponents += squared[None, :]
+    np.maximum(exponents, 0.0, out=exponents)
+    exponents *= -t
+    np.fill_diagonal(exponents, -np.inf)
     top = exponents.max()
-    return float(np.log(np.sum(np.exp(exponents - top))) + top - np.log(len(exponents)))
-
-
-@functools.cache
-def upper_triangle(n: int) -> np.ndarray:
-    """[n, n] true above the diagonal (row by row: pdist's pair order)."""
-    return np.triu(np.ones((n, n), dtype=bool), 1)
+    exponents -= top
+    np.exp(exponents, out=exponents)
+    return float(np.log(exponents.sum() / 2) + top - np.log(n * (n - 1) / 2))
 
 
 class RowVectors:
@@ -288,9 +296,24 @@ def shape_sample(evaluation: EvaluationSet) -> ShapeSample:
     return ShapeSample(rows, *(np.searchsorted(rows, r) for r in (first, second, evaluation.uniformity)))
 
 
+def covariance_isoscore(covariance_matrix: np.ndarray) -> float:
+    """:func:`~defsent_plus.spaces.isotropy.isoscore_from_variances` of the covariance's eigenvalues, without them:
+    the IsoScore sees the variances only through their sum (the trace) and the sum of their squares (the squared
+    Frobenius norm). With v normalised to length sqrt(d), |v - 1|^2 = 2d - 2 sqrt(d) sum(v) / |v|."""
+    d = len(covariance_matrix)
+    total = float(np.trace(covariance_matrix))
+    if d < 2 or not total > 0:
+        return float("nan")
+    length = float(np.sqrt(np.einsum("ij,ij->", covariance_matrix, covariance_matrix)))
+    squared_defect = max(2 * d - 2 * np.sqrt(d) * total / length, 0.0) / (2 * (d - np.sqrt(d)))
+    dims_used = (d - squared_defect * (d - np.sqrt(d))) ** 2 / d
+    return float((dims_used - 1) / (d - 1))
+
+
 class SpaceIsotropy:
     """IsoScore and mean cosine of a post-processed fit corpus, the values of ``spaces.isotropy`` to round-off:
-    eigenvalues without eigenvectors, and ``mean_pair_cosine``'s seeded pairs as one sparse count matrix."""
+    the IsoScore from the covariance's trace and Frobenius norm, ``mean_pair_cosine``'s seeded pairs as one sparse
+    count matrix."""
 
     def __init__(self, seed: int, n_pairs: int):
         self.seed, self.n_pairs = seed, n_pairs
@@ -298,8 +321,7 @@ class SpaceIsotropy:
 
     def __call__(self, space: np.ndarray) -> dict:
         space = check_entry_space(space, "isoscore")
-        variances = np.clip(np.linalg.eigvalsh(covariance(space)), 0.0, None)[::-1]
-        return {"isoscore": isoscore_from_variances(variances), "mean_cosine": self.mean_cosine(space)}
+        return {"isoscore": covariance_isoscore(covariance(space)), "mean_cosine": self.mean_cosine(space)}
 
     def mean_cosine(self, space: np.ndarray) -> float:
         n = len(space)
@@ -371,6 +393,7 @@ class EmbeddingRows:
             if self.transductive else {}
         self.fitted: dict[str, object] = {}
         self.isotropy: dict[str, dict] = {}
+        self.subsets: dict[str, np.ndarray] = {}
 
     def row(self, combination: Combination) -> dict:
         """The combination's row of the grid's table (:func:`score_combination`'s)."""
@@ -396,18 +419,24 @@ class EmbeddingRows:
     def fitted_per_task(self, chain: str) -> tuple[dict, float, dict]:
         """The same with ``chain`` fitted on each evaluated set itself (transductive)."""
         def on_itself(x: np.ndarray, where: str) -> np.ndarray:
-            return apply_chain(chain, x, x, self.targets.abtt_components, where, fast=True)
+            return fit_transform_chain(chain, x, self.targets.abtt_components, where)
 
         tasks = self.targets.tasks
         if self.transductive:
             return {task: pairs.score_own(on_itself(self.own[task], f"STS task {task}"))
                     for task, pairs in tasks.items()}, np.nan, NO_SHAPE
-        scores = {task: pairs.score_own(on_itself(self.evaluated[pairs.rows], f"STS task {task}"))
+        scores = {task: pairs.score_own(on_itself(self.subset(task, pairs.rows), f"STS task {task}"))
                   for task, pairs in tasks.items()}
         dev = self.targets.dev
         shape = self.targets.shape
-        return scores, dev.score_own(on_itself(self.evaluated[dev.rows], f"STS task {DEV}")), \
-            shape.metrics(on_itself(self.evaluated[shape.rows], SHAPE_KEY))
+        return scores, dev.score_own(on_itself(self.subset(DEV, dev.rows), f"STS task {DEV}")), \
+            shape.metrics(on_itself(self.subset(SHAPE_KEY, shape.rows), SHAPE_KEY))
+
+    def subset(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The evaluated rows of one set, gathered once for every chain fitted on it."""
+        if name not in self.subsets:
+            self.subsets[name] = self.evaluated[rows]
+        return self.subsets[name]
 
     def transform(self, chain: str, x: np.ndarray) -> np.ndarray:
         """``x`` post-processed by ``chain`` fitted on the fit corpus (fitted once)."""
@@ -415,7 +444,7 @@ class EmbeddingRows:
             return x
         if chain not in self.fitted:
             self.fitted[chain] = fit_chain(chain, self.corpus, self.targets.abtt_components, FIT_CORPUS_KEY, fast=True)
-        return self.fitted[chain].transform(x)
+        return transform_rows(self.fitted[chain], x)
 
     def space_metrics(self, chain: str) -> dict:
         """IsoScore and mean cosine of the fit corpus post-processed by ``chain`` (fitted on itself, whatever the
@@ -426,14 +455,34 @@ class EmbeddingRows:
 
 
 def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: CachedEmbeddings,
-                targets: GridTargets) -> list[tuple[int, dict]]:
-    """(grid index, row) of every combination of one block, one cached embedding after the other."""
+                targets: GridTargets, seconds: dict[str, float] | None = None) -> list[tuple[int, dict]]:
+    """(grid index, row) of every combination of one block, one cached embedding after the other; ``seconds``, when
+    given, adds up the time of reading the cache (``load``) and of each post-processing (``<chain> <fit>``, what a
+    chain's rows share counted where first computed)."""
+    timer = Seconds(seconds)
     arrays = BlockArrays(embeddings)
     scored = []
     for rows in block.values():
-        embedding = EmbeddingRows(rows[0][1], arrays, targets)
-        scored += [(index, embedding.row(combination)) for index, combination in rows]
+        with timer("load"):
+            embedding = EmbeddingRows(rows[0][1], arrays, targets)
+        for index, combination in rows:
+            with timer(f"{combination.postprocess} {combination.fit}"):
+                scored.append((index, embedding.row(combination)))
     return scored
+
+
+class Seconds:
+    """Wall seconds of ``with`` blocks added up by name into ``totals`` (nothing is timed when it is None)."""
+
+    def __init__(self, totals: dict[str, float] | None):
+        self.totals = totals
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        if self.totals is not None:
+            self.totals[name] = self.totals.get(name, 0.0) + time.perf_counter() - start
 
 
 def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tuple[int, Combination]]]]:
@@ -449,16 +498,21 @@ def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tu
 def score_grid(combinations: Sequence[Combination], embeddings: CachedEmbeddings, evaluation: EvaluationSet,
                options: dict, n_jobs: int = 1) -> pd.DataFrame:
     """The grid's table, one row per combination, in grid order (:func:`score_combination`'s rows); ``n_jobs``
-    processes score blocks side by side."""
+    processes score blocks side by side, each on one BLAS thread: whitening all directions divides by the square
+    roots of near-zero variances, so its numbers depend on BLAS's summation order, and one thread keeps them the same
+    whatever the job's threads."""
+    start = time.perf_counter()
     targets = grid_targets(evaluation, options)
-    scored = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(score_block)(block, embeddings, targets) for block in grid_blocks(combinations))
     rows: list[dict | None] = [None] * len(combinations)
     done = 0
-    for block in scored:
-        for index, row in block:
-            rows[index] = row
-        if (done + len(block)) // 100 > done // 100:
-            log.info("scored %d of %d combinations", done + len(block), len(combinations))
-        done += len(block)
+    with parallel_config(backend="loky", inner_max_num_threads=1), threadpool_limits(limits=1):
+        scored = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(score_block)(block, embeddings, targets) for block in grid_blocks(combinations))
+        for block in scored:
+            for index, row in block:
+                rows[index] = row
+            if (done + len(block)) // 100 > done // 100:
+                log.info("scored %d of %d combinations in %.0f s", done + len(block), len(combinations),
+                         time.perf_counter() - start)
+            done += len(block)
     return pd.DataFrame(rows)

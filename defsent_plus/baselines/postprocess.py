@@ -167,3 +167,43 @@ def apply_chain(chain: str, fit: np.ndarray, evaluated: np.ndarray, abtt_compone
         return evaluated
     pipeline = fit_chain(chain, np.asarray(fit, dtype=np.float64), abtt_components, where, fast)
     return pipeline.transform(np.asarray(evaluated, dtype=np.float64))
+
+
+def transform_rows(pipeline: Pipeline, x: np.ndarray) -> np.ndarray:
+    """``pipeline.transform(x)`` bit for bit for float64 rows ``x``, without scikit-learn's input checks and copies
+    (each step's own arithmetic, in its order)."""
+    for _, step in pipeline.steps:
+        x = step_transform(step, x)
+    return x
+
+
+def step_transform(step, x: np.ndarray) -> np.ndarray:
+    """One fitted step's ``transform``: scikit-learn's operations for the steps of :func:`make_step`."""
+    if isinstance(step, StandardScaler):
+        out = x - step.mean_ if step.with_mean else x.copy()
+        if step.with_std:
+            out /= step.scale_
+        return out
+    if isinstance(step, Normalizer) and step.norm == "l2":
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+        norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0  # a zero row stays zero
+        return x / norms[:, None]
+    if isinstance(step, PCA):
+        out = x @ step.components_.T
+        out -= step.mean_.reshape(1, -1) @ step.components_.T
+        if step.whiten:
+            scale = np.sqrt(step.explained_variance_)
+            scale[scale < np.finfo(scale.dtype).eps] = np.finfo(scale.dtype).eps
+            out /= scale
+        return out
+    if isinstance(step, FunctionTransformer) and step.func is None:
+        return x
+    return step.transform(x)
+
+
+def fit_transform_chain(chain: str, x: np.ndarray, abtt_components: int, where: str) -> np.ndarray:
+    """``apply_chain(chain, x, x, ..., fast=True)`` (fitted on the rows it transforms) bit for bit, without input
+    checks and copies."""
+    if chain == "none":
+        return x
+    return transform_rows(fit_chain(chain, x, abtt_components, where, fast=True), x)

@@ -28,8 +28,8 @@ def write_scores(table: pd.DataFrame, out_tsv: str | Path) -> None:
 
 def summary_markdown(table: pd.DataFrame, title: str, notes: list[str]) -> str:
     """The STS-B dev-selected combination per source, the best rows by test average (inductive and transductive
-    apart), and per (source, template) the STS average of aggregation x post-processing at the first configured layer
-    set, fitted on the corpus."""
+    apart), per (source, template) the STS average of aggregation x post-processing at the first configured layer
+    set, fitted on the corpus, and the best rows per family of options (:func:`family_tables`)."""
     shown = {**STS_COLUMNS, "dev": "STS-B dev", **SHAPE_COLUMNS}
     columns = [*SETTING, *STS_COLUMNS, "dev", *SHAPE_COLUMNS]
     text = f"# {title}\n\n" + "".join(f"- {note}\n" for note in notes) + "\n"
@@ -50,7 +50,51 @@ def summary_markdown(table: pd.DataFrame, title: str, notes: list[str]) -> str:
         pivot = rows.pivot_table(index="aggregation", columns="postprocess", values="avg", sort=False)
         text += (f"\n## {source}, template {template}, layers {layers}: STS avg., aggregation x post-processing "
                  "(fit: corpus)\n\n") + pivot.reset_index().to_markdown(index=False, floatfmt=".2f") + "\n"
+    return text + family_tables(table)
+
+
+FAMILIES = {"template": "template", "layers": "layers", "aggregation": "aggregation",
+            "post-processing": "post-processing (fit)", "source": "source"}
+
+
+def family_tables(table: pd.DataFrame) -> str:
+    """003-style tables, one per family of options (template, layer set, aggregation, post-processing with its fit,
+    source): per member the combination selected on STS-B dev among the inductive ones, and the member's best STS
+    test average, a reading and not a selection (transductive rows, which have no selection, marked)."""
+    table = table.assign(**{"post-processing": family_post_processing(table)})
+    text = ""
+    for family, title in FAMILIES.items():
+        rows = pd.DataFrame([{title: member, **family_row(group)} for member, group in table.groupby(family,
+                                                                                                  sort=False)])
+        rows = rows.astype(object).where(rows.notna(), None)  # no selection: an empty cell, not "nan"
+        text += (f"\n## Best per {title}: selected on STS-B dev, and the best test average (not a selection)\n\n"
+                 + rows.to_markdown(index=False, floatfmt=".2f", missingval="") + "\n")
     return text
+
+
+def family_post_processing(table: pd.DataFrame) -> pd.Series:
+    """``zscore (corpus)``, ``zscore (eval)``, ``none``."""
+    return table["postprocess"].where(table["fit"] == "-", table["postprocess"] + " (" + table["fit"] + ")")
+
+
+def family_row(group: pd.DataFrame) -> dict:
+    """The dev-selected inductive row and the best test average of one member's rows."""
+    inductive = group[~group["transductive"]]
+    best = group.loc[group["avg"].idxmax()]
+    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None,
+           "STS avg": None}
+    if not inductive.empty:
+        selected = inductive.loc[inductive["dev"].idxmax()]
+        row.update({"selected on STS-B dev": combination_name(selected), "dev": selected["dev"],
+                    "STS avg": selected["avg"]})
+    row.update({"best STS avg (not a selection)": combination_name(best)
+                + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"]})
+    return row
+
+
+def combination_name(row: pd.Series) -> str:
+    fit = "" if row["fit"] == "-" else f" ({row['fit']})"
+    return f"{row['source']}, {row['template']}, {row['layers']}, {row['aggregation']}, {row['postprocess']}{fit}"
 
 
 def layer_order(n_layers: int) -> list[str]:
