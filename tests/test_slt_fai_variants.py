@@ -239,3 +239,15 @@ def test_several_epochs_train_every_example_each_epoch(tiny_bert):
     summary = train_epoch(encoder, TEXTS, np.zeros(len(TEXTS), dtype=np.int64), objective,
                           TrainConfig(batch_size=2, epochs=3, lr=1e-4), progress=False)
     assert summary["steps"] == 6 and summary["examples"] == 3 * len(TEXTS) and summary["sentences_per_second"] > 0
+
+
+@pytest.mark.parametrize(("kwargs", "key"), [({"loss": "triplet"}, "loss"),
+                                            ({"first_augmentation": "dropout"}, "first_augmentation")])
+def test_unknown_losses_and_first_views_name_their_config_key(encoder, kwargs, key):
+    with pytest.raises(DefSentError, match=f"config: methods.slt_fai.{key}"):
+        UnsupervisedContrastive(encoder, config_key="config: methods.slt_fai", **kwargs)
+
+
+def test_an_unknown_corpus_names_its_config_key():
+    with pytest.raises(DefSentError, match="config: methods.simcse.corpus"):
+        named_corpus("wiki", ["a definition"], None, None, 0, "run", None, "config: methods.simcse.corpus")
