@@ -90,7 +90,7 @@ def interleaved(rows: list[Combination], embeddings: CachedEmbeddings, evaluatio
     fast_rows: list[dict | None] = [None] * len(rows)
     reference_rows, reference_seconds = [], {}
     for block in grid_blocks(rows):
-        for index, row in score_block(block, embeddings, targets, fast_seconds):
+        for index, row, _ in score_block(block, embeddings, targets, fast_seconds):
             fast_rows[index] = row
         for index, c in [item for items in block.values() for item in items if item[0] % every == 0]:
             row, seconds = timed(lambda c=c: score_combination(c, embeddings, evaluation, options))

@@ -50,7 +50,7 @@ use rule score as senteval with:
     threads: THREADS
     resources:
         mem_mb=4000,
-        runtime=60,
+        runtime=SENTEVAL_RUNTIME_MINUTES[config["evaluation"]["senteval_protocol"]],
 
 
 # STS-B dev with the selection's pooling (selection:), so evaluation options never re-run a selection.

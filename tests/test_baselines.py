@@ -565,8 +565,9 @@ def test_score_block_times_its_reads_and_post_processings_without_changing_rows(
     for block in grid_blocks(rows):
         timed = score_block(block, embeddings, targets, seconds)
         untimed = score_block(block, embeddings, targets)
-        assert [index for index, _ in timed] == [index for index, _ in untimed]
-        assert_same_table(pd.DataFrame([row for _, row in timed]), pd.DataFrame([row for _, row in untimed]))
+        assert [index for index, *_ in timed] == [index for index, *_ in untimed]
+        assert_same_table(pd.DataFrame([row for _, row, _ in timed]), pd.DataFrame([row for _, row, _ in untimed]))
+        assert all(pairs is None for *_, pairs in timed)
     assert set(seconds) == {"load"} | {f"{c.postprocess} {c.fit}" for c in rows}
     assert all(value > 0 for value in seconds.values())
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from scipy.stats import rankdata, spearmanr
 
 from defsent_plus.errors import DefSentError
@@ -216,8 +217,21 @@ def test_counted_resample_ranks_equal_ranking_each_resample():
     gold = rng.normal(size=60).round(1)
     index = rng.integers(0, 60, size=(50, 60))
     counts = draw_counts(index, 60)
-    assert (counts.sum(axis=1) == 60).all()
-    counted = weighted_spearman(weighted_ranks(predicted, counts), weighted_ranks(gold, counts), counts)
+    assert (counts.sum(axis=0) == 60).all()
+    drawn = [np.repeat(np.arange(60), counts[:, b]) for b in range(3)]  # resample b, its items in value order
+    for b, items in enumerate(drawn):
+        np.testing.assert_array_equal(weighted_ranks(predicted, counts)[items, b], rankdata(predicted[items]))
+    counted = weighted_spearman(predicted, gold, counts)
     np.testing.assert_allclose(counted, row_spearman(predicted[index], gold[index]), rtol=1e-12)
     expected = [spearmanr(predicted[i], gold[i]).correlation * 100 for i in index[:5]]
     np.testing.assert_allclose(counted[:5], expected, rtol=1e-12)
+
+
+def test_the_interval_benchmark_runs_and_both_ways_agree(senteval_dir, monkeypatch, capsys):
+    """bench/bench_intervals.py at toy size: the counted ranks give the resampled scores of ranking every resample."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import bench_intervals
+
+    assert bench_intervals.main(["--senteval", str(senteval_dir), "--models", "2", "--resamples", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "ratio" in printed and float(printed.split("largest |difference| ")[1].split()[0]) < 1e-9

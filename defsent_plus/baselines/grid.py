@@ -244,13 +244,13 @@ class TaskPairs:
     gold: list[RankedGold]  # one over the concatenation ("all"), else one per part
     aggregation: str
 
-    def score_rows(self, evaluated: RowVectors) -> float:
-        """Spearman x 100 of vectors given for every evaluation row."""
-        return self.spearman(evaluated.cosines(*self.pairs))
+    def cosines_rows(self, evaluated: RowVectors) -> np.ndarray:
+        """The pairs' cosines (parts concatenated) of vectors given for every evaluation row."""
+        return evaluated.cosines(*self.pairs)
 
-    def score_own(self, vectors: np.ndarray) -> float:
-        """Spearman x 100 of vectors given for the task's own rows (in ``rows`` order)."""
-        return self.spearman(RowVectors(vectors).cosines(*self.positions))
+    def cosines_own(self, vectors: np.ndarray) -> np.ndarray:
+        """The pairs' cosines of vectors given for the task's own rows (in ``rows`` order)."""
+        return RowVectors(vectors).cosines(*self.positions)
 
     def spearman(self, similarities: np.ndarray) -> float:
         """:func:`~defsent_plus.evaluation.sts.aggregate_spearman` of the concatenated similarities."""
@@ -395,41 +395,44 @@ class EmbeddingRows:
         self.isotropy: dict[str, dict] = {}
         self.subsets: dict[str, np.ndarray] = {}
 
-    def row(self, combination: Combination) -> dict:
-        """The combination's row of the grid's table (:func:`score_combination`'s)."""
+    def row(self, combination: Combination) -> tuple[dict, dict[str, np.ndarray]]:
+        """The combination's row of the grid's table (:func:`score_combination`'s) and every STS task's per-pair
+        cosines (its parts concatenated, in file order)."""
         chain = combination.postprocess
         if combination.fit == "eval":
-            scores, dev, shape = self.fitted_per_task(chain)
+            cosines, dev, shape = self.fitted_per_task(chain)
         else:
-            scores, dev, shape = self.fitted_on_corpus(chain)
+            cosines, dev, shape = self.fitted_on_corpus(chain)
+        scores = {task: self.targets.tasks[task].spearman(values) for task, values in cosines.items()}
         return {**vars(combination), "transductive": self.transductive or combination.fit == "eval", **scores,
-                "avg": float(np.mean(list(scores.values()))), "dev": dev, **shape, **self.space_metrics(chain)}
+                "avg": float(np.mean(list(scores.values()))), "dev": dev, **shape, **self.space_metrics(chain)}, cosines
 
-    def fitted_on_corpus(self, chain: str) -> tuple[dict, float, dict]:
-        """(task scores, STS-B dev, alignment and uniformity) with ``chain`` fitted on the fit corpus."""
+    def fitted_on_corpus(self, chain: str) -> tuple[dict[str, np.ndarray], float, dict]:
+        """(per-pair cosines per task, STS-B dev, alignment and uniformity) with ``chain`` fitted on the fit
+        corpus."""
         tasks = self.targets.tasks
         if self.transductive:
-            return {task: pairs.score_own(self.transform(chain, self.own[task])) for task, pairs in tasks.items()}, \
+            return {task: pairs.cosines_own(self.transform(chain, self.own[task])) for task, pairs in tasks.items()}, \
                 np.nan, NO_SHAPE
         evaluated = RowVectors(self.transform(chain, self.evaluated))
-        scores = {task: pairs.score_rows(evaluated) for task, pairs in tasks.items()}
-        return scores, self.targets.dev.score_rows(evaluated), \
-            self.targets.shape.metrics(evaluated.vectors[self.targets.shape.rows])
+        dev, shape = self.targets.dev, self.targets.shape
+        return {task: pairs.cosines_rows(evaluated) for task, pairs in tasks.items()}, \
+            dev.spearman(dev.cosines_rows(evaluated)), shape.metrics(evaluated.vectors[shape.rows])
 
-    def fitted_per_task(self, chain: str) -> tuple[dict, float, dict]:
+    def fitted_per_task(self, chain: str) -> tuple[dict[str, np.ndarray], float, dict]:
         """The same with ``chain`` fitted on each evaluated set itself (transductive)."""
         def on_itself(x: np.ndarray, where: str) -> np.ndarray:
             return fit_transform_chain(chain, x, self.targets.abtt_components, where)
 
         tasks = self.targets.tasks
         if self.transductive:
-            return {task: pairs.score_own(on_itself(self.own[task], f"STS task {task}"))
+            return {task: pairs.cosines_own(on_itself(self.own[task], f"STS task {task}"))
                     for task, pairs in tasks.items()}, np.nan, NO_SHAPE
-        scores = {task: pairs.score_own(on_itself(self.subset(task, pairs.rows), f"STS task {task}"))
-                  for task, pairs in tasks.items()}
+        cosines = {task: pairs.cosines_own(on_itself(self.subset(task, pairs.rows), f"STS task {task}"))
+                   for task, pairs in tasks.items()}
         dev = self.targets.dev
         shape = self.targets.shape
-        return scores, dev.score_own(on_itself(self.subset(DEV, dev.rows), f"STS task {DEV}")), \
+        return cosines, dev.spearman(dev.cosines_own(on_itself(self.subset(DEV, dev.rows), f"STS task {DEV}"))), \
             shape.metrics(on_itself(self.subset(SHAPE_KEY, shape.rows), SHAPE_KEY))
 
     def subset(self, name: str, rows: np.ndarray) -> np.ndarray:
@@ -455,10 +458,12 @@ class EmbeddingRows:
 
 
 def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: CachedEmbeddings,
-                targets: GridTargets, seconds: dict[str, float] | None = None) -> list[tuple[int, dict]]:
-    """(grid index, row) of every combination of one block, one cached embedding after the other; ``seconds``, when
-    given, adds up the time of reading the cache (``load``) and of each post-processing (``<chain> <fit>``, what a
-    chain's rows share counted where first computed)."""
+                targets: GridTargets, seconds: dict[str, float] | None = None,
+                keep_pairs: bool = False) -> list[tuple[int, dict, dict | None]]:
+    """(grid index, row, per-pair cosines per STS task when ``keep_pairs`` else None) of every combination of one
+    block, one cached embedding after the other; ``seconds``, when given, adds up the time of reading the cache
+    (``load``) and of each post-processing (``<chain> <fit>``, what a chain's rows share counted where first
+    computed)."""
     timer = Seconds(seconds)
     arrays = BlockArrays(embeddings)
     scored = []
@@ -467,7 +472,8 @@ def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: C
             embedding = EmbeddingRows(rows[0][1], arrays, targets)
         for index, combination in rows:
             with timer(f"{combination.postprocess} {combination.fit}"):
-                scored.append((index, embedding.row(combination)))
+                row, cosines = embedding.row(combination)
+            scored.append((index, row, cosines if keep_pairs else None))
     return scored
 
 
@@ -496,21 +502,25 @@ def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tu
 
 
 def score_grid(combinations: Sequence[Combination], embeddings: CachedEmbeddings, evaluation: EvaluationSet,
-               options: dict, n_jobs: int = 1) -> pd.DataFrame:
+               options: dict, n_jobs: int = 1, pairs: dict[int, dict[str, np.ndarray]] | None = None) -> pd.DataFrame:
     """The grid's table, one row per combination, in grid order (:func:`score_combination`'s rows); ``n_jobs``
     processes score blocks side by side, each on one BLAS thread: whitening all directions divides by the square
     roots of near-zero variances, so its numbers depend on BLAS's summation order, and one thread keeps them the same
-    whatever the job's threads."""
+    whatever the job's threads. ``pairs``, when given, receives every combination's per-pair cosines per STS task
+    (by grid index), for the intervals of :mod:`defsent_plus.baselines.uncertainty`."""
     start = time.perf_counter()
     targets = grid_targets(evaluation, options)
     rows: list[dict | None] = [None] * len(combinations)
     done = 0
     with parallel_config(backend="loky", inner_max_num_threads=1), threadpool_limits(limits=1):
         scored = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(score_block)(block, embeddings, targets) for block in grid_blocks(combinations))
+            delayed(score_block)(block, embeddings, targets, keep_pairs=pairs is not None)
+            for block in grid_blocks(combinations))
         for block in scored:
-            for index, row in block:
+            for index, row, cosines in block:
                 rows[index] = row
+                if pairs is not None:
+                    pairs[index] = cosines
             if (done + len(block)) // 100 > done // 100:
                 log.info("scored %d of %d combinations in %.0f s", done + len(block), len(combinations),
                          time.perf_counter() - start)

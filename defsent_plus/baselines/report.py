@@ -9,15 +9,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from defsent_plus.baselines.spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
+from defsent_plus.baselines.uncertainty import RowUncertainty  # noqa: E402
 from defsent_plus.evaluation.report import STS_COLUMNS, honest_ylim, markdown, save_plot  # noqa: E402
+from defsent_plus.evaluation.significance import (  # noqa: E402
+    difference_text,
+    interval_rows,
+    interval_text,
+    paired_rows,
+    reading_note,
+)
 from defsent_plus.io import atomic_path  # noqa: E402
 
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
 SHAPE_COLUMNS = {"alignment": "align", "uniformity": "uniform", "isoscore": "IsoScore", "mean_cosine": "cos"}
 BEST_ROWS = 15
+BEST_TRANSDUCTIVE = 5
 PLOTTED = ("cls", "mean", "mask")  # 003 Figure 4's lines: CLS, mean (avg.), a prompt's [MASK]
 
 
@@ -26,23 +36,50 @@ def write_scores(table: pd.DataFrame, out_tsv: str | Path) -> None:
         table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
 
 
-def summary_markdown(table: pd.DataFrame, title: str, notes: list[str]) -> str:
+def selected_per_source(table: pd.DataFrame) -> pd.DataFrame:
+    """The inductive row selected on STS-B dev per source, best dev first."""
+    inductive = table[~table["transductive"]]
+    return inductive.loc[inductive.groupby("source", sort=False)["dev"].idxmax()].sort_values("dev", ascending=False)
+
+
+def best_inductive(table: pd.DataFrame) -> pd.DataFrame:
+    return table[~table["transductive"]].nlargest(BEST_ROWS, "avg")
+
+
+def best_transductive(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["transductive"]].nlargest(BEST_TRANSDUCTIVE, "avg")
+
+
+def shown_rows(table: pd.DataFrame) -> list[int]:
+    """The grid indices of every row the summary names: the dev-selected and best rows, and each family member's
+    dev-selected and best row (the rows that get intervals and paired tests)."""
+    tables = [selected_per_source(table), best_inductive(table), best_transductive(table)]
+    family = [index for name in FAMILIES for _, group in family_groups(table, name)
+              for index in family_choice(group).values() if index is not None]
+    return list(dict.fromkeys([*(int(i) for t in tables for i in t.index), *family]))
+
+
+def summary_markdown(table: pd.DataFrame, title: str, notes: list[str],
+                     uncertainty: RowUncertainty | None = None, reference: str | None = None) -> str:
     """The STS-B dev-selected combination per source, the best rows by test average (inductive and transductive
     apart), per (source, template) the STS average of aggregation x post-processing at the first configured layer
-    set, fitted on the corpus, and the best rows per family of options (:func:`family_tables`)."""
+    set, fitted on the corpus, and the best rows per family of options (:func:`family_tables`); with
+    ``uncertainty``, every named row's 95% intervals and its paired test against the ``reference`` row (the plain
+    mean, its label)."""
     shown = {**STS_COLUMNS, "dev": "STS-B dev", **SHAPE_COLUMNS}
-    columns = [*SETTING, *STS_COLUMNS, "dev", *SHAPE_COLUMNS]
+    columns = [column for column in [*SETTING, *STS_COLUMNS, "dev", *SHAPE_COLUMNS] if column in table]
     text = f"# {title}\n\n" + "".join(f"- {note}\n" for note in notes) + "\n"
-    inductive, transductive = table[~table["transductive"]], table[table["transductive"]]
-    selected = inductive.loc[inductive.groupby("source", sort=False)["dev"].idxmax()]
+
+    def rows_table(rows: pd.DataFrame) -> str:
+        return markdown(with_uncertainty(rows[columns], uncertainty), shown)
+
     text += ("## Selected on STS-B dev (inductive), overall and per source: the fair comparison with dev-selected "
-             "trained models\n\n") + markdown(selected.sort_values("dev", ascending=False)[columns], shown)
+             "trained models\n\n") + rows_table(selected_per_source(table))
     text += (f"\n## Best {BEST_ROWS} combinations by the STS test average (inductive: nothing fitted on an evaluated "
-             "sentence; read, do not select, on these)\n\n")
-    text += markdown(inductive.nlargest(BEST_ROWS, "avg")[columns], shown)
-    if not transductive.empty:
+             "sentence; read, do not select, on these)\n\n") + rows_table(best_inductive(table))
+    if table["transductive"].any():
         text += "\n## Best transductive combinations (idf or post-processing fitted on the evaluated task)\n\n"
-        text += markdown(transductive.nlargest(5, "avg")[columns], shown)
+        text += rows_table(best_transductive(table))
     main = table[~table["sweep"]]
     for (source, template), rows in main.groupby(["source", "template"], sort=False):
         layers = rows["layers"].iloc[0]
@@ -50,22 +87,80 @@ def summary_markdown(table: pd.DataFrame, title: str, notes: list[str]) -> str:
         pivot = rows.pivot_table(index="aggregation", columns="postprocess", values="avg", sort=False)
         text += (f"\n## {source}, template {template}, layers {layers}: STS avg., aggregation x post-processing "
                  "(fit: corpus)\n\n") + pivot.reset_index().to_markdown(index=False, floatfmt=".2f") + "\n"
-    return text + family_tables(table)
+        if uncertainty is not None:
+            text += "\n" + cell_note(uncertainty) + "\n"
+    text += family_tables(table, uncertainty)
+    if uncertainty is not None:
+        text += uncertainty_sections(table, uncertainty, reference)
+    return text
+
+
+AVG_INTERVAL, VERSUS_PLAIN = "Avg. 95%", "Avg. − plain mean"
+
+
+def with_uncertainty(rows: pd.DataFrame, uncertainty: RowUncertainty | None) -> pd.DataFrame:
+    """``rows`` with the average's interval and its paired difference from the plain mean after ``avg``."""
+    if uncertainty is None:
+        return rows
+    rows = rows.copy()
+    position = rows.columns.get_loc("avg") + 1
+    rows.insert(position, AVG_INTERVAL, [average_interval(uncertainty, i) for i in rows.index])
+    rows.insert(position + 1, VERSUS_PLAIN, [average_difference(uncertainty, i) for i in rows.index])
+    return rows
+
+
+def average_interval(uncertainty: RowUncertainty, index: int) -> str:
+    return interval_text(uncertainty.bootstrap.intervals(uncertainty.position(index))["avg"])
+
+
+def average_difference(uncertainty: RowUncertainty, index: int) -> str:
+    """The row minus the plain mean on the STS average ("" for the plain mean itself or without one)."""
+    if uncertainty.reference is None or uncertainty.position(index) == uncertainty.reference:
+        return ""
+    return difference_text(uncertainty.bootstrap.paired(uncertainty.position(index), uncertainty.reference)["avg"])
+
+
+def cell_note(uncertainty: RowUncertainty) -> str:
+    """What a pivot cell's uncertainty is, without an interval per cell."""
+    widths = [interval.high - interval.low for interval in
+              (uncertainty.bootstrap.intervals(m)["avg"] for m in range(len(uncertainty.indices)))]
+    return (f"Cells without intervals: the named rows' STS-average intervals are {min(widths):.2f}–"
+            f"{max(widths):.2f} points wide (median {float(np.median(widths)):.2f}); a difference between two cells "
+            "needs a paired test (the sections below), which is narrower than either interval.\n")
+
+
+def uncertainty_sections(table: pd.DataFrame, uncertainty: RowUncertainty, reference: str | None) -> str:
+    """Every named row's interval per task, and its paired test against the plain mean, with how to read them."""
+    labels = [{"combination": combination_name(table.loc[index])} for index in uncertainty.indices]
+    text = ("\n## 95% intervals of every named row, per task\n\n" + reading_note(uncertainty.options)
+            + markdown(interval_rows(labels, uncertainty.bootstrap), STS_COLUMNS))
+    if uncertainty.reference is None:
+        return text + "\nNo paired tests: the grid has no plain-mean row (encoder, no template, the last layer, " \
+                      "mean, no post-processing) to compare with.\n"
+    comparisons = [(f"{label['combination']} − plain mean", m, uncertainty.reference)
+                   for m, label in enumerate(labels) if m != uncertainty.reference]
+    return (text + f"\n## Paired tests: each named row minus the plain mean ({reference})\n\n"
+            + markdown(paired_rows(comparisons, uncertainty.bootstrap), STS_COLUMNS))
 
 
 FAMILIES = {"template": "template", "layers": "layers", "aggregation": "aggregation",
             "post-processing": "post-processing (fit)", "source": "source"}
 
 
-def family_tables(table: pd.DataFrame) -> str:
+def family_groups(table: pd.DataFrame, family: str):
+    """(member, its rows) of one family of options."""
+    return table.assign(**{"post-processing": family_post_processing(table)}).groupby(family, sort=False)
+
+
+def family_tables(table: pd.DataFrame, uncertainty: RowUncertainty | None = None) -> str:
     """003-style tables, one per family of options (template, layer set, aggregation, post-processing with its fit,
     source): per member the combination selected on STS-B dev among the inductive ones, and the member's best STS
-    test average, a reading and not a selection (transductive rows, which have no selection, marked)."""
-    table = table.assign(**{"post-processing": family_post_processing(table)})
+    test average, a reading and not a selection (transductive rows, which have no selection, marked); with
+    ``uncertainty``, each one's 95% interval."""
     text = ""
     for family, title in FAMILIES.items():
-        rows = pd.DataFrame([{title: member, **family_row(group)} for member, group in table.groupby(family,
-                                                                                                  sort=False)])
+        rows = pd.DataFrame([{title: member, **family_row(group, uncertainty)}
+                             for member, group in family_groups(table, family)])
         rows = rows.astype(object).where(rows.notna(), None)  # no selection: an empty cell, not "nan"
         text += (f"\n## Best per {title}: selected on STS-B dev, and the best test average (not a selection)\n\n"
                  + rows.to_markdown(index=False, floatfmt=".2f", missingval="") + "\n")
@@ -77,18 +172,30 @@ def family_post_processing(table: pd.DataFrame) -> pd.Series:
     return table["postprocess"].where(table["fit"] == "-", table["postprocess"] + " (" + table["fit"] + ")")
 
 
-def family_row(group: pd.DataFrame) -> dict:
-    """The dev-selected inductive row and the best test average of one member's rows."""
+def family_choice(group: pd.DataFrame) -> dict[str, int | None]:
+    """The grid indices of one member's dev-selected inductive row (None when all its rows are transductive) and of
+    its best test average."""
     inductive = group[~group["transductive"]]
-    best = group.loc[group["avg"].idxmax()]
-    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None,
-           "STS avg": None}
-    if not inductive.empty:
-        selected = inductive.loc[inductive["dev"].idxmax()]
+    return {"selected": None if inductive.empty else int(inductive["dev"].idxmax()),
+            "best": int(group["avg"].idxmax())}
+
+
+def family_row(group: pd.DataFrame, uncertainty: RowUncertainty | None = None) -> dict:
+    """The dev-selected inductive row and the best test average of one member's rows (with ``uncertainty``, each
+    one's 95% interval)."""
+    choice = family_choice(group)
+    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None, "STS avg": None}
+    if choice["selected"] is not None:
+        selected = group.loc[choice["selected"]]
         row.update({"selected on STS-B dev": combination_name(selected), "dev": selected["dev"],
                     "STS avg": selected["avg"]})
+    if uncertainty is not None:
+        row["95%"] = None if choice["selected"] is None else average_interval(uncertainty, choice["selected"])
+    best = group.loc[choice["best"]]
     row.update({"best STS avg (not a selection)": combination_name(best)
                 + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"]})
+    if uncertainty is not None:
+        row["its 95%"] = average_interval(uncertainty, choice["best"])
     return row
 
 

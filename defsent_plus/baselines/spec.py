@@ -198,4 +198,5 @@ def scoring_options(config: dict) -> dict:
     baselines = config["baselines"]
     return {"abtt_components": baselines["abtt_components"], "alignment": baselines["alignment"],
             "fit_corpus": baselines["fit_corpus"], "sts_aggregation": config["evaluation"]["sts_aggregation"],
-            "isotropy_seed": baselines["isotropy"]["seed"], "isotropy_pairs": baselines["isotropy"]["n_pairs"]}
+            "isotropy_seed": baselines["isotropy"]["seed"], "isotropy_pairs": baselines["isotropy"]["n_pairs"],
+            "bootstrap": config["evaluation"]["bootstrap"]}

@@ -52,8 +52,9 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
     per-layer plot."""
     from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
     from defsent_plus.baselines.layout import INDEX
-    from defsent_plus.baselines.report import plot_layers, summary_markdown, write_scores
+    from defsent_plus.baselines.report import plot_layers, shown_rows, summary_markdown, write_scores
     from defsent_plus.baselines.spec import combinations
+    from defsent_plus.baselines.uncertainty import plain_mean_index, plain_mean_label, row_uncertainty
 
     start = time.perf_counter()
     evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
@@ -61,16 +62,25 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
     embeddings = CachedEmbeddings(caches, evaluation, corpus)
     n_layers = read_json(Path(next(iter(caches.values()))) / INDEX)["n_layers"]
     rows = combinations(grid, n_layers, custom_templates, grid_key)
-    table = score_grid(rows, embeddings, evaluation, options, n_jobs)
+    pairs: dict = {}
+    table = score_grid(rows, embeddings, evaluation, options, n_jobs, pairs)
+    scored = time.perf_counter() - start
+    uncertainty = row_uncertainty(shown_rows(table), plain_mean_index(table, n_layers), pairs, evaluation,
+                                  options["sts_aggregation"], options["bootstrap"])
+    del pairs
+    log.info("95%% intervals of %d named rows and their paired tests in %.1f s", len(uncertainty.indices),
+             time.perf_counter() - start - scored)
     table.insert(0, "fit_corpus", f"{len(corpus)} sentences ({options['fit_corpus'].get('file') or 'definitions'})")
     write_scores(table, outputs["tsv"])
     notes = [f"STS: Spearman x 100 of cosine (STS12-16 '{options['sts_aggregation']}'); align/uniform: Wang & Isola on "
              "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
              f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (003's W), 'eval' = on each "
              "evaluated task's own sentences (transductive)",
-             f"{len(table)} combinations scored in {time.perf_counter() - start:.0f} s"]
+             f"{len(table)} combinations scored in {scored:.0f} s; intervals and paired tests of the "
+             f"{len(uncertainty.indices)} rows named here in {time.perf_counter() - start - scored:.0f} s"]
     with atomic_path(outputs["md"]) as tmp:
-        tmp.write_text(summary_markdown(table, title, notes), encoding="utf-8")
+        tmp.write_text(summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)),
+                       encoding="utf-8")
     plot_layers(table, n_layers, outputs["png"], title)
     inductive = table[~table["transductive"]]
     if inductive.empty:

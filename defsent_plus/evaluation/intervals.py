@@ -16,8 +16,10 @@ way, and reads the same stored pairs.
 
 A resample is ranked without sorting it: drawing with replacement gives each pair a count, and each pair's average
 rank in the resample follows from the counts of the values below and equal to its own (one sort of the pairs per
-task, :func:`weighted_ranks`); the Spearman is the count-weighted Pearson of those ranks. It equals ranking every
-resample (scipy's average ranks) to round-off, at a third of the time on the default run.
+task, :func:`doubled_ranks`, in integers: a doubled average rank is whole); the Spearman is the count-weighted
+Pearson of those ranks, its gold side computed once for all models (:class:`CountedGold`). It equals ranking every
+resample (scipy's average ranks) to round-off; counts are stored pair by resample, so every running sum adds
+contiguous rows.
 """
 
 from __future__ import annotations
@@ -92,35 +94,82 @@ def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
     return spearman_of_ranks(centred_ranks(predicted), centred_ranks(gold))
 
 
+WIDE_ROWS = 32
+
+
 def draw_counts(columns: np.ndarray, m: int) -> np.ndarray:
-    """[B, m]: how often each of ``m`` items was drawn in each resample (``columns`` [B, k]: item numbers)."""
+    """[m, B] int32: how often each of ``m`` items was drawn in each resample (``columns`` [B, k]: item numbers);
+    items are rows, so that every rank sum below runs over contiguous rows."""
     rows = np.arange(len(columns))[:, None] * m
-    return np.bincount((columns + rows).ravel(), minlength=len(columns) * m).reshape(len(columns), m)
+    counts = np.bincount((columns + rows).ravel(), minlength=len(columns) * m).reshape(len(columns), m)
+    return np.ascontiguousarray(counts.T, dtype=np.int32)
 
 
-def weighted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """[B, m]: the average rank each item's copies take in each resample, the resample being ``counts[b, i]`` copies
-    of item i (equal values tie, so every copy of an item, and every item of equal value, shares one average rank,
-    as scipy's rankdata gives it). One sort of the ``m`` values for all resamples, instead of one per resample."""
+def running_sum(rows: np.ndarray) -> np.ndarray:
+    """Cumulative sum down the rows of ``rows`` [m, B], a row added at a time when rows are wide (numpy's cumsum
+    along the first axis of a C-ordered array is 8x slower at 1,000 resamples, 25x faster for one)."""
+    if rows.shape[1] < WIDE_ROWS:
+        return np.cumsum(rows, axis=0)
+    out = rows.copy()
+    for i in range(1, len(out)):
+        np.add(out[i], out[i - 1], out=out[i])
+    return out
+
+
+def doubled_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """[m, B] int: twice the average rank each item's copies take in each resample, the resample being
+    ``counts[i, b]`` copies of item i (equal values tie, so every copy of an item, and every item of equal value,
+    shares one average rank, as scipy's rankdata gives it; doubled, an average rank is an integer). One sort of the
+    ``m`` values for all resamples, instead of one per resample."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    group_of = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
-    totals = np.add.reduceat(counts[:, order], starts, axis=1).astype(np.float64)  # [B, groups]
-    group_rank = np.cumsum(totals, axis=1) - totals + (totals + 1) / 2
-    ranks = np.empty(counts.shape, dtype=np.float64)
-    ranks[:, order] = group_rank[:, group_of]
+    new_value = np.r_[True, ordered[1:] != ordered[:-1]]
+    ties = not new_value.all()
+    totals = np.add.reduceat(counts[order], np.flatnonzero(new_value), axis=0) if ties else counts[order]
+    doubled = running_sum(totals)
+    doubled *= 2
+    doubled -= totals - 1  # 2 x (copies below + (copies of the value + 1) / 2)
+    ranks = np.empty_like(counts)
+    ranks[order] = doubled[np.cumsum(new_value) - 1] if ties else doubled
     return ranks
 
 
+def weighted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """[m, B]: the average ranks of :func:`doubled_ranks`."""
+    return doubled_ranks(values, counts) / 2
+
+
+@dataclass(frozen=True)
+class CountedGold:
+    """The gold side of every resample's Spearman, computed once for all the models scored on the same resamples:
+    the count-weighted deviations of the gold's doubled ranks from their mean (N + 1, doubled) and their norms."""
+
+    counts: np.ndarray
+    middle: np.ndarray
+    weighted: np.ndarray
+    norms: np.ndarray
+
+    @classmethod
+    def of(cls, gold: np.ndarray, counts: np.ndarray) -> CountedGold:
+        middle = counts.sum(axis=0, dtype=np.float64) + 1
+        deviations = doubled_ranks(gold, counts) - middle
+        weighted = counts * deviations
+        return cls(counts, middle, weighted, np.sqrt(np.einsum("mb,mb->b", weighted, deviations)))
+
+    def spearman(self, predicted: np.ndarray) -> np.ndarray:
+        """[B] Spearman x 100 of ``predicted`` (the m items' values) with the gold in each resample (each item
+        weighted by its count); NaN where a side is constant."""
+        deviations = doubled_ranks(predicted, self.counts) - self.middle
+        covariance = np.einsum("mb,mb->b", self.weighted, deviations)
+        norms = np.sqrt(np.einsum("mb,mb,mb->b", self.counts, deviations, deviations))
+        denominator = norms * self.norms
+        return 100 * covariance / np.where(denominator > 0, denominator, np.nan)
+
+
 def weighted_spearman(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of each resample from its items' :func:`weighted_ranks` (each item weighted by its count;
-    both rankings' mean is (N + 1) / 2); NaN where a side is constant."""
-    middle = (counts.sum(axis=1, keepdims=True) + 1) / 2
-    dp, dg = predicted - middle, gold - middle
-    covariance = (counts * dp * dg).sum(axis=1)
-    denominator = np.sqrt((counts * dp * dp).sum(axis=1) * (counts * dg * dg).sum(axis=1))
-    return 100 * covariance / np.where(denominator > 0, denominator, np.nan)
+    """[B] Spearman x 100 of each resample of the items ``predicted`` and ``gold`` (their values) drawn ``counts``
+    [m, B] times."""
+    return CountedGold.of(gold, counts).spearman(predicted)
 
 
 def subset_bounds(subsets: Sequence[str]) -> list[tuple[int, int]]:
@@ -162,10 +211,9 @@ class TaskPairs:
         ranges, weights = segments(self.bounds, aggregation, index.shape[1])
         per_model = [[] for _ in self.similarities]
         for start, end in ranges:
-            counts = draw_counts(index[:, start:end] - start, end - start)
-            gold = weighted_ranks(self.gold[start:end], counts)
+            gold = CountedGold.of(self.gold[start:end], draw_counts(index[:, start:end] - start, end - start))
             for scores, similarity in zip(per_model, self.similarities, strict=True):
-                scores.append(weighted_spearman(weighted_ranks(similarity[start:end], counts), gold, counts))
+                scores.append(gold.spearman(similarity[start:end]))
         return [np.average(np.stack(scores, axis=1), axis=1, weights=weights) for scores in per_model]
 
 
@@ -188,27 +236,43 @@ def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
                      [r["similarity"].to_numpy(np.float64) for r in rows])
 
 
+def tasks_pairs(frames: Sequence[pd.DataFrame], tasks: Sequence[str]) -> dict[str, TaskPairs]:
+    """:func:`task_pairs` of every task, in ``tasks`` order."""
+    return {task: task_pairs(frames, task) for task in tasks}
+
+
 def bootstrap_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, n_resamples: int,
                      seed: int) -> dict[str, list[np.ndarray]]:
     """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples (one generator, seeded; tasks
     drawn in ``tasks`` order, so a task's resamples do not depend on which models are compared)."""
-    rng = np.random.default_rng(seed)
-    out: dict[str, list[np.ndarray]] = {}
-    for task in tasks:
-        pairs = task_pairs(frames, task)
-        out[task] = pairs.scores(aggregation, resample(pairs.bounds, n_resamples, rng))
-    out["avg"] = [np.mean([out[task][m] for task in tasks], axis=0) for m in range(len(frames))]
-    return out
+    return resampled_scores(tasks_pairs(frames, tasks), aggregation, n_resamples, seed)
+
+
+def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples: int,
+                     seed: int) -> dict[str, list[np.ndarray]]:
+    """:func:`bootstrap_scores` of tasks' pairs."""
+    rng = np.random.default_rng(seed)  # tasks drawn in order
+    return with_average({name: task.scores(aggregation, resample(task.bounds, n_resamples, rng))
+                         for name, task in pairs.items()})
 
 
 def point_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str) -> dict[str, list[float]]:
     """Per task and ``avg``: every model's score on the pairs themselves."""
-    out: dict[str, list[float]] = {}
-    for task in tasks:
-        pairs = task_pairs(frames, task)
-        out[task] = [float(s[0]) for s in pairs.scores(aggregation, identity_index(pairs.bounds))]
-    out["avg"] = [float(np.mean([out[task][m] for task in tasks])) for m in range(len(frames))]
-    return out
+    return observed_scores(tasks_pairs(frames, tasks), aggregation)
+
+
+def observed_scores(pairs: dict[str, TaskPairs], aggregation: str) -> dict[str, list[float]]:
+    """:func:`point_scores` of tasks' pairs."""
+    out = with_average({name: [float(s[0]) for s in task.scores(aggregation, identity_index(task.bounds))]
+                        for name, task in pairs.items()})
+    return {**out, "avg": [float(value) for value in out["avg"]]}
+
+
+def with_average(per_task: dict[str, list[np.ndarray]]) -> dict[str, list[np.ndarray]]:
+    """``per_task`` and ``avg``, each model's mean over the tasks on each resample."""
+    n_models = len(next(iter(per_task.values())))
+    return {**per_task, "avg": [np.mean([scores[m] for scores in per_task.values()], axis=0)
+                                for m in range(n_models)]}
 
 
 def percentile_interval(value: float, resampled: np.ndarray, level: float) -> Interval:
@@ -251,9 +315,13 @@ class Bootstrap:
     @classmethod
     def of(cls, frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, options: dict) -> Bootstrap:
         """``options``: ``resamples``, ``level``, ``seed`` (config ``evaluation.bootstrap``)."""
-        return cls(point_scores(frames, tasks, aggregation),
-                   bootstrap_scores(frames, tasks, aggregation, options["resamples"], options["seed"]),
-                   options["level"])
+        return cls.of_pairs(tasks_pairs(frames, tasks), aggregation, options)
+
+    @classmethod
+    def of_pairs(cls, pairs: dict[str, TaskPairs], aggregation: str, options: dict) -> Bootstrap:
+        """:meth:`of` from every task's pairs (in the order their resamples are drawn)."""
+        return cls(observed_scores(pairs, aggregation),
+                   resampled_scores(pairs, aggregation, options["resamples"], options["seed"]), options["level"])
 
     def intervals(self, model: int) -> dict[str, Interval]:
         return {key: percentile_interval(self.points[key][model], resampled[model], self.level)
