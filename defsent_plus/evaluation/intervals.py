@@ -120,17 +120,25 @@ def doubled_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """[m, B] int: twice the average rank each item's copies take in each resample, the resample being
     ``counts[i, b]`` copies of item i (equal values tie, so every copy of an item, and every item of equal value,
     shares one average rank, as scipy's rankdata gives it; doubled, an average rank is an integer). One sort of the
-    ``m`` values for all resamples, instead of one per resample."""
+    ``m`` values for all resamples, instead of one per resample: in value order, with ``below`` the copies before an
+    item and ``through`` those up to its last copy, a run of equal values from item s to item e ranks
+    ``below[s] + through[e] + 1`` (doubled), a lone item ``below + through + 1``."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
+    sorted_counts = counts[order]
+    through = running_sum(sorted_counts)
+    below = through - sorted_counts
+    doubled = below + through
+    doubled += 1
     new_value = np.r_[True, ordered[1:] != ordered[:-1]]
-    ties = not new_value.all()
-    totals = np.add.reduceat(counts[order], np.flatnonzero(new_value), axis=0) if ties else counts[order]
-    doubled = running_sum(totals)
-    doubled *= 2
-    doubled -= totals - 1  # 2 x (copies below + (copies of the value + 1) / 2)
+    if not new_value.all():  # runs of equal values (a few percent of the pairs at most, in practice)
+        starts = np.flatnonzero(new_value)
+        ends = np.r_[starts[1:], len(values)] - 1
+        run = np.cumsum(new_value) - 1
+        tied = np.flatnonzero((ends - starts)[run] > 0)
+        doubled[tied] = below[starts[run[tied]]] + through[ends[run[tied]]] + 1
     ranks = np.empty_like(counts)
-    ranks[order] = doubled[np.cumsum(new_value) - 1] if ties else doubled
+    ranks[order] = doubled
     return ranks
 
 
