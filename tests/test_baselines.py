@@ -435,13 +435,17 @@ def synthetic_grid() -> list[Combination]:
     return [*rows, Combination("encoder", "none", "L1", "mean", "none", "-", True)]
 
 
-@pytest.fixture(scope="module")
-def synthetic_cache(tmp_path_factory):
+def cached_synthetic(root) -> tuple[CachedEmbeddings, EvaluationSet]:
+    """The synthetic evaluation set and its cache written under ``root`` (template "none")."""
     evaluation = synthetic_evaluation()
     corpus = [f"definition {k}" for k in range(40)]
-    root = tmp_path_factory.mktemp("cache") / "none"
-    write_synthetic_cache(root, evaluation, corpus)
-    return CachedEmbeddings({"none": root}, evaluation, corpus), evaluation
+    write_synthetic_cache(root / "none", evaluation, corpus)
+    return CachedEmbeddings({"none": root / "none"}, evaluation, corpus), evaluation
+
+
+@pytest.fixture(scope="module")
+def synthetic_cache(tmp_path_factory):
+    return cached_synthetic(tmp_path_factory.mktemp("cache"))
 
 
 def reference_table(rows, embeddings, evaluation, options) -> pd.DataFrame:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_baselines import SCORING, synthetic_evaluation, synthetic_grid, write_synthetic_cache
+from test_baselines import SCORING, cached_synthetic, synthetic_grid
 
-from defsent_plus.baselines.grid import CachedEmbeddings, score_grid
+from defsent_plus.baselines.grid import score_grid
 from defsent_plus.baselines.report import (
     AVG_INTERVAL,
     VERSUS_PLAIN,
@@ -27,14 +27,9 @@ N_LAYERS = 2  # the synthetic cache's last layer: L2
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     """The synthetic grid's table and every row's per-pair cosines."""
-    evaluation = synthetic_evaluation()
-    corpus = [f"definition {k}" for k in range(40)]
-    root = tmp_path_factory.mktemp("cache") / "none"
-    write_synthetic_cache(root, evaluation, corpus)
+    embeddings, evaluation = cached_synthetic(tmp_path_factory.mktemp("cache"))
     pairs: dict = {}
-    table = score_grid(synthetic_grid(), CachedEmbeddings({"none": root}, evaluation, corpus), evaluation, SCORING,
-                       pairs=pairs)
-    return table, pairs, evaluation
+    return score_grid(synthetic_grid(), embeddings, evaluation, SCORING, pairs=pairs), pairs, evaluation
 
 
 def test_the_kept_cosines_are_the_pairs_each_score_comes_from(scored):
@@ -111,9 +106,6 @@ def test_a_noisier_row_is_distinguishably_worse_through_the_summarys_bootstrap(s
 
 
 def test_the_table_is_unchanged_when_the_cosines_are_kept(scored, tmp_path):
-    table, _, evaluation = scored
-    corpus = [f"definition {k}" for k in range(40)]
-    root = tmp_path / "none"
-    write_synthetic_cache(root, evaluation, corpus)
-    plain = score_grid(synthetic_grid(), CachedEmbeddings({"none": root}, evaluation, corpus), evaluation, SCORING)
-    pd.testing.assert_frame_equal(plain, table)
+    table, _, _ = scored
+    embeddings, evaluation = cached_synthetic(tmp_path)
+    pd.testing.assert_frame_equal(score_grid(synthetic_grid(), embeddings, evaluation, SCORING), table)
