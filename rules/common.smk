@@ -30,6 +30,9 @@ def read_selection(run, step):
 PLAN = Plan(config, read_selection)
 GPU = config["resources"]["gpu"]
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
+# The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
+# is the DAG's longest path: its jobs start first, and the evaluations and baselines fill the other cores beside it.
+CHAIN_PRIORITY = 10
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
 TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
 

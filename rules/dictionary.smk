@@ -36,6 +36,7 @@ rule dictionary_subset:
         dataset=PLAN.subset_pattern(heldout=False),
     log:
         dag.log_file("dictionary", "subset_{dataset}"),
+    priority: CHAIN_PRIORITY
     threads: 1
     resources:
         mem_mb=4000,

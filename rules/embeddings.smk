@@ -17,6 +17,7 @@ rule embed:
         pooling=alternatives(POOLINGS),
     log:
         dag.log_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
+    priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
         gpu=GPU,

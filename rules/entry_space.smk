@@ -14,6 +14,7 @@ rule entry_space:
         max_length=config["entry_space"]["max_length"],
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
+    priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
         gpu=GPU,
@@ -38,6 +39,7 @@ rule transform_space:
         transform=alternatives(TRANSFORMS),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
+    priority: CHAIN_PRIORITY
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
         gpu=GPU,  # ICA runs on the GPU when there is one (backend auto)

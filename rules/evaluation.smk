@@ -70,6 +70,7 @@ use rule score as dev_score with:
         sts_aggregation="all",  # STS-B dev is one dataset: the three aggregations agree
     log:
         dag.log_file("eval", "{encoder}", "dev"),
+    priority: CHAIN_PRIORITY
 
 
 rule sts_table:

@@ -18,6 +18,7 @@ rule train:
         space=TARGET_PATTERN,
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
+    priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
         gpu=GPU,
@@ -41,6 +42,7 @@ checkpoint select_best:
         candidates=canonical_of(lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)]),
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
+    priority: CHAIN_PRIORITY
     threads: 1
     resources:
         mem_mb=2000,
