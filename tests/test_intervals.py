@@ -210,7 +210,7 @@ def test_the_comparison_tests_each_run_and_shows_ours_minus_published(tmp_path):
 def test_counted_resample_ranks_equal_ranking_each_resample():
     """Spearman of a resample from each item's draw count (one sort for all resamples) equals ranking every
     resample itself (scipy's average ranks), ties within and across items included."""
-    from defsent_plus.evaluation.intervals import draw_counts, weighted_ranks, weighted_spearman
+    from defsent_plus.evaluation.intervals import CountedGold, doubled_ranks, draw_counts
 
     rng = np.random.default_rng(3)
     predicted = rng.integers(0, 8, 60).astype(float)  # many ties
@@ -220,8 +220,8 @@ def test_counted_resample_ranks_equal_ranking_each_resample():
     assert (counts.sum(axis=0) == 60).all()
     drawn = [np.repeat(np.arange(60), counts[:, b]) for b in range(3)]  # resample b, its items in value order
     for b, items in enumerate(drawn):
-        np.testing.assert_array_equal(weighted_ranks(predicted, counts)[items, b], rankdata(predicted[items]))
-    counted = weighted_spearman(predicted, gold, counts)
+        np.testing.assert_array_equal(doubled_ranks(predicted, counts)[items, b] / 2, rankdata(predicted[items]))
+    counted = CountedGold.of(gold, counts).spearman(predicted)
     np.testing.assert_allclose(counted, row_spearman(predicted[index], gold[index]), rtol=1e-12)
     expected = [spearmanr(predicted[i], gold[i]).correlation * 100 for i in index[:5]]
     np.testing.assert_allclose(counted[:5], expected, rtol=1e-12)

@@ -20,7 +20,9 @@ PLAIN_MEAN = {"source": ENCODER, "template": NO_TEMPLATE, "aggregation": "mean",
 
 
 def plain_mean_label(n_layers: int) -> str:
-    return f"{ENCODER}, {NO_TEMPLATE}, {layer_set_name((n_layers,))}, mean, none"
+    """The plain-mean row as the summary names combinations (source, template, layers, aggregation, post-processing)."""
+    return ", ".join([PLAIN_MEAN["source"], PLAIN_MEAN["template"], layer_set_name((n_layers,)),
+                      PLAIN_MEAN["aggregation"], PLAIN_MEAN["postprocess"]])
 
 
 def plain_mean_index(table: pd.DataFrame, n_layers: int) -> int | None:

@@ -142,11 +142,6 @@ def doubled_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def weighted_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """[m, B]: the average ranks of :func:`doubled_ranks`."""
-    return doubled_ranks(values, counts) / 2
-
-
 @dataclass(frozen=True)
 class CountedGold:
     """The gold side of every resample's Spearman, computed once for all the models scored on the same resamples:
@@ -172,12 +167,6 @@ class CountedGold:
         norms = np.sqrt(np.einsum("mb,mb,mb->b", self.counts, deviations, deviations))
         denominator = norms * self.norms
         return 100 * covariance / np.where(denominator > 0, denominator, np.nan)
-
-
-def weighted_spearman(predicted: np.ndarray, gold: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """[B] Spearman x 100 of each resample of the items ``predicted`` and ``gold`` (their values) drawn ``counts``
-    [m, B] times."""
-    return CountedGold.of(gold, counts).spearman(predicted)
 
 
 def subset_bounds(subsets: Sequence[str]) -> list[tuple[int, int]]:
