@@ -16,6 +16,7 @@ rule compare_sts:
         published=canonical(config["published"]),
     log:
         dag.log_file("compare", "sts"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=1000,
@@ -56,6 +57,7 @@ rule summary:
         plotted=list(config["runs"]),
     log:
         dag.log_file("compare", "summary"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=1000,

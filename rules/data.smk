@@ -12,6 +12,7 @@ rule acquire_data:
         data=alternatives(tuple(DATA)),
     log:
         dag.log_file("data", "{data}"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=2000,

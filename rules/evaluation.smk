@@ -88,6 +88,7 @@ rule sts_table:
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "sts_table"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=1000,
@@ -112,6 +113,7 @@ rule senteval_table:
         bootstrap=None,
     log:
         dag.log_file("{run}", "eval", "senteval_table"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=1000,
@@ -133,6 +135,7 @@ rule steps_report:
         title=lambda w: f"PST steps of run {w.run}",
     log:
         dag.log_file("{run}", "eval", "steps_report"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=1000,

@@ -12,6 +12,7 @@ rule pin_model:
         model=alternatives(tuple(config["models"])),
     log:
         dag.log_file("models", "{model}"),
+    localrule: True
     threads: 1
     resources:
         mem_mb=2000,

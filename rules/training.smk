@@ -43,6 +43,7 @@ checkpoint select_best:
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
     priority: CHAIN_PRIORITY
+    localrule: True
     threads: 1
     resources:
         mem_mb=2000,

@@ -2,7 +2,8 @@
 
 The tiny config, cut to one seed, one step, one pooling and two analysed spaces (EXPECTED_JOBS; each SLURM job
 starts Snakemake twice, ~15 s), runs through ``--profile profiles/slurm``; every SLURM job must have
-completed, exactly the GPU-capable rules must have asked SLURM for a GPU, and its deterministic outputs must
+completed, the local rules (LOCAL_JOBS) must have run beside Snakemake and never been submitted, exactly the
+GPU-capable rules must have asked SLURM for a GPU, and its deterministic outputs must
 be identical to the same jobs' outputs in the session's local run of the whole tiny config (``tiny_run``:
 the cut config's jobs plus more seeds, steps and spaces beside them).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,9 +33,10 @@ pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 GPU_RULES = {"entry_space", "train", "embed"}
-EXPECTED_JOBS = {"acquire_data": 1, "pin_model": 1, "dictionary": 1, "entry_space": 1, "transform_space": 1,
-                 "isotropy": 1, "train": 1, "embed": 4, "dev_score": 2, "select_best": 1, "score": 2, "sts_table": 1,
-                 "steps_report": 1, "compare_sts": 1, "summary": 1}  # scores and their embeddings: base and final
+EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1, "embed": 4,
+                 "dev_score": 2, "score": 2}  # scores and their embeddings: base and final
+LOCAL_JOBS = {"acquire_data": 1, "pin_model": 1, "select_best": 1, "sts_table": 1, "steps_report": 1, "compare_sts": 1,
+              "summary": 1, "all": 1}  # downloads, selection and tables: on the login node, never submitted
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +84,13 @@ def job_rule(job: dict[str, str]) -> str:
     return job["Comment"].removeprefix("rule_").split("_wildcards_")[0]
 
 
+def local_jobs(workdir: Path) -> dict[str, int]:
+    """Rule -> count of the jobs Snakemake's log shows it ran itself ("localrule <name>:", "localcheckpoint ...")."""
+    (log,) = (workdir / ".snakemake" / "log").glob("*.snakemake.log")
+    rules = re.findall(r"^local(?:rule|checkpoint) (\w+):$", log.read_text(), flags=re.MULTILINE)
+    return {rule: rules.count(rule) for rule in rules}
+
+
 def test_every_job_ran_on_slurm_and_completed(slurm_run):
     workdir, jobs = slurm_run
     assert jobs and {job["JobState"] for job in jobs} == {"COMPLETED"}
@@ -90,6 +100,7 @@ def test_every_job_ran_on_slurm_and_completed(slurm_run):
         rules[job_rule(job)] = rules.get(job_rule(job), 0) + 1
     assert rules == EXPECTED_JOBS
     assert planned_jobs(workdir) == {}
+    assert local_jobs(workdir) == LOCAL_JOBS
     assert list((workdir / "logs" / "slurm" / "rule_train").rglob("*.log")), "sbatch logs under logs/slurm"
 
 
