@@ -443,40 +443,43 @@ def test_predict_words_warns_about_an_initialised_head(tmp_path):
 
 
 @pytest.mark.workflow
-def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(tmp_path, tiny_bert):
-    from workflow_utils import planned_jobs, snakemake, write_tiny_config
+def test_workflow_plans_the_heldout_protocol_only_for_a_heldout_subset(tmp_path, tiny_bert):
+    from workflow_utils import planned_jobs, write_tiny_config
 
     plain = tmp_path / "plain"
     plain.mkdir()
     write_tiny_config(plain, tiny_bert)
     assert not {"heldout_subset", "reverse_dictionary"} & set(planned_jobs(plain))
-
     workdir = tmp_path / "heldout"
     workdir.mkdir()
     config = write_tiny_config(workdir, tiny_bert)
     config["subsets"] = {"aheld": {"dataset": "a", "max_entries": 1000, "seed": 0,
                                    "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}
-    run = config["runs"]["tiny"]
-    run.update(dataset="aheld", seeds=[0], steps=[run["steps"][0], run["steps"][-1]])  # the last step has 2 spaces
+    config["runs"]["tiny"]["dataset"] = "aheld"
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     plan = planned_jobs(workdir)
     assert plan["heldout_subset"] == plan["reverse_dictionary"] == 1 and "dictionary_subset" not in plan
 
-    target = dag.run_file("tiny", "reverse_dictionary.json")
-    snakemake(workdir, target)
-    result = json.loads((workdir / target).read_text())
-    subset = read_dataset(workdir / dag.subset_file("aheld"))
-    queries = pd.read_parquet(workdir / dag.subset_file("aheld", "queries.parquet"))
+
+@pytest.mark.workflow
+def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(methods_run):
+    """DefSent+'s run ``dp`` of the session's methods DAG, on the held-out subset ``cheld`` (workflow_utils)."""
+    from workflow_utils import PLUGINS, snakemake
+
+    target = dag.run_file("dp", "reverse_dictionary.json")
+    result = json.loads((methods_run / target).read_text())
+    subset = read_dataset(methods_run / dag.subset_file("cheld"))
+    queries = pd.read_parquet(methods_run / dag.subset_file("cheld", "queries.parquet"))
     for model in ("trained", "base"):
         assert result[model]["candidates"] == len(subset)
         for split in ("dev", "test"):
             assert result[model][split]["queries"] == (queries["split"] == split).sum() > 0
             assert result[model][split]["entries"] == (subset["split"] == split).sum()
-    best = json.loads((workdir / dag.best_json("tiny", 2)).read_text())["best"]
-    assert result["trained"]["entry_space"] == dag.space_file(EncoderId.selected("tiny", 1), "aheld", best["space"])
-    train = json.loads((workdir / dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))).read_text())
+    best = json.loads((methods_run / dag.best_json("dp", 2)).read_text())["best"]
+    assert result["trained"]["entry_space"] == dag.space_file(EncoderId.selected("dp", 1), "cheld", best["space"])
+    train = json.loads((methods_run / dag.train_summary(EncoderId.candidate("dp", 1, "amp", 0))).read_text())
     assert train["examples"] == subset.loc[subset["split"] == "train", "definitions"].map(len).sum()
-    rerun = snakemake(workdir, "--dry-run", target)
+    rerun = snakemake(methods_run, "--dry-run", target, pythonpath=[PLUGINS])
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
 
 

@@ -30,14 +30,15 @@ CONTRASTIVE_RUNS = {
     "sim_dp": {"start_from": "sim", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
                "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
 }
-# test_defsent_workflow: DefSent beside DefSent+ on a held-out subset of dataset c.
+# test_defsent_workflow: DefSent beside DefSent+ on a held-out subset of dataset c; test_reverse_dictionary: DefSent+'s
+# held-out protocol (two steps, the last with two spaces: its entry space comes from step 1's selected encoder).
 DEFSENT_SUBSETS = {"cheld": {"dataset": "c", "max_entries": 1000, "seed": 0,
                              "heldout": {"dev": 0.2, "test": 0.2, "seed": 0}}}
 DEFSENT_RUNS = {
     "ds": {"method": "defsent", "model": "tiny", "dataset": "cheld", "training_pooling": "max", "seeds": [0, 1],
            "batch_size": 4, "steps": [{"lr": 1.0e-3}]},
     "dp": {"model": "tiny", "dataset": "cheld", "training_pooling": "cls", "seeds": [0], "batch_size": 4,
-           "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}]},
+           "steps": [{"lr": 1.0e-3, "spaces": ["amp"]}, {"lr": 1.0e-3, "spaces": ["amp", "amp.ica"]}]},
 }
 # test_toy_method_workflow: the toy method of tests/plugins, registered through method_plugins.
 MIRROR_RUN = {"method": "mirror", "model": "tiny", "dataset": "a", "training_pooling": "mean", "seeds": [0, 1],
