@@ -12,6 +12,7 @@ rule baseline_fit_corpus:
         options=canonical(config["baselines"]["fit_corpus"]),
     log:
         dag.log_file("baselines", "fit_corpus"),
+    priority: CHAIN_PRIORITY
     threads: 1
     resources:
         mem_mb=2000,
@@ -34,6 +35,7 @@ rule baseline_embed:
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     log:
         dag.log_file("baselines", "{encoder}", "embed_{template}"),
+    priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
         gpu=GPU,
@@ -65,6 +67,7 @@ rule baseline_grid:
         title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
     log:
         dag.log_file("baselines", "{encoder}", "grid"),
+    priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
         mem_mb=8000,

@@ -31,7 +31,9 @@ PLAN = Plan(config, read_selection)
 GPU = config["resources"]["gpu"]
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
-# is the DAG's longest path: its jobs start first, and the evaluations and baselines fill the other cores beside it.
+# is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'
+# path (fit corpus, forward pass, grid: minutes, independent of the chain) shares the priority: below it, it waited for
+# a moment free of the chain's jobs, which in one default run came after the last selection, and ran alone at the end.
 CHAIN_PRIORITY = 10
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
 TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
