@@ -1,18 +1,20 @@
 # The embedding stage: each encoder's sentence embeddings of a named sentence set (STS, STS-B dev, SentEval) with one
 # pooling, encoded once and read by every evaluator of that set (rules score, senteval, dev_score). A new evaluator or
-# table re-runs no forward pass.
+# table re-runs no forward pass. Where the encoder's baselines cache already holds the vectors (its last layer over
+# every STS sentence and STS-B dev), the job reads them from there instead of encoding them a second time.
 
 
 rule embed:
     input:
         **INPUTS.of_encoder(),
         senteval=dag.data_dir("senteval"),
+        cache=lambda w: PLAN.embedding_job(w.encoder, w.sentences, w.pooling).get("cache", []),
     output:
         npy=dag.embedding_file("{encoder}", "{sentences}", "{pooling}"),
         json=dag.embedding_file("{encoder}", "{sentences}", "{pooling}", "json"),
     params:
         pooling=lambda w: w.pooling,
-        options=lambda w: canonical(PLAN.embedding_options(w.sentences)),
+        options=canonical_of(lambda w: PLAN.embedding_job(w.encoder, w.sentences, w.pooling)),
     wildcard_constraints:
         pooling=alternatives(POOLINGS),
     log:

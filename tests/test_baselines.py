@@ -145,7 +145,7 @@ def one_hot_positions(tokens) -> torch.Tensor:
 
 
 def tiny_batch(encoder, texts, max_length=32):
-    return next(batches(encoder.tokenizer, texts, len(texts), max_length, CPU))
+    return next(batches(encoder.tokenizer, texts, [(len(texts), len(texts))], max_length, CPU))
 
 
 def tables_for(encoder, corpus, biases=BIASES_ON, frequent_tokens=2, texts=None) -> tuple:

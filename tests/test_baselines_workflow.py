@@ -93,6 +93,30 @@ def test_a_trained_steps_model_gets_post_processing_on_the_same_evaluator(baseli
         assert plain[task] == pytest.approx(regular[task], abs=0.1), task
 
 
+def test_the_base_models_sts_vectors_are_read_from_its_baselines_pass(baselines_run):
+    """With tiny in the baselines, its embed job for the STS set re-plans (its params name the cache) and reads the
+    cache: the same vectors, bit for bit, as the forward pass of the session's tiny run."""
+    target = dag.embedding_file("tiny", "sts", "mean")
+    encoded = np.load(baselines_run / target)
+    dry = snakemake(baselines_run, "--dry-run", target).stdout
+    cache = dag.baseline_cache("tiny", "none")
+    assert planned_inputs(dry, "embed") == [f"{dag.pinned_model('tiny')}, {dag.data_dir('senteval')}, {cache}"]
+    snakemake(baselines_run, target)
+    np.testing.assert_array_equal(np.load(baselines_run / target), encoded)
+    record = json.loads((baselines_run / dag.embedding_file("tiny", "sts", "mean", "json")).read_text())
+    assert record["source"] == f"{cache}/L2/encoder.mean.eval.npy"
+
+
+def planned_inputs(output: str, rule: str) -> list[str]:
+    lines, current = [], None
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")):
+            current = line.split()[1].rstrip(":")
+        elif line.strip().startswith("input:") and current == rule:
+            lines.append(line.split("input:", 1)[1].strip())
+    return lines
+
+
 def test_reports_and_cache(baselines_run):
     summary = (baselines_run / dag.baselines_file("tiny", "summary.md")).read_text()
     assert "## Selected on STS-B dev" in summary and "aggregation x post-processing" in summary

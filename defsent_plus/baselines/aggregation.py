@@ -1,6 +1,7 @@
 """Token vectors -> one sentence vector (003 Section 3.3).
 
-Every aggregation but ``max`` is a weighted sum: per sentence, non-negative token weights scaled to sum to 1.
+Every aggregation but ``cls``, ``mean`` and ``max`` is a weighted sum: per sentence, non-negative token weights scaled
+to sum to 1.
 
 - ``cls``: the first token; ``mean``: all tokens (special ones included, as DefSent+ pools);
   ``mean_nospecial``: without [CLS]/[SEP] (a prompt's [MASK] and template tokens stay); ``max``: element-wise max.
@@ -9,6 +10,9 @@ Every aggregation but ``max`` is a weighted sum: per sentence, non-negative toke
 - ``biases``: the mean without the fit corpus' most frequent tokens, punctuation and sub-word continuations (each
   switchable, baselines.biases) and special tokens (003's "-biases", after PromptBERT).
 - ``mask``: the mean of a prompt's mask positions (T1-T4 have several).
+
+``cls``, ``mean`` and ``max`` are the embedding stage's pooling functions themselves, so a cached last layer equals
+rule ``embed``'s vectors bit for bit where the batches are the same (:mod:`defsent_plus.baselines.reuse`).
 
 A sentence whose weights are all zero (e.g. only frequent tokens) falls back to ``mean_nospecial``; the job counts
 and logs these.
@@ -20,7 +24,9 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
+from defsent_plus.baselines.spec import SHARED_POOLINGS
 from defsent_plus.baselines.tokens import BatchTokens
+from defsent_plus.encoders.encoding import get_pooling
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,6 @@ class DeviceTables:
 def token_weights(name: str, tokens: BatchTokens, tables: DeviceTables) -> torch.Tensor:
     """Un-normalised [B, T] weights of a weighted aggregation."""
     real = tokens.attention
-    if name == "cls":
-        weights = torch.zeros_like(real)
-        weights[:, 0] = real[:, 0]
-        return weights.float()
-    if name == "mean":
-        return real.float()
     if name == "mean_nospecial":
         return (real & ~tokens.special).float()
     if name in ("idf", "idf_task"):
@@ -69,9 +69,8 @@ def biases_kept(tokens: BatchTokens, tables: DeviceTables) -> torch.Tensor:
 
 def aggregate(name: str, vectors: torch.Tensor, tokens: BatchTokens, tables: DeviceTables) -> tuple[torch.Tensor, int]:
     """[B, H] sentence vectors of ``vectors`` [B, T, H] and how many sentences fell back to ``mean_nospecial``."""
-    if name == "max":
-        padding = ~tokens.attention.unsqueeze(-1)
-        return vectors.masked_fill(padding, torch.finfo(vectors.dtype).min).amax(1), 0
+    if name in SHARED_POOLINGS:
+        return get_pooling(name).pool(vectors, tokens.attention, None), 0
     weights = token_weights(name, tokens, tables)
     empty = weights.sum(1) <= 0
     if bool(empty.any()):

@@ -4,7 +4,9 @@ set x source x aggregation the grid asks for, cached as one directory per layer 
 Cache layout (``results/baselines/<encoder>/cache/<template>/``): ``<layer set>/<source>.<aggregation>.<split>.npy``
 (float32 rows; split ``eval``, ``corpus`` or ``eval-<task>`` for the transductive ``idf_task``) and ``index.json``
 (layer sets, sentence fingerprints, fallback counts). Post-processing and scoring read it without a model, so adding a
-post-processor re-runs only the grid job. Length-sorted, dynamically padded batches; bf16 autocast on a GPU.
+post-processor re-runs only the grid job. Length-sorted, dynamically padded batches; bf16 autocast on a GPU. Without a
+template, the evaluation split's STS sentences are sorted and batched on their own, exactly as rule ``embed`` batches
+them, so its last layer's ``cls``, ``mean`` and ``max`` vectors are ``embed``'s (:mod:`defsent_plus.baselines.reuse`).
 """
 
 from __future__ import annotations
@@ -89,16 +91,20 @@ def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], 
     return TokenTables(idf, frequent, punctuation_table(tokenizer))
 
 
-def batches(tokenizer, texts: Sequence[str], batch_size: int, max_length: int,
+def batches(tokenizer, texts: Sequence[str], blocks: Sequence[tuple[int, int]], max_length: int,
             device: torch.device) -> Iterator[tuple[np.ndarray, dict, BatchTokens]]:
-    """(rows, model inputs, token facts) of length-sorted batches."""
-    order = length_order(texts, tokenizer, max_length)
-    for start in range(0, len(texts), batch_size):
-        rows = order[start:start + batch_size]
-        encoding = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
-                             return_tensors="pt", return_special_tokens_mask=True)
-        inputs = {k: v.to(device) for k, v in encoding.items() if k != "special_tokens_mask"}
-        yield rows, inputs, batch_tokens(encoding, tokenizer, device)
+    """(rows, model inputs, token facts) of length-sorted batches, block by block: ``blocks`` are (rows, batch size)
+    pairs cutting ``texts`` into consecutive blocks, each sorted and batched on its own."""
+    start = 0
+    for size, batch_size in blocks:
+        order = start + length_order(texts[start:start + size], tokenizer, max_length)
+        for first in range(0, size, batch_size):
+            rows = order[first:first + batch_size]
+            encoding = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=max_length,
+                                 return_tensors="pt", return_special_tokens_mask=True)
+            inputs = {k: v.to(device) for k, v in encoding.items() if k != "special_tokens_mask"}
+            yield rows, inputs, batch_tokens(encoding, tokenizer, device)
+        start += size
 
 
 def layer_vectors(model, inputs: dict, layers: tuple[int, ...],
@@ -137,7 +143,11 @@ class Extraction:
         return texts
 
     def run(self, evaluation: Sequence[str], corpus: Sequence[str], task_rows: dict[str, np.ndarray], out_dir: Path,
-            batch_size: int, max_length: int) -> dict:
+            batch_size: int, max_length: int, record: dict | None = None, leading: tuple[int, int] | None = None
+            ) -> dict:
+        """Encode both splits into the cache and write its index (with ``record``: what computed it). ``leading``:
+        (rows, batch size) of a first block of the evaluation split batched on its own (the STS sentences, batched as
+        rule ``embed`` batches them, so their vectors are its vectors bit for bit)."""
         tokenizer = self.encoder.tokenizer
         eval_texts = self.texts(evaluation, max_length, "eval")
         corpus_texts = self.texts(corpus, max_length, "corpus")
@@ -147,10 +157,12 @@ class Extraction:
         if AVG in self.request["aggregations"]:
             self.statics = {name: StaticAccumulator(len(tokenizer), self.encoder.hidden_size) for name in self.main}
         texts = {"corpus": corpus_texts, "eval": eval_texts}
+        blocks = {"corpus": split_blocks(len(corpus_texts), batch_size, None),
+                  "eval": split_blocks(len(eval_texts), batch_size, leading)}
         seconds = {}
         for split, split_texts in texts.items():  # the corpus first: Avg.'s static vectors come from it
             start = time.perf_counter()
-            self.encode_split(cache, split_texts, split, *split_tables[split], batch_size, max_length)
+            self.encode_split(cache, split_texts, split, *split_tables[split], blocks[split], max_length)
             seconds[split] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()
         self.static_sources(cache, texts, split_tables)
@@ -162,7 +174,7 @@ class Extraction:
                  "eval_sentences": len(evaluation), "eval_digest": sentences_digest(evaluation),
                  "corpus_sentences": len(corpus), "corpus_digest": sentences_digest(corpus),
                  "frequent_tokens": tokenizer.convert_ids_to_tokens(np.flatnonzero(tables.frequent).tolist()),
-                 "fallbacks": cache.fallbacks, "seconds": seconds}
+                 "fallbacks": cache.fallbacks, "seconds": seconds, **({"provenance": record} if record else {})}
         for name, count in cache.fallbacks.items():
             log.info("%s: %d sentences had no token left and fell back to mean_nospecial", name, count)
         write_json(out_dir / INDEX, index)
@@ -188,12 +200,12 @@ class Extraction:
 
     @torch.inference_mode()
     def encode_split(self, cache: Cache, texts: list[str], split: str, tables: DeviceTables, tasks: dict,
-                     batch_size: int, max_length: int) -> None:
+                     blocks: list[tuple[int, int]], max_length: int) -> None:
         """The encoder's sentence vectors of one split (and the corpus' Avg. sums)."""
         model = self.encoder.model.eval()
         bar = tqdm(total=len(texts), desc=f"{self.request['template']} {split}", unit="sent", mininterval=10)
         self.token_batches[split] = []
-        for rows, inputs, tokens in batches(self.encoder.tokenizer, texts, batch_size, max_length, self.device):
+        for rows, inputs, tokens in batches(self.encoder.tokenizer, texts, blocks, max_length, self.device):
             self.token_batches[split].append((rows, tokens))  # the static sources reuse the tokenisation
             with autocast_for(self.device):
                 hidden_states = model(**inputs, output_hidden_states=True).hidden_states
@@ -256,6 +268,12 @@ class Pooled:
             pooled, fallback = aggregate("idf_task", vectors[keep], rows_of(tokens, keep), tables)
             self.cache.write(self.layers, f"{self.source}.idf_task.eval-{task}", len(task_rows), where[inside],
                              pooled, fallback)
+
+
+def split_blocks(n_rows: int, batch_size: int, leading: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """A split's (rows, batch size) blocks: the ``leading`` block, then the rest."""
+    blocks = [leading, (n_rows - leading[0], batch_size)] if leading else [(n_rows, batch_size)]
+    return [(size, block_batch) for size, block_batch in blocks if size > 0]
 
 
 def task_positions(rows: np.ndarray, n: int) -> np.ndarray:

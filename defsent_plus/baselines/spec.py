@@ -27,6 +27,8 @@ POSTPROCESSORS = ("none", "center", "zscore", "quantile", "whiten", "abtt", "l2"
 FITS = ("corpus", "eval")
 NO_FIT = "-"
 RANDOM_LAYERS = "-"  # random embeddings have no layers
+SHARED_SENTENCE_SETS = ("sts",)  # sets an embed job reads from a cache (not STS-B dev: see baselines.reuse)
+SHARED_POOLINGS = ("cls", "mean", "max")  # aggregations that are the embedding stage's pooling functions
 ABTT_STEP = re.compile(r"^abtt(?P<d>\d+)?$")
 
 
@@ -181,6 +183,13 @@ def extraction_request(grid: dict, template: str, custom_templates: dict) -> dic
     }
 
 
+def caches_last_layer(request: dict, aggregation: str) -> bool:
+    """Whether a forward pass's ``request`` caches the encoder's last layer alone, sentences as they are (template
+    ``none``), with ``aggregation``: through the layer sweep or a ``[last]`` layer set."""
+    encoder_layers = [LAST] in request["layers"] and aggregation in request["aggregations"].get(ENCODER, [])
+    return request["template"] == NO_TEMPLATE and (aggregation in request["sweep"] or encoder_layers)
+
+
 def extraction_options(config: dict, request: dict) -> dict:
     """The baselines options one forward pass depends on (its job's params: nothing of the scoring, and the bias and
     random-vector options only where its request uses them)."""
@@ -190,7 +199,10 @@ def extraction_options(config: dict, request: dict) -> dict:
         keys += ["frequent_tokens", "biases"]
     if RANDOM in request["aggregations"]:
         keys.append("random")
-    return {key: baselines[key] for key in keys}
+    options = {key: baselines[key] for key in keys}
+    if request["template"] == NO_TEMPLATE:  # the STS sentences batched as rule embed batches them (baselines.reuse)
+        options["sts_batch_size"] = config["evaluation"]["batch_size"]
+    return options
 
 
 def scoring_options(config: dict) -> dict:

@@ -9,8 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from defsent_plus.baselines.sentences import evaluation_set, fit_corpus, read_lines, write_lines
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
+from defsent_plus.evaluation.sentence_sets import sts_sentences
 from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import atomic_path, read_json
+from defsent_plus.provenance import provenance, with_training
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +30,8 @@ def write_fit_corpus(options: dict, dataset: str | None, queries: Sequence[str],
 def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str | Path, out_dir: str | Path,
                 request: dict, options: dict, grid_key: str) -> None:
     """One (encoder, template) cache directory."""
+    import torch
+
     from defsent_plus.baselines.extract import Extraction  # torch: only the embedding job needs it
     from defsent_plus.encoders.models import load_encoder
     from defsent_plus.encoders.runtime import device_for_run
@@ -40,9 +46,24 @@ def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str
     out_dir.mkdir(parents=True, exist_ok=True)
     extraction = Extraction(encoder, request, options, grid_key, device)
     batch_size = options["batch_size"] * (4 if device.type == "cuda" else 1)
-    extraction.run(evaluation.sentences, corpus, tasks, out_dir, batch_size, options["max_length"])
+    record = with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
+                           training_provenance(model_dir))
+    extraction.run(evaluation.sentences, corpus, tasks, out_dir, batch_size, options["max_length"], record,
+                   sts_block(evaluation.sentences, senteval_dir, options))
     log.info("template %s: %d evaluation + %d corpus sentences, %d layer sets, %.1f s", request["template"],
              len(evaluation.sentences), len(corpus), len(extraction.layers), time.perf_counter() - start)
+
+
+def sts_block(evaluation: Sequence[str], senteval_dir: str | Path, options: dict) -> tuple[int, int] | None:
+    """(rows, batch size) of the evaluation split's leading STS sentences where the pass batches them as rule
+    ``embed`` does (``options["sts_batch_size"]``, template ``none``), else None."""
+    if "sts_batch_size" not in options:
+        return None
+    sentences = sts_sentences(senteval_dir)
+    if list(evaluation[:len(sentences)]) != sentences:
+        raise DefSentError(senteval_dir, "the baselines' evaluation split does not start with the STS sentences in "
+                                         "the embedding stage's order")
+    return len(sentences), options["sts_batch_size"]
 
 
 def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str | Path, grid: dict,

@@ -28,7 +28,7 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
                               batch_size: int, max_length: int, out_npy: str | Path, out_json: str | Path,
                               label: str) -> dict:
     """Encode ``sentence_set`` with the encoder at ``model_dir`` and one pooling; write the vectors and their
-    record (the record last, so a killed job never leaves a complete-looking pair)."""
+    record (:func:`write_embeddings`)."""
     import torch
 
     from defsent_plus.encoders.models import load_encoder
@@ -41,15 +41,25 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     vectors = encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=True,
                              desc=f"{label} {sentence_set}")
     seconds = time.perf_counter() - start
+    record = write_embeddings(
+        vectors, sentences, out_npy, out_json, label=label, model_dir=model_dir, sentence_set=sentence_set,
+        pooling=pooling, batch_size=batch_size, max_length=max_length, seconds=round(seconds, 1),
+        provenance=with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
+                                 training_provenance(model_dir)))
+    log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
+             seconds, len(sentences) / max(seconds, 1e-9))
+    return record
+
+
+def write_embeddings(vectors: np.ndarray, sentences: Sequence[str], out_npy: str | Path, out_json: str | Path, *,
+                     label: str, model_dir: str | Path, sentence_set: str, pooling: str, **details) -> dict:
+    """Write one sentence set's vectors and their record (the record last, so a killed job never leaves a
+    complete-looking pair); ``details``: how they were computed."""
     write_npy(out_npy, vectors.astype(np.float32, copy=False))
     record = {"encoder": label, "model_dir": str(model_dir), "sentence_set": sentence_set, "pooling": pooling,
               "sentences": len(sentences), "digest": sentences_digest(sentences), "dim": int(vectors.shape[1]),
-              "batch_size": batch_size, "max_length": max_length, "seconds": round(seconds, 1),
-              "provenance": with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
-                                          training_provenance(model_dir))}
+              **details}
     write_json(out_json, record)
-    log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,
-             seconds, len(sentences) / max(seconds, 1e-9))
     return record
 
 

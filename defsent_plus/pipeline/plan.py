@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 
-from defsent_plus.baselines.spec import check_grid, extraction_request
+from defsent_plus.baselines.spec import (
+    SHARED_POOLINGS,
+    SHARED_SENTENCE_SETS,
+    caches_last_layer,
+    check_grid,
+    extraction_request,
+)
+from defsent_plus.baselines.templates import NO_TEMPLATE
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import Method, method_of
 from defsent_plus.names import TRANSDUCTIVE_NOTE, alternatives
@@ -274,6 +281,24 @@ class Plan:
         a selection), every other set with the evaluation's."""
         block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
         return {"batch_size": block["batch_size"], "max_length": block["max_length"]}
+
+    def embedding_job(self, encoder: str, sentences: str, pooling: str) -> dict:
+        """An ``embed`` job's params: its forward pass's options and, where the encoder's baselines pass computes the
+        same vectors bit for bit (its last layer over the STS sentences, same batches), the ``cache`` to read them
+        from instead (:mod:`defsent_plus.baselines.reuse`), so they are not encoded twice."""
+        options = self.embedding_options(sentences)
+        if not self._cached_by_baselines(encoder, sentences, pooling, options["max_length"]):
+            return options
+        return {**options, "cache": baseline_cache(encoder, NO_TEMPLATE), "aggregation": pooling,
+                "alignment": self.config["baselines"]["alignment"]}
+
+    def _cached_by_baselines(self, encoder: str, sentences: str, pooling: str, max_length: int) -> bool:
+        if encoder not in self.baseline_encoders() or sentences not in SHARED_SENTENCE_SETS:
+            return False
+        grid = self.baseline_grid(encoder)
+        return (pooling in SHARED_POOLINGS and NO_TEMPLATE in grid["templates"]
+                and self.config["baselines"]["max_length"] == max_length
+                and caches_last_layer(self.baseline_request(encoder, NO_TEMPLATE), pooling))
 
     def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
         """One record per (model, pooling) of a table: its score file, label, seed group and step; STS also its
