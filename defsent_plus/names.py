@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 BASE_SPACES = ("ac", "amp")  # 000 Section 3.2: AC (mean of CLS vectors), AMP (mean of mean-pooled vectors)
 TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base space
+TORCH_TRANSFORMS = ("ica",)  # those that may run on torch, on a GPU (ICA's backend auto); the others are numpy
 POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
 TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (DefSent: all three)
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)

@@ -10,7 +10,8 @@ from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
-from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TRANSFORMS, alternatives, split_space
+from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
+from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of
 from defsent_plus.pipeline.resources import SENTEVAL_RUNTIME_MINUTES, threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs

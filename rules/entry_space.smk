@@ -42,7 +42,7 @@ rule transform_space:
     priority: CHAIN_PRIORITY
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
-        gpu=GPU,  # ICA runs on the GPU when there is one (backend auto)
+        gpu=lambda w: GPU if w.transform in TORCH_TRANSFORMS else 0,  # ICA runs on the GPU when there is one
         mem_mb=8000,
         runtime=120,
     conda:

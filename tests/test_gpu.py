@@ -228,7 +228,8 @@ def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, d
     assert sorted(name for name, _, requested in jobs if requested == 1) == ["entry_space", "stsb-dev_mean", "train",
                                                                             "train"]
     assert all(visible in pool for _, visible, requested in jobs if requested)
-    assert [(visible, requested) for name, visible, requested in jobs if name == "amp.center"] == [("", 0)]
+    center_log = tmp_path / "logs" / "entry_spaces" / "tiny" / "a" / "amp.center.log"
+    assert center_log.is_file() and "amp.center" not in {name for name, _, _ in jobs}  # numpy: no GPU slot, no torch
     # which jobs run at once is the scheduler's choice (on a loaded machine one seed may finish before the other
     # starts, and then both rightly get GPU 0): the claim is that jobs holding GPUs at the same time hold different ones
     holds = [(visible, hold) for _, visible, requested, hold in job_holds(tmp_path / "logs") if requested]

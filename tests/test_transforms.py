@@ -284,3 +284,18 @@ def test_unknown_transform_and_parameters_are_refused(space):
 def test_non_matrix_input_is_refused():
     with pytest.raises(DefSentError, match="2-d matrix"):
         apply_transform(np.zeros(5, dtype=np.float32), "center")
+
+
+@pytest.mark.parametrize(("transform", "imports_torch"), [("center", False), ("whiten", False), ("ica", True)])
+def test_only_a_transform_that_may_run_on_torch_imports_it(tmp_path, transform, imports_torch):
+    """center and whiten are numpy: their jobs start without torch (seconds each) and hold no GPU slot."""
+    import subprocess
+    import sys
+
+    np.save(tmp_path / "amp.npy", np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32))
+    code = ("import sys; from defsent_plus.spaces.transforms import write_transform; "
+            f"write_transform({str(tmp_path / 'amp.npy')!r}, {transform!r}, {{'max_iter': 50}} if {transform!r} == "
+            f"'ica' else {{}}, 1, {str(tmp_path / 'out.npy')!r}, {str(tmp_path / 'out.json')!r}); "
+            "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == str(imports_torch) and (tmp_path / "out.npy").is_file()

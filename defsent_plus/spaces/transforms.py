@@ -204,8 +204,12 @@ def threadpool_controller() -> ThreadpoolController:
 
 
 @contextmanager
-def limited_threads(threads: int) -> Iterator[None]:
-    """Let numpy/scipy BLAS and torch use exactly ``threads`` threads inside the block."""
+def limited_threads(threads: int, with_torch: bool = True) -> Iterator[None]:
+    """Let numpy/scipy BLAS and (``with_torch``) torch use exactly ``threads`` threads inside the block."""
+    if not with_torch:
+        with threadpool_controller().limit(limits=threads):
+            yield
+        return
     import torch
 
     previous = torch.get_num_threads()
@@ -421,9 +425,10 @@ def apply_transform(E: np.ndarray, name: str, **params: Any) -> tuple[np.ndarray
 def write_transform(space_path: str, transform: str, options: dict, threads: int, out_space: str,
                     out_info: str) -> dict:
     """Transform the entry space in ``space_path`` on at most ``threads`` CPU threads (ICA: also its own thread
-    setting) and write the result and its record (input, transform, convergence, warnings)."""
+    setting) and write the result and its record (input, transform, convergence, warnings). Only a transform that
+    may run on torch (``names.TORCH_TRANSFORMS``) imports it."""
     options = {**options, "threads": threads} if transform == "ica" else dict(options)
-    with limited_threads(threads):
+    with limited_threads(threads, with_torch=transform in names.TORCH_TRANSFORMS):
         space, info = apply_transform(load_space(space_path), transform, **options)
     write_npy(out_space, space)
     info = {"input": str(space_path), "transform": transform, **info}
