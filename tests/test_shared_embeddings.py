@@ -13,12 +13,13 @@ from conftest import REPO
 from workflow_utils import validated
 
 from defsent_plus.baselines.extract import split_blocks
-from defsent_plus.baselines.reuse import write_cached_sentence_embeddings
+from defsent_plus.baselines.reuse import cached_vectors, write_cached_sentence_embeddings
 from defsent_plus.baselines.spec import extraction_options, extraction_request
-from defsent_plus.baselines.stage import write_cache
+from defsent_plus.baselines.stage import sts_block, write_cache
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import write_sentence_embeddings
-from defsent_plus.io import read_json, read_npy, write_json
+from defsent_plus.evaluation.sentence_sets import sts_sentences
+from defsent_plus.io import read_json, read_npy, sentences_digest, write_json
 from defsent_plus.pipeline.dag import baseline_cache
 from defsent_plus.pipeline.plan import Plan
 
@@ -83,6 +84,18 @@ def test_a_cache_of_other_sentences_or_without_the_last_layer_is_refused(cache, 
     with pytest.raises(DefSentError, match=r"no layer set of the last layer \(2\) alone"):
         read_from_cache(other, tiny_bert, tmp_path, "mean")
     assert not (tmp_path / "cached.mean.json").exists()
+    evaluation = ["a sentence", "another one"]
+    with pytest.raises(DefSentError, match="1 sentences are not in its evaluation split, e.g. 'unknown'"):
+        cached_vectors(cache, {**index, "eval_digest": sentences_digest(evaluation)}, evaluation,
+                       ["a sentence", "unknown"], "mean")
+
+
+def test_a_pass_whose_evaluation_split_does_not_start_with_the_sts_sentences_is_refused():
+    sentences = sts_sentences(FIXTURE)
+    assert sts_block([*sentences, "a dev sentence"], FIXTURE, {"sts_batch_size": 8}) == (len(sentences), 8)
+    assert sts_block(sentences, FIXTURE, {}) is None  # a template: batched with the rest
+    with pytest.raises(DefSentError, match="does not start with the STS sentences"):
+        sts_block([sentences[1], sentences[0], *sentences[2:]], FIXTURE, {"sts_batch_size": 8})
 
 
 def default_plan(change=lambda config: None) -> Plan:
@@ -92,12 +105,13 @@ def default_plan(change=lambda config: None) -> Plan:
 
 
 def test_the_default_plan_reads_minilms_sts_vectors_from_its_baselines_pass():
-    job = default_plan().embedding_job("minilm", "sts", "mean")
+    plan = default_plan()
+    job = plan.embedding_job("minilm", "sts", "mean")
     assert job["cache"] == baseline_cache("minilm", "none") and job["aggregation"] == "mean"
-    assert job["batch_size"] == extraction_options(default_plan().config, default_plan().baseline_request(
-        "minilm", "none"))["sts_batch_size"]
-    assert "cache" not in default_plan().embedding_job("minilm", "stsb-dev", "mean")  # the selections' own pass
-    assert "cache" not in default_plan().embedding_job("default.step3", "sts", "mean")  # no baselines pass
+    assert job["batch_size"] == extraction_options(plan.config, plan.baseline_request("minilm", "none"))[
+        "sts_batch_size"]
+    assert "cache" not in plan.embedding_job("minilm", "stsb-dev", "mean")  # no block of its own in the cache
+    assert "cache" not in plan.embedding_job("default.step3", "sts", "mean")  # no baselines pass
 
 
 @pytest.mark.parametrize("change", [

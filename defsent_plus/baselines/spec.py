@@ -192,7 +192,8 @@ def caches_last_layer(request: dict, aggregation: str) -> bool:
 
 def extraction_options(config: dict, request: dict) -> dict:
     """The baselines options one forward pass depends on (its job's params: nothing of the scoring, and the bias and
-    random-vector options only where its request uses them)."""
+    random-vector options only where its request uses them); without a template also ``evaluation.batch_size``, the
+    batches of its STS sentences (:mod:`defsent_plus.baselines.reuse`)."""
     baselines = config["baselines"]
     keys = ["alignment", "batch_size", "max_length"]
     if any("biases" in names for names in (request["sweep"], *request["aggregations"].values())):
