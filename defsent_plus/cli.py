@@ -1,5 +1,5 @@
 """Command-line interface: ``defsent-plus <command>`` (encode, similarity, reverse-dictionary, predict-words,
-export, setup-wordnet)."""
+export, setup-wordnet, rehearse)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,24 @@ def cmd_setup_wordnet(args: argparse.Namespace) -> None:
     print(prepare_wordnet(args.target, args.source))
 
 
+def cmd_rehearse(args: argparse.Namespace) -> None:
+    import logging
+
+    from defsent_plus.rehearsal.costs import write_cost_sheet
+    from defsent_plus.rehearsal.runner import prepare, run, senteval_dir
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    workdir = prepare(Path(args.config), args.size)
+    print(f"rehearsal of {args.config} ({args.size} size) prepared in {workdir}")
+    if args.prepare_only:
+        return
+    code = run(workdir, *args.snakemake)
+    if code:
+        raise DefSentError(workdir, f"the rehearsal's Snakemake failed (exit {code}); logs: {workdir}/logs")
+    if not args.snakemake:  # a whole run: its cost sheet
+        print(f"cost sheet: {write_cost_sheet(workdir, senteval_dir())}")
+
+
 def add_sentence_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentences", nargs="*", help="sentences (or use --file)")
     parser.add_argument("--file", help="a UTF-8 file with one sentence a line")
@@ -177,6 +195,15 @@ def build_parser() -> argparse.ArgumentParser:
     wordnet.add_argument("--target", default="nltk_data", help="nltk_data root to create (default: nltk_data)")
     wordnet.add_argument("--source", default="/usr/share/wordnet", help="directory of WordNet's dict files")
     wordnet.set_defaults(func=cmd_setup_wordnet)
+
+    rehearse = commands.add_parser("rehearse", help="run a config on random weights of its real architectures and "
+                                                    "capped stand-in data, offline (docs/rehearsal.md)")
+    rehearse.add_argument("config", help="the config to rehearse, e.g. configs/bert-base.yaml")
+    rehearse.add_argument("--size", choices=("full", "tiny"), default="full",
+                          help="full: the real architectures (default); tiny: tiny ones, minimal caps")
+    rehearse.add_argument("--prepare-only", action="store_true", help="build models, stand-ins and the config only")
+    rehearse.add_argument("snakemake", nargs="*", help="arguments for Snakemake, after -- (e.g. -- -n)")
+    rehearse.set_defaults(func=cmd_rehearse)
     return parser
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from defsent_plus import banner
 from defsent_plus.errors import DefSentError
 
 
@@ -92,3 +93,32 @@ def read_parquet_file(path: str | Path):
         return pd.read_parquet(path)
     except (OSError, ValueError) as err:
         raise DefSentError(path, f"cannot read as parquet: {err}") from err
+
+
+def write_page(path: str | Path, text: str) -> None:
+    """A markdown or reStructuredText page (a rehearsal's banner first)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(banner.on_text(text), encoding="utf-8")
+
+
+def write_tsv(path: str | Path, table, **options) -> None:
+    """A pandas table as TSV without its index (a rehearsal's banner as a ``#`` comment line first); ``options``:
+    more of ``DataFrame.to_csv``'s."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(banner.comment_line())
+            table.to_csv(handle, sep="\t", index=False, **options)
+
+
+def read_tsv_table(path: str | Path):
+    """A TSV table :func:`write_tsv` wrote (a banner line skipped)."""
+    import pandas as pd
+
+    return pd.read_csv(path, sep="\t", comment="#")
+
+
+def save_figure(path: str | Path, figure, dpi: int) -> None:
+    """A matplotlib figure as PNG (a rehearsal's banner across its top)."""
+    banner.on_figure(figure)
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=dpi)

@@ -12,6 +12,8 @@ rule baseline_fit_corpus:
         options=canonical(config["baselines"]["fit_corpus"]),
     log:
         dag.log_file("baselines", "fit_corpus"),
+    benchmark:
+        dag.benchmark_file("baselines", "fit_corpus"),
     priority: CHAIN_PRIORITY
     threads: 1
     resources:
@@ -35,6 +37,8 @@ rule baseline_embed:
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     log:
         dag.log_file("baselines", "{encoder}", "embed_{template}"),
+    benchmark:
+        dag.benchmark_file("baselines", "{encoder}", "embed_{template}"),
     priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
@@ -59,6 +63,7 @@ rule baseline_grid:
         png=report(dag.baselines_file("{encoder}", "layers.png"), caption="../report/baselines_layers.rst",
                    category="Baselines"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         caches=canonical_of(lambda w: PLAN.baseline_caches(w.encoder)),
         grid=canonical_of(lambda w: PLAN.baseline_grid(w.encoder)),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
@@ -67,6 +72,8 @@ rule baseline_grid:
         title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
     log:
         dag.log_file("baselines", "{encoder}", "grid"),
+    benchmark:
+        dag.benchmark_file("baselines", "{encoder}", "grid"),
     priority: CHAIN_PRIORITY
     threads: THREADS
     resources:

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from defsent_plus.pipeline import dag
+from defsent_plus.banner import banner_text
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import identity as acquisition_identity
 from defsent_plus.acquisition.settings import resolve as resolve_acquisition
@@ -29,6 +30,9 @@ def read_selection(run, step):
 
 
 PLAN = Plan(config, read_selection)
+# A rehearsal (config rehearsal:, defsent_plus/rehearsal) marks every table and plot as made of random weights.
+BANNER = banner_text(config.get("rehearsal"))
+REHEARSAL_EXAMPLES = (config.get("rehearsal") or {}).get("caps", {}).get("training_examples")  # None: all examples
 GPU = config["resources"]["gpu"]
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)

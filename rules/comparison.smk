@@ -10,12 +10,15 @@ rule compare_sts:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         runs=canonical(PLAN.sts_comparison()),
         poolings=config["evaluation"]["poolings"],
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
         published=canonical(config["published"]),
     log:
         dag.log_file("compare", "sts"),
+    benchmark:
+        dag.benchmark_file("compare", "sts"),
     localrule: True
     threads: 1
     resources:
@@ -34,12 +37,15 @@ use rule compare_sts as compare_reverse_dictionary with:
         tsv=dag.compare_file("reverse_dictionary.tsv"),
         md=dag.compare_file("reverse_dictionary.md"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         runs=canonical(PLAN.reverse_dictionary_comparison()),
         poolings=None,
         bootstrap=None,
         published=None,
     log:
         dag.log_file("compare", "reverse_dictionary"),
+    benchmark:
+        dag.benchmark_file("compare", "reverse_dictionary"),
 
 
 # The front page: the comparison tables, the STS-by-step plots and links to each run's files; summary.rst is the
@@ -53,10 +59,13 @@ rule summary:
         md=dag.compare_file("summary.md"),
         rst=dag.compare_file("summary.rst"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         runs=canonical(PLAN.run_details()),
         plotted=list(config["runs"]),
     log:
         dag.log_file("compare", "summary"),
+    benchmark:
+        dag.benchmark_file("compare", "summary"),
     localrule: True
     threads: 1
     resources:

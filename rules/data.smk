@@ -12,6 +12,8 @@ rule acquire_data:
         data=alternatives(tuple(DATA)),
     log:
         dag.log_file("data", "{data}"),
+    benchmark:
+        dag.benchmark_file("data", "{data}"),
     localrule: True
     threads: 1
     resources:

@@ -8,12 +8,15 @@ rule dictionary:
         c=dag.dictionary_file("c.parquet"),
         stats=dag.dictionary_file("stats.tsv"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         sources=canonical(config["dictionary"]["sources"]),
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],
         on_malformed=config["dictionary"]["on_malformed"],
     log:
         dag.log_file("dictionary", "dictionary"),
+    benchmark:
+        dag.benchmark_file("dictionary", "dictionary"),
     threads: 1
     resources:
         mem_mb=6000,
@@ -36,6 +39,8 @@ rule dictionary_subset:
         dataset=PLAN.subset_pattern(heldout=False),
     log:
         dag.log_file("dictionary", "subset_{dataset}"),
+    benchmark:
+        dag.benchmark_file("dictionary", "subset_{dataset}"),
     priority: CHAIN_PRIORITY
     threads: 1
     resources:

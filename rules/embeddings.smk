@@ -19,6 +19,8 @@ rule embed:
         pooling=alternatives(POOLINGS),
     log:
         dag.log_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
+    benchmark:
+        dag.benchmark_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
     priority: CHAIN_PRIORITY
     threads: THREADS
     resources:

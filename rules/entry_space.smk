@@ -14,6 +14,8 @@ rule entry_space:
         max_length=config["entry_space"]["max_length"],
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
+    benchmark:
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
     priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
@@ -39,6 +41,8 @@ rule transform_space:
         transform=alternatives(TRANSFORMS),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
+    benchmark:
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
     priority: CHAIN_PRIORITY
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
@@ -72,11 +76,14 @@ rule isotropy:
             subcategory="{encoder} on {dataset}",
         ),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         names=ANALYSED,
         transformed=TRANSFORMED,
         options=canonical(config["entry_space"]["isotropy"]),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
+    benchmark:
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
     threads: 1
     resources:
         mem_mb=4000,

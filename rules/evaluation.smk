@@ -20,6 +20,8 @@ rule score:
         pooling=alternatives(POOLINGS),
     log:
         dag.log_file("eval", "{encoder}", "sts_{pooling}"),
+    benchmark:
+        dag.benchmark_file("eval", "{encoder}", "sts_{pooling}"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -47,6 +49,8 @@ use rule score as senteval with:
         protocol=config["evaluation"]["senteval_protocol"],
     log:
         dag.log_file("eval", "{encoder}", "senteval_{pooling}"),
+    benchmark:
+        dag.benchmark_file("eval", "{encoder}", "senteval_{pooling}"),
     threads: THREADS
     resources:
         mem_mb=4000,
@@ -70,6 +74,8 @@ use rule score as dev_score with:
         sts_aggregation="all",  # STS-B dev is one dataset: the three aggregations agree
     log:
         dag.log_file("eval", "{encoder}", "dev"),
+    benchmark:
+        dag.benchmark_file("eval", "{encoder}", "dev"),
     priority: CHAIN_PRIORITY
 
 
@@ -81,6 +87,7 @@ rule sts_table:
         md=dag.run_file("{run}", "sts.md"),
         png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
         title=lambda w: PLAN.table_title(
             w.run, f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}"
@@ -88,6 +95,8 @@ rule sts_table:
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "sts_table"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "sts_table"),
     localrule: True
     threads: 1
     resources:
@@ -106,6 +115,7 @@ rule senteval_table:
         tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
         md=dag.run_file("{run}", "senteval.md"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
         title=lambda w: PLAN.table_title(
             w.run, f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
@@ -113,6 +123,8 @@ rule senteval_table:
         bootstrap=None,
     log:
         dag.log_file("{run}", "eval", "senteval_table"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "senteval_table"),
     localrule: True
     threads: 1
     resources:
@@ -131,10 +143,13 @@ rule steps_report:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         steps=canonical_of(lambda w: PLAN.step_records(w.run)),
         title=lambda w: f"PST steps of run {w.run}",
     log:
         dag.log_file("{run}", "eval", "steps_report"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "steps_report"),
     localrule: True
     threads: 1
     resources:

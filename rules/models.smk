@@ -12,6 +12,8 @@ rule pin_model:
         model=alternatives(tuple(config["models"])),
     log:
         dag.log_file("models", "{model}"),
+    benchmark:
+        dag.benchmark_file("models", "{model}"),
     localrule: True
     threads: 1
     resources:

@@ -17,6 +17,7 @@ rule reverse_dictionary:
         ),
         md=dag.run_file("{run}", "reverse_dictionary.md"),
     params:
+        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
         method=lambda w: PLAN.method(w.run).name,
         pooling=lambda w: run_cfg(w)["training_pooling"],
         batch_size=config["evaluation"]["batch_size"],
@@ -25,6 +26,8 @@ rule reverse_dictionary:
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
     log:
         dag.log_file("{run}", "eval", "reverse_dictionary"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "reverse_dictionary"),
     threads: THREADS
     resources:
         gpu=GPU,

@@ -14,10 +14,13 @@ rule train:
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],
+        max_examples=REHEARSAL_EXAMPLES,
     wildcard_constraints:
         space=TARGET_PATTERN,
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
+    benchmark:
+        dag.benchmark_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     priority: CHAIN_PRIORITY
     threads: THREADS
     resources:
@@ -42,6 +45,8 @@ checkpoint select_best:
         candidates=canonical_of(lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)]),
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
+    benchmark:
+        dag.benchmark_file("{run}", "step{step}", "select_best"),
     priority: CHAIN_PRIORITY
     localrule: True
     threads: 1

@@ -22,7 +22,7 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     paired_rows,
     reading_note,
 )
-from defsent_plus.io import atomic_path  # noqa: E402
+from defsent_plus.io import write_tsv  # noqa: E402
 
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
 SHAPE_COLUMNS = {"alignment": "align", "uniformity": "uniform", "isoscore": "IsoScore", "mean_cosine": "cos"}
@@ -32,8 +32,7 @@ PLOTTED = ("cls", "mean", "mask")  # 003 Figure 4's lines: CLS, mean (avg.), a p
 
 
 def write_scores(table: pd.DataFrame, out_tsv: str | Path) -> None:
-    with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    write_tsv(out_tsv, table, float_format="%.4f")
 
 
 def selected_per_source(table: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
 from defsent_plus.evaluation.sentence_sets import sts_sentences
 from defsent_plus.evaluation.sts import STS_TASKS
-from defsent_plus.io import atomic_path, read_json
+from defsent_plus.io import atomic_path, read_json, write_page
 from defsent_plus.provenance import provenance, with_training
 
 log = logging.getLogger(__name__)
@@ -99,9 +99,7 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
              "evaluated task's own sentences (transductive)",
              f"{len(table)} combinations scored in {scored:.0f} s; intervals and paired tests of the "
              f"{len(uncertainty.indices)} rows named here in {time.perf_counter() - start - scored:.0f} s"]
-    with atomic_path(outputs["md"]) as tmp:
-        tmp.write_text(summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)),
-                       encoding="utf-8")
+    write_page(outputs["md"], summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)))
     plot_layers(table, n_layers, outputs["png"], title)
     inductive = table[~table["transductive"]]
     if inductive.empty:

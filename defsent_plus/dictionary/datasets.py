@@ -20,7 +20,7 @@ import pandas as pd
 from defsent_plus.dictionary.records import Definition, DropCounts
 from defsent_plus.dictionary.sources import READERS
 from defsent_plus.errors import DefSentError
-from defsent_plus.io import atomic_path
+from defsent_plus.io import atomic_path, write_tsv
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +266,5 @@ def write_dictionary_stage(
             frame.to_parquet(tmp, index=False)
     for _, row in stats.iterrows():
         log.info("%s %s = %s", row.scope, row.metric, row.value)
-    with atomic_path(stats_path) as tmp:
-        stats.to_csv(tmp, sep="\t", index=False)
+    write_tsv(stats_path, stats)
     return stats

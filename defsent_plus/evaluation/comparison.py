@@ -13,7 +13,7 @@ from defsent_plus.evaluation.intervals import Interval
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_table
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
-from defsent_plus.io import atomic_path, read_json
+from defsent_plus.io import read_json, read_tsv_table, write_page, write_tsv
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
 from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
@@ -177,12 +177,11 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     files of its starting and final models (:func:`pairs_by_run`), with ``bootstrap`` (evaluation.bootstrap) the
     comparison's intervals and paired tests; ``published``: config ``published`` (runs against a paper's numbers).
     A starting model shared by runs is listed once."""
-    tables = {r["run"]: pd.read_csv(r["sts"], sep="\t") for r in runs}
+    tables = {r["run"]: read_tsv_table(r["sts"]) for r in runs}
     rows = [row for r in runs
             for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
-    with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False)
+    write_tsv(out_tsv, table)
     note = aggregation_note(pd.concat(tables.values()))
     text = ("# STS of every run (Spearman x 100 of cosine)\n\n" + note +
             "Starting models, then per run its final step's candidates as mean ± std over seeds and the model "
@@ -200,8 +199,7 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
                            for models in files.values() for path in models.values()
                            if path.endswith(".pairs.parquet"))
     text += provenance_footer(score_provenance([path for path in scored if Path(path).is_file()]))
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_page(out_md, text)
     return table
 
 
@@ -252,8 +250,7 @@ def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Pat
     """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json)."""
     results = {r["run"]: read_json(r["json"]) for r in runs}
     table = pd.DataFrame([row for run, result in results.items() for row in reverse_dictionary_rows(run, result)])
-    with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    write_tsv(out_tsv, table, float_format="%.4f")
     methods = dict.fromkeys(table["method"])
     header = "\n".join(f"* {method_of(m).reverse_dictionary.description}" for m in methods)
     paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)
@@ -266,6 +263,5 @@ def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Pat
         text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
                  + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")
     text += provenance_footer([result.get("provenance", {}) for result in results.values()])
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_page(out_md, text)
     return table

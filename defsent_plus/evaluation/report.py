@@ -18,7 +18,7 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     paired_rows,
     reading_note,
 )
-from defsent_plus.io import atomic_path, read_json  # noqa: E402
+from defsent_plus.io import read_json, save_figure, write_page, write_tsv  # noqa: E402
 from defsent_plus.provenance import provenance_footer  # noqa: E402
 
 STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
@@ -88,8 +88,7 @@ def write_score_tables(
     if uncertainty:
         resampled = bootstrap_of([row["pairs"] for row in rows], table["sts_aggregation"].iloc[0], bootstrap)
         placed = pd.concat([placed, interval_columns(resampled, len(rows))], axis=1)
-    with atomic_path(out_tsv) as tmp:
-        placed.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    write_tsv(out_tsv, placed, float_format="%.4f")
     text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
         table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), STS_COLUMNS)
     grouped = placed.drop(columns=list(SETTING_COLUMNS), errors="ignore")
@@ -100,8 +99,7 @@ def write_score_tables(
         text += uncertainty_sections(table, placed["step"].tolist(), resampled, bootstrap)
     text += spread_section(table["model"].tolist(), [row["scores"] for row in rows])
     text += provenance_footer(score_provenance([row["scores"] for row in rows]))
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_page(out_md, text)
     if out_png is not None:
         plot_average_by_step(grouped, out_png, title)
     return table
@@ -190,8 +188,7 @@ def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+    save_figure(out_png, fig, 120)
     plt.close(fig)
 
 
@@ -238,8 +235,7 @@ def write_steps_report(
     """The steps table (TSV, with the starting model's dev score) and its plot."""
     steps = steps_table(steps)
     base_dev = read_json(start_dev_json)["dev_score"]
-    with atomic_path(out_tsv) as tmp:
-        steps.assign(start_dev_score=base_dev).to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    write_tsv(out_tsv, steps.assign(start_dev_score=base_dev), float_format="%.4f")
     plot_steps(steps, base_dev, out_png, title)
     return steps
 

@@ -32,7 +32,7 @@ from defsent_plus.evaluation.ranking_tables import (
     interval_columns,
     paired_markdown,
 )
-from defsent_plus.io import atomic_path, read_json, write_json
+from defsent_plus.io import read_json, write_json, write_page, write_tsv
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
 from defsent_plus.methods.entry_projection import EntryProjection
@@ -395,13 +395,11 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, base_head=info["seed"])}
     table = headword_table(results)
     write_json(out_json, {"method": method, **results})
-    with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
+    write_tsv(out_tsv, table, float_format="%.4f")
     description = method_of(method).reverse_dictionary.description
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
-                       + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
-                       + provenance_footer([results["provenance"]]), encoding="utf-8")
+    write_page(out_md, f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
+               + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+               + provenance_footer([results["provenance"]]))
     return results
 
 
@@ -492,11 +490,8 @@ def write_entry_ranking(
     results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
     table = results_table(results)
     write_json(out_json, {"method": method, **results})
-    with atomic_path(out_tsv) as tmp:
-        table.to_csv(tmp, sep="\t", index=False, float_format="%.4f")
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(results_markdown(results, table, title, method_of(method).reverse_dictionary.description),
-                       encoding="utf-8")
+    write_tsv(out_tsv, table, float_format="%.4f")
+    write_page(out_md, results_markdown(results, table, title, method_of(method).reverse_dictionary.description))
     return results
 
 

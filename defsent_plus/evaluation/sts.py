@@ -81,6 +81,9 @@ def fields_at_least(fields: list[str], count: int, path: Path, line: int) -> lis
     return fields
 
 
+MIN_SCORED_PAIRS = 2
+
+
 def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
     """One STS subset: ``STS.input.X.txt`` (sentence TAB sentence) with ``STS.gs.X.txt`` (score or empty)."""
     input_path, gold_path = Path(input_path), Path(gold_path)
@@ -99,6 +102,9 @@ def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
         gold.append(parse_score(gold_text, gold_path, line))
         s1.append(normalise_space(fields[0]))
         s2.append(normalise_space(fields[1]))
+    if len(gold) < MIN_SCORED_PAIRS:
+        raise DefSentError(gold_path, f"{len(gold)} scored pair(s) ({skipped} unscored lines): a Spearman "
+                                      f"correlation needs at least {MIN_SCORED_PAIRS}")
     return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64), skipped)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import markdown
 
-from defsent_plus.io import atomic_path
+from defsent_plus.io import write_page
 
 WHAT_THIS_IS = (
     "This workflow trains sentence encoders on dictionary definitions (DefSent+, 000: each definition projected onto "
@@ -67,8 +67,6 @@ def write_summary(pages: Sequence[str | Path], runs: Sequence[dict], plots: Sequ
     text = ("# What this run found\n\n" + WHAT_THIS_IS + "\n\n"
             + "".join(demoted(Path(page).read_text(encoding="utf-8")) + "\n" for page in pages)
             + plots_markdown(plots, base) + "\n" + run_links(runs, base))
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    with atomic_path(out_rst) as tmp:
-        tmp.write_text(as_rst(text, plots, base), encoding="utf-8")
+    write_page(out_md, text)
+    write_page(out_rst, as_rst(text, plots, base))
     return text

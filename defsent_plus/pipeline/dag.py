@@ -230,3 +230,8 @@ def fit_corpus_file() -> str:
 
 def log_file(*parts: str) -> str:
     return "logs/" + "/".join(str(part) for part in parts) + ".log"
+
+
+def benchmark_file(*parts: str) -> str:
+    """A job's Snakemake benchmark (wall seconds, peak memory, CPU time: what the cost sheet reads), beside its log."""
+    return "benchmarks/" + "/".join(str(part) for part in parts) + ".tsv"

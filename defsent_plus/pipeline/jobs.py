@@ -6,13 +6,15 @@ from typing import Any
 
 
 def start_job(snakemake: Any, gpu: bool = False) -> None:
-    """Log to the job's log file; register the config's method plugins (their jobs ask their declarations); with
-    ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to the job's
-    threads."""
+    """Log to the job's log file; put a rehearsal's banner (``params.banner``) on its tables and plots; register the
+    config's method plugins (their jobs ask their declarations); with ``gpu``, take the job's own GPU slot (none for
+    CPU jobs) before CUDA starts and limit torch to the job's threads."""
+    from defsent_plus import banner
     from defsent_plus.methods import load_plugins
     from defsent_plus.pipeline.logs import log_to
 
     log_to(snakemake.log[0] if snakemake.log else None)
+    banner.activate(getattr(snakemake.params, "banner", None))
     load_plugins(snakemake.config.get("method_plugins") or [])
     if gpu:
         import torch

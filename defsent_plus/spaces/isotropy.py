@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 from scipy.special import logsumexp
 
-from defsent_plus.io import atomic_path, read_json, write_json
+from defsent_plus.io import read_json, save_figure, write_json
 from defsent_plus.spaces.entry_matrix import check_entry_space, load_space
 from defsent_plus.spaces.moments import BLOCK_ROWS, SecondMoments, second_moments
 
@@ -201,8 +201,7 @@ def plot_space(E: np.ndarray, out_png: str | Path, title: str, max_points: int =
         axes.set_ylabel(ylabel)
     figure.suptitle(f"{title}  ({len(rows):,} of {E.shape[0]:,} entries, dim {E.shape[1]})")
     out_png = Path(out_png)
-    with atomic_path(out_png) as tmp:
-        figure.savefig(tmp, format="png", dpi=110)
+    save_figure(out_png, figure, 110)
     return out_png
 
 

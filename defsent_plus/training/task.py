@@ -71,3 +71,9 @@ class TrainingTask:
 def unused_targets(examples: list[str]) -> np.ndarray:
     """For objectives without class targets (contrastive ones): the loop still batches an array of them."""
     return np.zeros(len(examples), dtype=np.int64)
+
+
+def sampled_task(task: TrainingTask, size: int, seed: int) -> TrainingTask:
+    """``task`` with a seeded sample of ``size`` of its examples, in their order (a rehearsal's cap)."""
+    keep = np.sort(np.random.default_rng(seed).choice(len(task.texts), size=size, replace=False))
+    return TrainingTask(task.objective, [task.texts[i] for i in keep], task.targets[keep], task.card, task.save)

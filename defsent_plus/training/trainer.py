@@ -31,7 +31,7 @@ from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.selection import DEV_TASK
-from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs
+from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs, sampled_task
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +289,7 @@ def train_on_space(
     options: dict | None = None,
     senteval_dir: str | Path | None = None,
     run_deviations: Sequence[str] = (),
+    max_examples: int | None = None,
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
@@ -309,6 +310,10 @@ def train_on_space(
     task = declared.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
                                     options or {}, cfg.batch_size, space, declared.config_key(),
                                     None if senteval_dir is None else str(senteval_dir)))
+    if max_examples is not None and len(task.texts) > max_examples:
+        run_deviations = [*run_deviations, f"rehearsal: {max_examples} of the task's {len(task.texts)} examples "
+                                           f"(seeded sample, seed {cfg.seed})"]
+        task = sampled_task(task, max_examples, cfg.seed)
     log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
@@ -373,10 +378,12 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
-                    model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None) -> dict:
+                    model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
+                    max_examples: int | None = None) -> dict:
     """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
     the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
-    and seed; where these depart from the variant's published ones, the training card says so."""
+    and seed; where these depart from the variant's published ones, the training card says so. ``max_examples``: a
+    rehearsal's cap on the examples (a seeded sample), recorded in the card."""
     declared = method_of(method)
     options = declared.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
@@ -385,4 +392,5 @@ def train_candidate(method: str, options: dict, lr: float, batch_size: int, pool
     objective_options = {k: v for k, v in options.items() if k not in optimisation}
     departures = declared.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
-                          options=objective_options, senteval_dir=senteval_dir, run_deviations=departures)
+                          options=objective_options, senteval_dir=senteval_dir, run_deviations=departures,
+                          max_examples=max_examples)

@@ -1,0 +1,120 @@
+"""How a rehearsal caps a config's work, and the rehearsal config derived from a real one.
+
+The derived config keeps the real one's runs, methods, steps, spaces, poolings, evaluation and selection, so its DAG
+has the real DAG's rules; it replaces each hub model by a local random model of the same architecture, each dataset
+that must be acquired by a stand-in, and caps the work: seeds, entries (a subset of each dataset a run trains on,
+the one rule the real DAG does not have), training examples per candidate, corpus sentences, epochs, STS pairs per
+file, FastICA iterations. It records what was capped under ``rehearsal``, which puts a banner on every table and plot.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from defsent_plus.pipeline.model_store import spec_kind
+
+DATASETS = ("a", "b", "c")
+SUBSET_PREFIX = "rehearsal_"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The work a rehearsal keeps of a real config."""
+
+    seeds: int  # the first seeds of each run
+    entries: int  # entries of every dataset a run trains on; at least hidden size + 1 where an entry space is whitened
+    training_examples: int  # examples (definitions, corpus sentences) per trained candidate
+    corpus_sentences: int  # lines of the wiki1m stand-in
+    oxford_lines: int | None  # lines of the Oxford stand-in (None: every single-word WordNet entry, about 10^5)
+    epochs: int  # at most this many epochs per candidate
+    sts_pairs: int  # pairs kept of every STS, STS-B and SICK file
+    ica_max_iter: int
+    isotropy_pairs: int
+
+
+ENTRY_MARGIN = 64  # entries beyond the widest hidden size (whitening and FastICA need more rows than columns)
+SIZES = {
+    # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
+    "full": Caps(seeds=2, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
+                 epochs=2, sts_pairs=5, ica_max_iter=200, isotropy_pairs=20000),
+    # tiny: the tests' tiny dimensions, to execute every shipped config in the test suite
+    "tiny": Caps(seeds=1, entries=48, training_examples=16, corpus_sentences=500, oxford_lines=3000, epochs=1,
+                 sts_pairs=4, ica_max_iter=50, isotropy_pairs=500),
+}
+
+
+def caps_for(size: str, hidden_sizes: list[int]) -> Caps:
+    """The size's caps, with at least ``ENTRY_MARGIN`` more entries than the widest of the rehearsal's models."""
+    caps = SIZES[size]
+    return Caps(**{**asdict(caps), "entries": max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN)})
+
+
+def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:
+    """Hidden sizes of the models a rehearsal of ``config`` runs: hub models at the size's dimensions, the others
+    (local or packaged models, run as they are) their own."""
+    from defsent_plus.rehearsal.models import TINY_DIMS, model_architecture
+
+    hubs = hub_models(config)
+    return [TINY_DIMS["hidden_size"] if name in hubs and size != "full" else
+            model_architecture(spec).config["hidden_size"] for name, spec in config.get("models", {}).items()]
+
+
+def hub_models(config: dict) -> dict[str, str]:
+    """Model name -> hub id of the config's hub models (the ones a rehearsal replaces)."""
+    return {name: value for name, spec in config.get("models", {}).items()
+            for kind, value in [spec_kind(spec, f"config: models.{name}")] if kind == "hub"}
+
+
+def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], caps: Caps, repo: Path,
+           source: str, size: str) -> dict:
+    """The rehearsal config of ``real`` (a config as read, before validation): ``models`` replaces hub models by
+    local directories, ``standins`` are ``data.<name>`` blocks pointing at the stand-ins."""
+    config = copy.deepcopy(real)
+    config["models"] = {**config.get("models", {}), **{name: str(path) for name, path in models.items()}}
+    config["data"] = {**config.get("data", {}), **standins}
+    for source_block in config["dictionary"]["sources"]:
+        path = source_block.get("path")
+        if path and not Path(path).is_absolute() and not path.startswith("data/"):
+            source_block["path"] = str(repo / path)  # nltk_data, a user's TSV: the checkout's own
+    config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
+    cap_entries(config, caps.entries)
+    for run in config["runs"].values():
+        run["seeds"] = run["seeds"][: caps.seeds]
+    cap_method_epochs(config, caps.epochs, repo)
+    space = config.setdefault("entry_space", {})
+    space["ica"] = {**space.get("ica", {}), "max_iter": caps.ica_max_iter}
+    space["isotropy"] = {**space.get("isotropy", {}), "n_pairs": caps.isotropy_pairs}
+    config.pop("published", None)  # published numbers are not compared with random weights
+    config["rehearsal"] = {"config": source, "size": size, "caps": asdict(caps),
+                           "models": {name: hub for name, hub in hub_models(real).items()}}
+    return config
+
+
+def cap_entries(config: dict, entries: int) -> None:
+    """Every run trains on at most ``entries`` entries: a run on a whole dataset gets a subset of it, an existing
+    subset keeps at most that many."""
+    subsets = config.setdefault("subsets", {})
+    for subset in subsets.values():
+        subset["max_entries"] = min(subset["max_entries"], entries)
+    for run in config["runs"].values():
+        dataset = run.get("dataset")
+        if dataset in DATASETS:
+            name = SUBSET_PREFIX + dataset
+            subsets.setdefault(name, {"dataset": dataset, "max_entries": entries, "seed": 0})
+            run["dataset"] = name
+    if not subsets:
+        config.pop("subsets")
+
+
+def cap_method_epochs(config: dict, epochs: int, repo: Path) -> None:
+    """Runs trained for several epochs (ConSERT + SLT-FAI: 10) train at most ``epochs`` (a run's own option)."""
+    from defsent_plus.pipeline.config_schema import validated_config
+    from defsent_plus.pipeline.plan import Plan
+
+    full = validated_config(copy.deepcopy(config), repo / "workflow" / "schemas" / "config.schema.yaml")
+    plan = Plan(full, lambda run, step: {})
+    for name, run in config["runs"].items():
+        if plan.method(name).resolved_options(plan.method_options(name)).get("epochs", 1) > epochs:
+            run.setdefault("options", {})["epochs"] = epochs

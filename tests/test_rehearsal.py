@@ -1,0 +1,273 @@
+"""Rehearsals (defsent_plus.rehearsal): the real architectures, stand-in data through the real readers, the derived
+config's caps and shape, and the banner on every table and plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO
+from workflow_utils import planned_jobs, validated
+
+from defsent_plus import banner
+from defsent_plus.dictionary.records import DropCounts
+from defsent_plus.dictionary.sources import read_oxford
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
+from defsent_plus.rehearsal import caps as capping
+from defsent_plus.rehearsal import models as building
+from defsent_plus.rehearsal import standins
+
+NLTK_DATA = REPO / "nltk_data"
+SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
+
+# The hub models' own parameter counts (AutoModel: embeddings, encoder and pooler) and vocabulary sizes.
+HUB_MODELS = {
+    "bert-base-uncased": (109_482_240, 30522),
+    "bert-large-uncased": (335_141_888, 30522),
+    "roberta-base": (124_645_632, 50265),
+    "roberta-large": (355_359_744, 50265),
+}
+
+
+def test_every_hub_model_of_a_shipped_config_has_a_shipped_architecture():
+    hubs = {hub for path in SHIPPED for hub in capping.hub_models(yaml.safe_load(path.read_text())).values()}
+    assert hubs and {building.architecture_of(hub).name for hub in hubs} == set(HUB_MODELS)
+    with pytest.raises(DefSentError, match="no shipped architecture"):
+        building.architecture_of("someone/gpt-9")
+
+
+@pytest.mark.parametrize("name", sorted(HUB_MODELS))
+def test_rehearsal_architectures_have_the_real_parameter_count_and_vocabulary(name):
+    architecture = building.architecture_of(f"org/{name}@main")
+    assert (building.parameter_count(architecture), architecture.config["vocab_size"]) == HUB_MODELS[name]
+    whole = building.parameter_count(architecture, encoder_only=False)  # the checkpoint's class
+    hidden = architecture.config["hidden_size"]
+    without_pooler = HUB_MODELS[name][0] - hidden * hidden - hidden
+    assert whole - without_pooler >= hidden * hidden + architecture.config["vocab_size"]  # its masked-LM head
+
+
+def test_the_bert_tokenizer_is_bert_base_uncased_wordpiece(tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(building.bert_tokenizer(tmp_path / "tok"))
+    assert len(tokenizer) == HUB_MODELS["bert-base-uncased"][1]
+    assert [tokenizer.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
+        0, 100, 101, 102, 103]  # bert-base-uncased's ids
+    assert tokenizer.tokenize("The Dog") == ["the", "dog"]  # uncased
+
+
+def test_the_roberta_tokenizer_is_a_byte_level_bpe_of_the_asked_size_with_robertas_special_ids(tmp_path):
+    from transformers import AutoTokenizer
+
+    texts = [d.text for _, d in zip(range(3000), standins_wordnet(), strict=False)]
+    tokenizer = AutoTokenizer.from_pretrained(building.roberta_tokenizer(tmp_path / "bpe", 700, texts))
+    assert len(tokenizer) == 700
+    assert [tokenizer.convert_tokens_to_ids(t) for t in building.ROBERTA_SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    assert tokenizer("of the")["input_ids"][0] == 0 and tokenizer.tokenize(" the") == ["Ġthe"]
+    assert 3 not in tokenizer("naïve 東京")["input_ids"]  # byte-level: no unknown token
+    with pytest.raises(DefSentError, match="more text is needed"):
+        building.roberta_tokenizer(tmp_path / "too_big", 5000, texts[:20])
+
+
+def standins_wordnet():
+    from defsent_plus.dictionary.sources import read_wordnet
+
+    return read_wordnet(NLTK_DATA, "wordnet", "error", DropCounts())
+
+
+def test_a_built_model_loads_as_an_encoder_with_its_masked_lm_head(tmp_path):
+    from transformers import AutoModelForMaskedLM
+
+    from defsent_plus.encoders.models import load_encoder
+
+    architecture = building.architecture_of("bert-base-uncased").tiny(30522)
+    path = building.build_model(architecture, building.bert_tokenizer(tmp_path / "tok"), tmp_path / "model")
+    encoder = load_encoder(path)
+    assert encoder.model.config.hidden_size == 32 and len(encoder.tokenizer) == 30522
+    _, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+    assert not info["missing_keys"]  # the head is in the checkpoint, not initialised on loading
+    vectors = encoder.encode(["a dog", "a large animal"], "mean")
+    assert np.linalg.matrix_rank(vectors) == 2 and "Random weights" in (path / "REHEARSAL.md").read_text()
+
+
+def test_the_oxford_stand_in_goes_through_the_oxford_reader(tmp_path):
+    out = standins.write_oxford(tmp_path / "oxford", NLTK_DATA, max_lines=400)
+    assert sorted(p.name for p in out.iterdir()) == ["test.txt", "train.txt", "valid.txt"]
+    drops = DropCounts()
+    records = list(read_oxford(out, "oxford", "error", drops))
+    assert len(records) == 400 and not drops.rows()
+    wordnet = {(d.entry, d.text) for _, d in zip(range(2000), standins_wordnet(), strict=False)}
+    assert sum((r.entry, r.text) in wordnet for r in records) >= 0.9 * len(records)  # detokenised back
+    splits = {}
+    for record in records:
+        splits.setdefault(record.entry, set()).add(record.where.split(":")[0])
+    assert all(len(files) == 1 for files in splits.values())  # every sense of a word in one split
+
+
+def test_the_senteval_stand_in_keeps_the_first_scored_pairs_of_every_file(tmp_path, senteval_dir):
+    out = standins.write_senteval(tmp_path / "senteval", senteval_dir, pairs=5)
+    for task in STS_TASKS:
+        assert [len(part) for part in load_sts_parts(out, task)] == [5] * len(load_sts_parts(senteval_dir, task))
+    assert len(load_stsb(out, "dev")) == 5
+    first = load_sts_parts(senteval_dir, "STS16")[0]
+    assert load_sts_parts(out, "STS16")[0].sentences1 == first.sentences1[:5]
+    assert (out / "MR" / "rt-polarity.pos").read_bytes() == (senteval_dir / "MR" / "rt-polarity.pos").read_bytes()
+
+
+def test_an_sts_file_without_scored_pairs_is_an_error_naming_it(tmp_path):
+    (tmp_path / "STS.input.x.txt").write_text("a\tb\nc\td\n")
+    (tmp_path / "STS.gs.x.txt").write_text("\n3.0\n")
+    with pytest.raises(DefSentError, match=r"STS.gs.x.txt: 1 scored pair\(s\) \(1 unscored lines\)"):
+        load_sts_subset(tmp_path / "STS.input.x.txt", tmp_path / "STS.gs.x.txt")
+
+
+def test_the_wiki1m_stand_in_has_one_sentence_a_line(tmp_path, senteval_dir):
+    out = standins.write_wiki1m(tmp_path / "wiki1m", senteval_dir, 50)
+    lines = (out / "wiki1m_for_simcse.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 50 and all(line.strip() == line and line for line in lines)
+
+
+def derived(path: Path, size: str = "full", model: Path | None = None) -> dict:
+    """The rehearsal config of a shipped config, every hub model replaced by ``model``."""
+    real = yaml.safe_load(path.read_text())
+    hidden = capping.rehearsal_hidden_sizes(real, size)
+    models = {name: model or Path(f"/models/{name}") for name in capping.hub_models(real)}
+    blocks = {name: {"mirror": f"/standins/{name}", "link": "copy", "checksums": None}
+              for name in ("senteval", "oxford", "wiki1m")}
+    return capping.derive(real, models=models, standins=blocks, caps=capping.caps_for(size, hidden), repo=REPO,
+                          source=str(path.relative_to(REPO)), size=size)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
+    real = yaml.safe_load(path.read_text())
+    config = validated(derived(path))
+    assert config["runs"].keys() == real["runs"].keys()
+    for name, run in config["runs"].items():
+        assert run["seeds"] == real["runs"][name]["seeds"][:2] and run["steps"] == real["runs"][name]["steps"]
+        if "dataset" in run and run.get("start_from") is None:
+            assert config["subsets"][run["dataset"]]["max_entries"] <= config["rehearsal"]["caps"]["entries"]
+    assert not any(spec.startswith("hub:") for spec in config["models"].values())
+    assert config["resources"]["gpu"] == 0 and not config["published"]
+    hidden = [building.model_architecture(spec).config["hidden_size"] for spec in real["models"].values()]
+    assert config["rehearsal"]["caps"]["entries"] > max(hidden)  # whitening and FastICA need more rows
+
+
+def test_the_consert_variant_trains_at_most_the_capped_epochs():
+    config = validated(derived(REPO / "configs" / "slt-fai-consert-bert-base.yaml"))
+    assert config["runs"]["slt_fai"]["options"]["epochs"] == capping.SIZES["full"].epochs
+
+
+def test_a_rehearsal_dag_has_the_real_dags_rules_and_one_subset_rule(tmp_path, tiny_roberta):
+    path = REPO / "configs" / "roberta-large.yaml"
+    counts = {}
+    for kind, config in (("real", yaml.safe_load(path.read_text())), ("rehearsal", derived(path, model=tiny_roberta))):
+        workdir = tmp_path / kind
+        workdir.mkdir()
+        for block in config["dictionary"]["sources"]:
+            if block.get("path") and not block["path"].startswith(("data/", "/")):
+                block["path"] = str(REPO / block["path"])
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        counts[kind] = planned_jobs(workdir, "--forceall")
+    assert set(counts["rehearsal"]) - set(counts["real"]) == {"dictionary_subset"}
+    assert set(counts["real"]) <= set(counts["rehearsal"])
+    assert counts["real"]["train"] == 5 * counts["rehearsal"]["train"]  # 10 seeds against 2, step 1
+
+
+def test_the_banner_marks_pages_tables_and_figures_only_when_active(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from defsent_plus.io import read_tsv_table, save_figure, write_page, write_tsv
+
+    text = banner.banner_text({"config": "configs/x.yaml", "size": "full"})
+    table = pd.DataFrame({"model": ["m"], "avg": [1.0]})
+    try:
+        for state in (None, text):
+            banner.activate(state)
+            write_page(tmp_path / "page.md", "# Title\n")
+            write_tsv(tmp_path / "table.tsv", table)
+            figure = plt.figure()
+            save_figure(tmp_path / "plot.png", figure, 50)
+            assert (text in (tmp_path / "page.md").read_text()) == (state is not None)
+            assert (text in (tmp_path / "table.tsv").read_text()) == (state is not None)
+            assert (len(figure.texts) == 2) == (state is not None)
+            plt.close(figure)
+            assert read_tsv_table(tmp_path / "table.tsv").equals(table)
+    finally:
+        banner.activate(None)
+    assert banner.banner_text(None) is None and "random weights of the real architectures" in text
+
+
+def test_a_rehearsal_caps_training_examples_with_a_seeded_sample_in_order():
+    from defsent_plus.training.task import TrainingTask, sampled_task
+
+    task = TrainingTask(objective=None, texts=[f"t{i}" for i in range(50)], targets=np.arange(50))
+    sample = sampled_task(task, 10, seed=3)
+    assert sample.texts == [f"t{i}" for i in sample.targets] and list(sample.targets) == sorted(sample.targets)
+    assert sampled_task(task, 10, seed=3).texts == sample.texts != sampled_task(task, 10, seed=4).texts
+
+
+SNAKEMAKE_LOG = """\
+[Wed Nov 25 23:11:51 2026]
+localrule train:
+    input: resources/models/m, results/dictionary/a.parquet
+    output: results/r/step1/amp/seed0/model, results/r/step1/amp/seed0/train.json
+    log: logs/r/step1/amp/seed0/train.log
+    jobid: 18
+    benchmark: benchmarks/r/step1/amp/seed0/train.tsv
+    wildcards: run=r, step=1, space=amp, seed=0
+    resources: tmpdir=/tmp, gpu=0, mem_mb=8000, mem_mib=7630, runtime=240
+Shell command: None
+rule embed:
+    output: results/embeddings/r.step1.amp.seed0/sts.mean.npy, results/embeddings/r.step1.amp.seed0/sts.mean.json
+    benchmark: benchmarks/embeddings/r.step1.amp.seed0/sts_mean.tsv
+    wildcards: encoder=r.step1.amp.seed0, sentences=sts, pooling=mean
+    resources: tmpdir=/tmp, mem_mb=6000, runtime=120
+
+"""
+
+
+def test_the_cost_sheet_reads_each_job_its_rule_wildcards_and_requests_from_snakemakes_log(tmp_path):
+    from defsent_plus.rehearsal.costs import executed_jobs
+
+    (tmp_path / ".snakemake" / "log").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "log" / "x.snakemake.log").write_text(SNAKEMAKE_LOG)
+    jobs = {job.rule: job for job in executed_jobs(tmp_path)}
+    assert jobs["train"].wildcards == {"run": "r", "step": "1", "space": "amp", "seed": "0"}
+    assert jobs["train"].resources["runtime"] == "240" and jobs["train"].outputs[1].endswith("train.json")
+    assert jobs["embed"].benchmark == "benchmarks/embeddings/r.step1.amp.seed0/sts_mean.tsv"
+
+
+def test_training_memory_counts_weights_gradients_adam_and_activations():
+    from defsent_plus.rehearsal.costs import training_memory_bytes
+
+    base = building.architecture_of("bert-base-uncased")
+    states = 16.0 * building.parameter_count(base, encoder_only=False)
+    at_32 = training_memory_bytes(base, 32, 128, 0)
+    assert states < at_32 < states + 2e9  # BERT-base, batch 32 x 128 tokens: about 1.7 GB of activations
+    assert training_memory_bytes(base, 64, 128, 0) - states == pytest.approx(2 * (at_32 - states))
+    assert training_memory_bytes(base, 32, 128, 10_000) - at_32 == 12.0 * 32 * 10_000
+
+
+def test_a_request_smaller_than_the_projected_job_is_flagged():
+    from defsent_plus.rehearsal.costs import Gpu, projected
+
+    class Real:  # the context the projection asks: bert-base trained on 10^6 examples a job
+        architectures = {"m": building.architecture_of("bert-base-uncased")}
+        real = {"runs": {"r": {"method": "simcse"}}}
+
+    row = {"rule": "train", "seconds": 30.0, "max_rss_mb": 3000.0, "cpu_seconds": 29.0, "units": 64,
+           "real_units": 1_000_000, "tokens": 32, "model": "m", "real_jobs": 1.0, "run": "r", "outputs": []}
+    gpu = Gpu("a GPU", 100.0, 0.1, 80)
+    for requested, fits in ((240.0, True), (10.0, False)):
+        table = projected([{**row, "requested_minutes": requested, "requested_mb": 8000.0}], Real(), gpu)
+        assert table.loc[0, "fits_request"] == fits, table.loc[0, "longest_gpu_job_minutes"]
+    table = projected([{**row, "requested_minutes": 240.0, "requested_mb": 2000.0}], Real(), gpu)
+    assert not table.loc[0, "fits_request"]  # the rehearsal's own peak memory is past mem_mb
