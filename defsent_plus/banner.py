@@ -38,7 +38,7 @@ def comment_line() -> str:
 
 
 def on_figure(figure) -> None:
-    """The banner across the top of a matplotlib figure."""
+    """The banner on a matplotlib figure: a watermark across it and the text at its foot."""
     if _active is not None:
         figure.text(0.5, 0.5, "REHEARSAL: random weights", ha="center", va="center", rotation=25, fontsize=26,
                     color="darkred", alpha=0.18, weight="bold")

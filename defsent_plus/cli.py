@@ -127,9 +127,13 @@ def cmd_rehearse(args: argparse.Namespace) -> None:
     import logging
 
     from defsent_plus.rehearsal.costs import write_cost_sheet
-    from defsent_plus.rehearsal.runner import prepare, run, senteval_dir
+    from defsent_plus.rehearsal.runner import REPO, prepare, rehearsal_name, run, senteval_dir
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.sheet_only:
+        workdir = REPO / "rehearsals" / rehearsal_name(Path(args.config), args.size)
+        print(f"cost sheet: {write_cost_sheet(workdir, senteval_dir())}")
+        return
     workdir = prepare(Path(args.config), args.size)
     print(f"rehearsal of {args.config} ({args.size} size) prepared in {workdir}")
     if args.prepare_only:
@@ -202,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     rehearse.add_argument("--size", choices=("full", "tiny"), default="full",
                           help="full: the real architectures (default); tiny: tiny ones, minimal caps")
     rehearse.add_argument("--prepare-only", action="store_true", help="build models, stand-ins and the config only")
+    rehearse.add_argument("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")
     rehearse.add_argument("snakemake", nargs="*", help="arguments for Snakemake, after -- (e.g. -- -n)")
     rehearse.set_defaults(func=cmd_rehearse)
     return parser

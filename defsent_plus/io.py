@@ -118,7 +118,8 @@ def read_tsv_table(path: str | Path):
 
 
 def save_figure(path: str | Path, figure, dpi: int) -> None:
-    """A matplotlib figure as PNG (a rehearsal's banner across its top)."""
+    """A matplotlib figure as PNG (a rehearsal's banner drawn on it and in its Description text chunk)."""
     banner.on_figure(figure)
+    metadata = {"Description": banner.active()} if banner.active() else None
     with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=dpi)
+        figure.savefig(tmp, format="png", dpi=dpi, metadata=metadata)

@@ -201,4 +201,5 @@ def test_the_checks_accept_what_exists():
     assert slug("Isotropy of the default run's entry spaces") == "isotropy-of-the-default-runs-entry-spaces"
     assert missing_path("configs/defsent-{bert-base,roberta-large}.yaml") is None
     assert {"train", "select_best", "dev_score", "all"} <= defined_rules()
-    assert {"encode", "similarity", "reverse-dictionary", "predict-words", "export", "setup-wordnet"} == cli_commands()
+    assert {"encode", "similarity", "reverse-dictionary", "predict-words", "export", "setup-wordnet",
+            "rehearse"} == cli_commands()

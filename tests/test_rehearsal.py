@@ -198,6 +198,7 @@ def test_the_banner_marks_pages_tables_and_figures_only_when_active(tmp_path):
             assert (text in (tmp_path / "page.md").read_text()) == (state is not None)
             assert (text in (tmp_path / "table.tsv").read_text()) == (state is not None)
             assert (len(figure.texts) == 2) == (state is not None)
+            assert (text.encode() in (tmp_path / "plot.png").read_bytes()) == (state is not None)
             plt.close(figure)
             assert read_tsv_table(tmp_path / "table.tsv").equals(table)
     finally:
@@ -261,7 +262,7 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
 
     class Real:  # the context the projection asks: bert-base trained on 10^6 examples a job
         architectures = {"m": building.architecture_of("bert-base-uncased")}
-        real = {"runs": {"r": {"method": "simcse"}}}
+        real = {"runs": {"r": {"method": "simcse", "dataset": "a", "batch_size": 64}}}
 
     row = {"rule": "train", "seconds": 30.0, "max_rss_mb": 3000.0, "cpu_seconds": 29.0, "units": 64,
            "real_units": 1_000_000, "tokens": 32, "model": "m", "real_jobs": 1.0, "run": "r", "outputs": []}
@@ -271,3 +272,36 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
         assert table.loc[0, "fits_request"] == fits, table.loc[0, "longest_gpu_job_minutes"]
     table = projected([{**row, "requested_minutes": 240.0, "requested_mb": 2000.0}], Real(), gpu)
     assert not table.loc[0, "fits_request"]  # the rehearsal's own peak memory is past mem_mb
+
+
+@pytest.fixture(scope="module")
+def tiny_rehearsal(tmp_path_factory, senteval_dir) -> Path:
+    """The tiny rehearsal of the ConSERT + SLT-FAI config (SLT-FAI on the stand-in's STS and SICK sentences, then
+    DefSent+ from it on the Oxford stand-in and WordNet), run once for this module."""
+    from workflow_utils import snakemake
+
+    from defsent_plus.rehearsal.runner import prepare
+
+    root = tmp_path_factory.mktemp("rehearsals")
+    workdir = prepare(REPO / "configs" / "slt-fai-consert-bert-base.yaml", "tiny", root=root, senteval=senteval_dir)
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.mark.workflow
+def test_a_tiny_rehearsal_executes_its_configs_dag_and_marks_every_table_and_plot(tiny_rehearsal):
+    results = tiny_rehearsal / "results"
+    config = yaml.safe_load((tiny_rehearsal / "config.yaml").read_text())
+    text = banner.banner_text(config["rehearsal"])
+    pages = [p for p in results.rglob("*") if p.suffix in (".md", ".rst", ".tsv")]
+    assert {"sts.md", "summary.md", "summary.rst", "stats.tsv", "steps.tsv"} <= {p.name for p in pages}
+    assert [p for p in pages if text not in p.read_text(encoding="utf-8")] == []
+    plots = list(results.rglob("*.png"))
+    assert plots and all(text.encode("latin-1") in p.read_bytes() for p in plots)  # drawn, and in a text chunk
+    for run in config["runs"]:
+        card = yaml.safe_load((results / run / "step1" / "best.json").read_text())
+        assert card["best"]
+    trained = [yaml.safe_load(p.read_text()) for p in results.rglob("train.json")]
+    assert trained and all(summary["examples"] == config["rehearsal"]["caps"]["training_examples"]
+                           for summary in trained)
+    assert all(any(d.startswith("rehearsal:") for d in summary["deviations"]) for summary in trained)

@@ -191,10 +191,16 @@ class Gpu:
     bf16_tflops: float  # dense bf16 peak
     utilisation: float  # share of the peak a job reaches
     memory_gb: float
+    step_ms_per_layer: float = 2.0  # a training step's floor: launches, the optimiser, Python, per encoder layer
 
     @property
     def flops_per_second(self) -> float:
         return self.bf16_tflops * 1e12 * self.utilisation
+
+    def seconds(self, flops: float, steps: float, layers: int) -> float:
+        """GPU seconds of ``flops`` in ``steps`` optimiser steps of a ``layers``-layer encoder: the FLOPs at the
+        assumed rate, or the steps' latency floor where small batches leave the GPU waiting."""
+        return max(flops / self.flops_per_second, steps * layers * self.step_ms_per_layer / 1000)
 
 
 def non_embedding_parameters(architecture) -> int:
@@ -258,16 +264,33 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     return rows
 
 
+VOCABULARY_TARGET = "vocab"  # the target of methods predicting the masked-LM head's vocabulary (DefSent)
+
+
 def classes_of(context: Context, run: str | None) -> int:
-    """Classes of a run's objective: entries of its dataset (DefSent+), the vocabulary (DefSent), else 0."""
+    """Classes of a run's objective: the entries of its dataset (methods trained against an entry space), the
+    vocabulary (methods predicting headwords through the masked-LM head), else 0 (contrastive ones)."""
+    from defsent_plus.methods import method_of
+
     if run is None:
         return 0
-    method = context.real["runs"][run].get("method", "defsent_plus")
-    if method == "defsent_plus":
+    method = method_of(context.real["runs"][run]["method"])
+    if method.uses_entry_space:
         return context.dataset_size(context.real["runs"][run]["dataset"])[1]
-    if method == "defsent":
+    if method.target == VOCABULARY_TARGET:
         return context.architectures[context.model_of_run(run)].config["vocab_size"]
     return 0
+
+
+def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
+    """(FLOPs, GPU seconds without the start) of the real job a rehearsal job stands for."""
+    architecture = context.architectures.get(row["model"])
+    if architecture is None or not row["real_units"]:
+        return 0.0, 0.0
+    flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"],
+                                               classes_of(context, row["run"]))
+    steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"] if row["rule"] == "train" else 0.0
+    return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"])
 
 
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
@@ -280,20 +303,14 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     for rule, jobs in sorted(by_rule.items()):
         rates = [(r["seconds"] - start) / r["units"] for r in jobs if r["units"] > 0]
         rate = max(statistics.median(rates), 0.0) if rates else 0.0
-        cpu = gpu_seconds = flops = 0.0
+        cpu = gpu_seconds = flops = longest = 0.0
         for r in jobs:
-            architecture = context.architectures.get(r["model"])
-            per_unit = 0.0 if architecture is None or not r["real_units"] else flops_per_unit(
-                rule, architecture, r["tokens"], classes_of(context, r["run"]))
-            job_cpu = start + r["real_units"] * rate if rate else r["seconds"]
-            job_flops = r["real_units"] * per_unit
-            cpu += r["real_jobs"] * job_cpu
+            job_flops, job_gpu = gpu_job(r, context, gpu)
+            job_gpu += min(start, r["seconds"])
+            cpu += r["real_jobs"] * (start + r["real_units"] * rate if rate else r["seconds"])
             flops += r["real_jobs"] * job_flops
-            gpu_seconds += r["real_jobs"] * (min(start, r["seconds"]) + job_flops / gpu.flops_per_second)
-        longest = max((min(start, r["seconds"]) + r["real_units"] * (flops_per_unit(
-            rule, context.architectures[r["model"]], r["tokens"], classes_of(context, r["run"]))
-            if r["model"] in context.architectures and r["real_units"] else 0) / gpu.flops_per_second)
-            for r in jobs)
+            gpu_seconds += r["real_jobs"] * job_gpu
+            longest = max(longest, job_gpu)
         table.append({
             "rule": rule, "rehearsal_jobs": len(jobs), "real_jobs": round(sum(r["real_jobs"] for r in jobs)),
             "rehearsal_units": sum(r["units"] for r in jobs),
