@@ -4,7 +4,9 @@ The derived config keeps the real one's runs, methods, steps, spaces, poolings, 
 has the real DAG's rules; it replaces each hub model by a local random model of the same architecture, each dataset
 that must be acquired by a stand-in, and caps the work: seeds, entries (a subset of each dataset a run trains on,
 the one rule the real DAG does not have), training examples per candidate, corpus sentences, epochs, STS pairs per
-file, FastICA iterations. It records what was capped under ``rehearsal``, which puts a banner on every table and plot.
+file, FastICA iterations, and the encoding batch (a sorted batch of 512 pads to its longest sentence: cheap on a GPU,
+most of a CPU's time); training batches stay the config's. It records what was capped under ``rehearsal``, which
+puts a banner on every table and plot.
 """
 
 from __future__ import annotations
@@ -32,16 +34,17 @@ class Caps:
     sts_pairs: int  # pairs kept of every STS, STS-B and SICK file
     ica_max_iter: int
     isotropy_pairs: int
+    encoding_batch: int  # sentences a batch when encoding (entry spaces, evaluation, selection); training keeps its own
 
 
 ENTRY_MARGIN = 64  # entries beyond the widest hidden size (whitening and FastICA need more rows than columns)
 SIZES = {
     # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
     "full": Caps(seeds=2, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
-                 epochs=2, sts_pairs=3, ica_max_iter=200, isotropy_pairs=20000),
+                 epochs=2, sts_pairs=3, ica_max_iter=200, isotropy_pairs=20000, encoding_batch=32),
     # tiny: the tests' tiny dimensions, to execute every shipped config in the test suite
     "tiny": Caps(seeds=1, entries=48, training_examples=16, corpus_sentences=500, oxford_lines=3000, epochs=1,
-                 sts_pairs=4, ica_max_iter=50, isotropy_pairs=500),
+                 sts_pairs=4, ica_max_iter=50, isotropy_pairs=500, encoding_batch=16),
 }
 
 
@@ -83,6 +86,9 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
     cap_method_epochs(config, caps.epochs, repo)
+    for section in ("entry_space", "selection", "evaluation"):  # sorted batches of 512 pad to the longest: GPU work
+        block = config.setdefault(section, {})
+        block["batch_size"] = min(block.get("batch_size", caps.encoding_batch), caps.encoding_batch)
     space = config.setdefault("entry_space", {})
     space["ica"] = {**space.get("ica", {}), "max_iter": caps.ica_max_iter}
     space["isotropy"] = {**space.get("isotropy", {}), "n_pairs": caps.isotropy_pairs}
