@@ -266,6 +266,9 @@ def test_chance_level_training_is_flagged():
 
     assert not fit_diagnostic(6.97, 1000)["fitted"]  # the default DefSent+ run before: 6.97 vs ln 1000 = 6.91
     assert "within 2% of ln(1000)" in fit_diagnostic(6.80, 1000)["note"]
+    # a rehearsal's random BERT-base against an ICA space: 3,167 is no chance level, and the note must not say so
+    diverged = fit_diagnostic(3167.4, 832)
+    assert not diverged["fitted"] and "within" not in diverged["note"] and "worse than a uniform" in diverged["note"]
     assert fit_diagnostic(0.97 * math.log(1000), 1000)["fitted"]
     assert fit_diagnostic(5.0, None)["fitted"]  # no classes known: nothing to compare with
 

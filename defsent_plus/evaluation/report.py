@@ -194,7 +194,7 @@ def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
 
 def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
     """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, whether it left chance
-    level (``fitted``: final loss not within 2% of ln(classes)), seconds. ``steps``: one
+    level (``fitted``: final loss below 98% of ln(classes)), seconds. ``steps``: one
     record per step with its selection file (``best``) and its candidates' training summaries (``train``)."""
     rows = []
     for record in steps:

@@ -289,8 +289,23 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
         return 0.0, 0.0
     flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"],
                                                classes_of(context, row["run"]))
-    steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"] if row["rule"] == "train" else 0.0
+    steps = 0.0
+    if row["rule"] == "train":
+        steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
+        flops += dev_scoring_flops(context, row["run"], steps, architecture)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"])
+
+
+def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
+    """FLOPs of scoring STS-B dev while training (SimCSE's and SLT-FAI's ``select_every`` steps)."""
+    from defsent_plus.pipeline.plan import Plan
+
+    plan = Plan(context.real, lambda run, step: {})
+    every = plan.method(run).resolved_options(plan.method_options(run)).get("select_every") or 0
+    if not every:
+        return 0.0
+    sentences, tokens = context.real_sets["stsb-dev"]
+    return steps / every * sentences * flops_per_unit("embed", architecture, tokens, 0)
 
 
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:

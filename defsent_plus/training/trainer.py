@@ -354,14 +354,20 @@ CHANCE_MARGIN = 0.02  # a final loss within 2% of ln(classes) has not left chanc
 
 
 def fit_diagnostic(final_loss: float, classes: int | None) -> dict:
-    """Whether training left chance level: a final loss within 2% of ln(number of classes) did not fit its
-    targets (a uniform prediction over the classes has exactly that loss)."""
+    """Whether training left chance level: a final loss within 2% of ln(number of classes), or above it, did not
+    fit its targets (a uniform prediction over the classes has exactly that loss; a higher loss is worse than it)."""
     if not classes or classes < 2:
         return {"fitted": True, "chance_loss": None, "note": ""}
     chance = math.log(classes)
     fitted = final_loss < (1 - CHANCE_MARGIN) * chance
-    note = "" if fitted else (f"final loss {final_loss:.3f} is within {CHANCE_MARGIN:.0%} of ln({classes}) = "
-                              f"{chance:.3f}: the training did not fit its targets (chance level)")
+    if fitted:
+        note = ""
+    elif final_loss <= (1 + CHANCE_MARGIN) * chance:
+        note = (f"final loss {final_loss:.3f} is within {CHANCE_MARGIN:.0%} of ln({classes}) = {chance:.3f}: the "
+                "training did not fit its targets (chance level)")
+    else:
+        note = (f"final loss {final_loss:.3f} is above ln({classes}) = {chance:.3f}, worse than a uniform "
+                "prediction: the training diverged or did not fit its targets")
     return {"fitted": fitted, "chance_loss": round(chance, 4), "note": note}
 
 
