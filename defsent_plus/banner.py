@@ -32,6 +32,11 @@ def on_text(text: str) -> str:
     return text if _active is None else f"**{_active}**\n\n{text}"
 
 
+def without(text: str) -> str:
+    """A page :func:`on_text` wrote, without its banner (a page that includes it has its own)."""
+    return text if _active is None else text.removeprefix(f"**{_active}**\n\n")
+
+
 def comment_line() -> str:
     """The first line of a TSV table (``#``: pandas reads past it with ``comment="#"``), or nothing."""
     return "" if _active is None else f"# {_active}\n"

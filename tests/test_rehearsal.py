@@ -296,6 +296,7 @@ def test_a_tiny_rehearsal_executes_its_configs_dag_and_marks_every_table_and_plo
     pages = [p for p in results.rglob("*") if p.suffix in (".md", ".rst", ".tsv")]
     assert {"sts.md", "summary.md", "summary.rst", "stats.tsv", "steps.tsv"} <= {p.name for p in pages}
     assert [p for p in pages if text not in p.read_text(encoding="utf-8")] == []
+    assert (results / "compare" / "summary.md").read_text().count(text) == 1  # its included pages' banners dropped
     plots = list(results.rglob("*.png"))
     assert plots and all(text.encode("latin-1") in p.read_bytes() for p in plots)  # drawn, and in a text chunk
     for run in config["runs"]:

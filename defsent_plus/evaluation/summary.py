@@ -11,6 +11,7 @@ from pathlib import Path
 
 import markdown
 
+from defsent_plus import banner
 from defsent_plus.io import write_page
 
 WHAT_THIS_IS = (
@@ -65,7 +66,7 @@ def write_summary(pages: Sequence[str | Path], runs: Sequence[dict], plots: Sequ
     ``method`` and ``files`` (its detail files); ``plots``: (run, png) of the STS-by-step plots."""
     base = Path(out_md).parent
     text = ("# What this run found\n\n" + WHAT_THIS_IS + "\n\n"
-            + "".join(demoted(Path(page).read_text(encoding="utf-8")) + "\n" for page in pages)
+            + "".join(demoted(banner.without(Path(page).read_text(encoding="utf-8"))) + "\n" for page in pages)
             + plots_markdown(plots, base) + "\n" + run_links(runs, base))
     write_page(out_md, text)
     write_page(out_rst, as_rst(text, plots, base))
