@@ -29,6 +29,7 @@ REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
 WIKI1M_SENTENCES = 1_000_000
 ENCODER_RULES = ("embed", "entry_space")
+VOCABULARY_TARGET = "vocab"  # the target of methods predicting the masked-LM head's vocabulary (DefSent)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
 
@@ -74,8 +75,14 @@ def benchmark_of(workdir: Path, job: Job) -> dict:
             "cpu_seconds": float(table["cpu_time"].iloc[-1])}
 
 
-def rehearsal_units(workdir: Path, job: Job) -> float:
+def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
+    if job.rule == "reverse_dictionary":
+        subset = workdir / "results" / "dictionary" / "subsets" / context.rehearsal["runs"][job.wildcards["run"]][
+            "dataset"]
+        definitions = int(pd.read_parquet(subset.with_suffix(".parquet"))["definitions"].map(len).sum())
+        queries = len(pd.read_parquet(subset.with_suffix(".queries.parquet")))
+        return reverse_dictionary_sentences(context, job.wildcards["run"], definitions, queries)
     if job.rule == "train":
         summary = read_json(workdir / job.outputs[1])
         return summary["examples"] * summary["config"].get("epochs", 1)
@@ -88,6 +95,16 @@ def rehearsal_units(workdir: Path, job: Job) -> float:
         record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
         return record["n_iter"] * float(pd.read_parquet(workdir / dataset_of(job)).shape[0])
     return 0.0
+
+
+def reverse_dictionary_sentences(context: Context, run: str, definitions: int, queries: int) -> float:
+    """Sentences a reverse-dictionary job encodes, with the trained and the base model: every definition of the
+    dataset and the held-out queries (headword prediction over the vocabulary ranks them all, DefSent's protocol),
+    else the queries."""
+    from defsent_plus.methods import method_of
+
+    every = method_of(context.real["runs"][run]["method"]).target == VOCABULARY_TARGET
+    return 2.0 * ((definitions if every else 0) + queries)
 
 
 def dataset_of(job: Job) -> str:
@@ -177,6 +194,12 @@ class Context:
         if job.rule == "entry_space":
             definitions, entries = self.dataset_size(self.real_dataset(job))
             return definitions + entries, MEDIAN_DEFINITION_TOKENS
+        if job.rule == "reverse_dictionary":
+            name = self.real["runs"][job.wildcards["run"]]["dataset"]
+            definitions, entries = self.dataset_size(name)
+            held = self.real["subsets"][name]["heldout"]
+            return reverse_dictionary_sentences(self, job.wildcards["run"], definitions,
+                                                round(entries * (held["dev"] + held["test"]))), MEDIAN_DEFINITION_TOKENS
         if job.rule == "transform_space" and rehearsal_units:
             _, entries = self.dataset_size(self.real_dataset(job))
             return entries * self.real["entry_space"]["ica"]["max_iter"], 0
@@ -253,7 +276,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     for job in executed_jobs(workdir):
         if not (workdir / job.benchmark).is_file():
             continue  # a job of an earlier, interrupted run
-        units = rehearsal_units(workdir, job)
+        units = rehearsal_units(workdir, job, context)
         real_units, tokens = context.real_units(job, units)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": units, "real_units": real_units,
@@ -262,9 +285,6 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "outputs": job.outputs})
     return rows
-
-
-VOCABULARY_TARGET = "vocab"  # the target of methods predicting the masked-LM head's vocabulary (DefSent)
 
 
 def classes_of(context: Context, run: str | None) -> int:
