@@ -202,18 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     rehearse = commands.add_parser("rehearse", help="run a config on random weights of its real architectures and "
                                                     "capped stand-in data, offline (docs/rehearsal.md)")
-    rehearse.add_argument("config", help="the config to rehearse, e.g. configs/bert-base.yaml")
+    rehearse.add_argument("config", help="the config to rehearse, e.g. configs/bert-base.yaml; arguments after -- "
+                                         "go to Snakemake (e.g. -- -n)")
     rehearse.add_argument("--size", choices=("full", "tiny"), default="full",
                           help="full: the real architectures (default); tiny: tiny ones, minimal caps")
     rehearse.add_argument("--prepare-only", action="store_true", help="build models, stand-ins and the config only")
     rehearse.add_argument("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")
-    rehearse.add_argument("snakemake", nargs="*", help="arguments for Snakemake, after -- (e.g. -- -n)")
     rehearse.set_defaults(func=cmd_rehearse)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed = argv[argv.index("--") + 1:] if "--" in argv else []  # rehearse: what follows -- goes to Snakemake
+    args = build_parser().parse_args(argv[: len(argv) - len(passed) - (1 if "--" in argv else 0)])
+    args.snakemake = passed
     try:
         args.func(args)
     except DefSentError as err:

@@ -306,3 +306,16 @@ def test_a_tiny_rehearsal_executes_its_configs_dag_and_marks_every_table_and_plo
     assert trained and all(summary["examples"] == config["rehearsal"]["caps"]["training_examples"]
                            for summary in trained)
     assert all(any(d.startswith("rehearsal:") for d in summary["deviations"]) for summary in trained)
+
+
+def test_the_rehearse_command_passes_what_follows_a_double_dash_to_snakemake(monkeypatch):
+    from defsent_plus import cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "cmd_rehearse", lambda args: seen.update(vars(args)))
+    parser = cli.build_parser()
+    parser_rehearse = parser._subparsers._group_actions[0].choices["rehearse"]
+    parser_rehearse.set_defaults(func=cli.cmd_rehearse)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main(["rehearse", "configs/x.yaml", "--size", "tiny", "--", "--cores", "1", "-n"]) == 0
+    assert seen["config"] == "configs/x.yaml" and seen["size"] == "tiny" and seen["snakemake"] == ["--cores", "1", "-n"]
