@@ -24,7 +24,6 @@ log = logging.getLogger(__name__)
 
 ROBERTA_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 TINY_DIMS = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
-TINY_BPE_VOCAB = 1000  # a tiny RoBERTa's BPE: enough merges for whole common words, trained in seconds
 LAYER_NORM_SPREAD = 0.2  # std of the seeded offsets of LayerNorm gains and biases
 
 

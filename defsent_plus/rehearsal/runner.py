@@ -25,36 +25,31 @@ log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
 MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD", "DEFSENT_WIKI1M")
-TINY_BPE_TEXTS = 20000  # texts a tiny RoBERTa's BPE is trained on
 
 
 def rehearsal_name(config_path: Path, size: str) -> str:
     return config_path.stem + ("" if size == "full" else f"-{size}")
 
 
-def tokenizer_dir(root: Path, family: str, vocab_size: int, nltk_data: Path, senteval: Path, size: str) -> Path:
-    """The family's tokenizer, built once under ``root/models/tokenizers``."""
+def tokenizer_dir(root: Path, family: str, vocab_size: int, nltk_data: Path, senteval: Path) -> Path:
+    """The family's tokenizer at the real vocabulary size (tiny models too: a small BPE splits sentences into so
+    many pieces that a prompt's mask falls past the maximum length), built once under ``root/models/tokenizers``."""
     out = root / "models" / "tokenizers" / f"{family}-{vocab_size}"
     if out.is_dir():
         return out
     if family == "bert":
         return building.bert_tokenizer(out)
-    texts = building.local_texts(nltk_data, senteval)
-    if size != "full":
-        texts = (text for _, text in zip(range(TINY_BPE_TEXTS), texts, strict=False))
-    return building.roberta_tokenizer(out, vocab_size, texts)
+    return building.roberta_tokenizer(out, vocab_size, building.local_texts(nltk_data, senteval))
 
 
 def rehearsal_model(root: Path, hub_id: str, size: str, nltk_data: Path, senteval: Path) -> Path:
     """The random model standing in for ``hub_id``, built once under ``root/models``."""
     architecture = building.architecture_of(hub_id)
     if size != "full":
-        vocab = architecture.config["vocab_size"] if architecture.family == "bert" else building.TINY_BPE_VOCAB
-        architecture = architecture.tiny(vocab)
+        architecture = architecture.tiny(architecture.config["vocab_size"])
     out = root / "models" / f"{architecture.name}-seed0"
     if not out.is_dir():
-        tokenizer = tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval,
-                                  size)
+        tokenizer = tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval)
         building.build_model(architecture, tokenizer, out)
     return out
 
