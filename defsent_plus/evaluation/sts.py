@@ -81,7 +81,7 @@ def fields_at_least(fields: list[str], count: int, path: Path, line: int) -> lis
     return fields
 
 
-MIN_SCORED_PAIRS = 2
+MIN_SCORED_PAIRS = 1  # with none, the subset has no similarity to score (and scoring failed inside numpy)
 
 
 def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
@@ -103,8 +103,8 @@ def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
         s1.append(normalise_space(fields[0]))
         s2.append(normalise_space(fields[1]))
     if len(gold) < MIN_SCORED_PAIRS:
-        raise DefSentError(gold_path, f"{len(gold)} scored pair(s) ({skipped} unscored lines): a Spearman "
-                                      f"correlation needs at least {MIN_SCORED_PAIRS}")
+        raise DefSentError(gold_path, f"{len(gold)} scored pairs ({skipped} unscored lines): a subset needs at least "
+                                      f"{MIN_SCORED_PAIRS}")
     return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64), skipped)
 
 

@@ -165,12 +165,16 @@ class Context:
         """The real dataset of an entry-space output (results/entry_spaces/<encoder>/<dataset>/...)."""
         return Path(outputs[0]).parts[3].removeprefix("rehearsal_")
 
-    def training_examples(self, run: str) -> tuple[float, int]:
-        """(examples per epoch, epochs) of a real run's training."""
+    def method_options(self, run: str) -> dict:
+        """A real run's method options, its variant's defaults filled in."""
         from defsent_plus.pipeline.plan import Plan
 
         plan = Plan(self.real, lambda run, step: {})
-        options = plan.method(run).resolved_options(plan.method_options(run))
+        return plan.method(run).resolved_options(plan.method_options(run))
+
+    def training_examples(self, run: str) -> tuple[float, int]:
+        """(examples per epoch, epochs) of a real run's training."""
+        options = self.method_options(run)
         epochs = options.get("epochs", 1)
         corpus = options.get("corpus", "definitions")
         if corpus == "stssick":
@@ -318,10 +322,7 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
     """FLOPs of scoring STS-B dev while training (SimCSE's and SLT-FAI's ``select_every`` steps)."""
-    from defsent_plus.pipeline.plan import Plan
-
-    plan = Plan(context.real, lambda run, step: {})
-    every = plan.method(run).resolved_options(plan.method_options(run)).get("select_every") or 0
+    every = context.method_options(run).get("select_every") or 0
     if not every:
         return 0.0
     sentences, tokens = context.real_sets["stsb-dev"]
@@ -390,13 +391,10 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length."""
-    from defsent_plus.pipeline.plan import Plan
-
-    plan = Plan(context.real, lambda run, step: {})
     rows = []
     for run, block in context.real["runs"].items():
         architecture = context.architectures[context.model_of_run(run)]
-        options = plan.method(run).resolved_options(plan.method_options(run))
+        options = context.method_options(run)
         views = 2 if options.get("corpus") is not None else 1  # contrastive methods encode two views of a sentence
         batch, length = block["batch_size"] * views, options.get("max_length", 128)
         peak = training_memory_bytes(architecture, batch, length, classes_of(context, run)) / 1e9
