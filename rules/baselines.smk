@@ -63,7 +63,7 @@ rule baseline_grid:
         png=report(dag.baselines_file("{encoder}", "layers.png"), caption="../report/baselines_layers.rst",
                    category="Baselines"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         caches=canonical_of(lambda w: PLAN.baseline_caches(w.encoder)),
         grid=canonical_of(lambda w: PLAN.baseline_grid(w.encoder)),
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),

@@ -30,9 +30,12 @@ def read_selection(run, step):
 
 
 PLAN = Plan(config, read_selection)
-# A rehearsal (config rehearsal:, defsent_plus/rehearsal) marks every table and plot as made of random weights.
-BANNER = banner_text(config.get("rehearsal"))
-REHEARSAL_EXAMPLES = (config.get("rehearsal") or {}).get("caps", {}).get("training_examples")  # None: all examples
+# A rehearsal (config rehearsal:, defsent_plus/rehearsal) marks every table and plot as made of random weights and
+# caps each candidate's examples. Both are params only in a rehearsal, so a real run's params, and with them its
+# re-runs, are what they were before rehearsals existed.
+REHEARSAL = config.get("rehearsal") or {}
+BANNER = {"banner": banner_text(REHEARSAL)} if REHEARSAL else {}
+REHEARSAL_EXAMPLES = {"max_examples": REHEARSAL["caps"]["training_examples"]} if REHEARSAL else {}
 GPU = config["resources"]["gpu"]
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)

@@ -10,7 +10,7 @@ rule compare_sts:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.sts_comparison()),
         poolings=config["evaluation"]["poolings"],
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
@@ -37,7 +37,7 @@ use rule compare_sts as compare_reverse_dictionary with:
         tsv=dag.compare_file("reverse_dictionary.tsv"),
         md=dag.compare_file("reverse_dictionary.md"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.reverse_dictionary_comparison()),
         poolings=None,
         bootstrap=None,
@@ -59,7 +59,7 @@ rule summary:
         md=dag.compare_file("summary.md"),
         rst=dag.compare_file("summary.rst"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.run_details()),
         plotted=list(config["runs"]),
     log:

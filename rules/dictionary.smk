@@ -8,7 +8,7 @@ rule dictionary:
         c=dag.dictionary_file("c.parquet"),
         stats=dag.dictionary_file("stats.tsv"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         sources=canonical(config["dictionary"]["sources"]),
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],

@@ -76,7 +76,7 @@ rule isotropy:
             subcategory="{encoder} on {dataset}",
         ),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         names=ANALYSED,
         transformed=TRANSFORMED,
         options=canonical(config["entry_space"]["isotropy"]),

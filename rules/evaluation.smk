@@ -87,7 +87,7 @@ rule sts_table:
         md=dag.run_file("{run}", "sts.md"),
         png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
         title=lambda w: PLAN.table_title(
             w.run, f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}"
@@ -115,7 +115,7 @@ rule senteval_table:
         tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
         md=dag.run_file("{run}", "senteval.md"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
         title=lambda w: PLAN.table_title(
             w.run, f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
@@ -143,7 +143,7 @@ rule steps_report:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         steps=canonical_of(lambda w: PLAN.step_records(w.run)),
         title=lambda w: f"PST steps of run {w.run}",
     log:

@@ -17,7 +17,7 @@ rule reverse_dictionary:
         ),
         md=dag.run_file("{run}", "reverse_dictionary.md"),
     params:
-        banner=BANNER,  # a rehearsal's (defsent_plus.banner); None on a real run
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         method=lambda w: PLAN.method(w.run).name,
         pooling=lambda w: run_cfg(w)["training_pooling"],
         batch_size=config["evaluation"]["batch_size"],

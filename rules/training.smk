@@ -14,7 +14,7 @@ rule train:
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
         batch_size=lambda w: run_cfg(w)["batch_size"],
         pooling=lambda w: run_cfg(w)["training_pooling"],
-        max_examples=REHEARSAL_EXAMPLES,
+        **REHEARSAL_EXAMPLES,  # a rehearsal's cap on the examples; none on a real run
     wildcard_constraints:
         space=TARGET_PATTERN,
     log:

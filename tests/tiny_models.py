@@ -16,6 +16,8 @@ from transformers import (
     RobertaTokenizerFast,
 )
 
+from defsent_plus.rehearsal.models import TINY_DIMS, vary_layer_norms  # the rehearsals' own
+
 WORDS = (
     "a an the of to in and or is are be for with as by on that this it its not from at which one "
     "animal long necked african large small bird water tree plant person act state quality made "
@@ -25,18 +27,6 @@ WORDS = (
 ).split()
 SPECIAL_BERT = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PUNCT = list(".,;:()\"'-!?") + list("abcdefghijklmnopqrstuvwxyz0123456789")
-def vary_layer_norms(model: torch.nn.Module, seed: int) -> None:
-    """Give LayerNorms non-trivial gains and biases, as trained models have (with unit gains and zero
-    biases every hidden vector sums to zero, so the entry space would be rank-deficient)."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.add_(0.2 * torch.randn(module.weight.shape, generator=generator))
-                module.bias.add_(0.2 * torch.randn(module.bias.shape, generator=generator))
-
-
-TINY_DIMS = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 
 
 def build_tiny_bert(out_dir: str | Path, seed: int = 0, with_pooler: bool = True) -> Path:

@@ -14,7 +14,7 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
     from defsent_plus.pipeline.logs import log_to
 
     log_to(snakemake.log[0] if snakemake.log else None)
-    banner.activate(getattr(snakemake.params, "banner", None))
+    banner.activate(snakemake.params.get("banner"))
     load_plugins(snakemake.config.get("method_plugins") or [])
     if gpu:
         import torch

@@ -26,7 +26,7 @@ class Caps:
     """The work a rehearsal keeps of a real config."""
 
     seeds: int  # the first seeds of each run
-    entries: int  # entries of every dataset a run trains on; at least hidden size + 1 where an entry space is whitened
+    entries: int  # entries of every dataset a run trains on (caps_for: at least the widest hidden size + ENTRY_MARGIN)
     training_examples: int  # examples (definitions, corpus sentences) per trained candidate
     corpus_sentences: int  # lines of the wiki1m stand-in
     oxford_lines: int | None  # lines of the Oxford stand-in (None: every single-word WordNet entry, about 10^5)
@@ -42,7 +42,7 @@ SIZES = {
     # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
     "full": Caps(seeds=1, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
                  epochs=2, sts_pairs=3, ica_max_iter=200, isotropy_pairs=20000, encoding_batch=32),
-    # tiny: the tests' tiny dimensions, to execute every shipped config in the test suite
+    # tiny: the tests' tiny dimensions and minimal work (the test suite executes a shipped config at this size)
     "tiny": Caps(seeds=1, entries=200, training_examples=16, corpus_sentences=500, oxford_lines=3000, epochs=1,
                  sts_pairs=4, ica_max_iter=50, isotropy_pairs=500, encoding_batch=16),
 }
@@ -94,7 +94,7 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     space["isotropy"] = {**space.get("isotropy", {}), "n_pairs": caps.isotropy_pairs}
     config.pop("published", None)  # published numbers are not compared with random weights
     config["rehearsal"] = {"config": source, "size": size, "caps": asdict(caps),
-                           "models": {name: hub for name, hub in hub_models(real).items()}}
+                           "models": hub_models(real)}
     return config
 
 

@@ -42,9 +42,9 @@ class Architecture:
     def model_class(self) -> str:
         return self.config["architectures"][0]
 
-    def tiny(self, vocab_size: int) -> Architecture:
-        """The same family and heads with the tests' tiny dimensions and ``vocab_size`` tokens."""
-        return Architecture(f"{self.name}-tiny", {**self.config, **TINY_DIMS, "vocab_size": vocab_size})
+    def tiny(self) -> Architecture:
+        """The same family, vocabulary and positions with the tests' tiny dimensions."""
+        return Architecture(f"{self.name}-tiny", {**self.config, **TINY_DIMS})
 
 
 def architecture_names() -> list[str]:
@@ -72,20 +72,26 @@ def model_architecture(spec: str) -> Architecture:
         return architecture_of(value)
     path = Path(resolve_model(spec))
     config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    return Architecture(path.name, {"architectures": ["AutoModel"], **config})
+    return Architecture(path.name, {**config, "architectures": config.get("architectures") or ["AutoModel"]})
 
 
 def parameter_count(architecture: Architecture, encoder_only: bool = True) -> int:
     """Parameters of the architecture, counted on the meta device (nothing allocated): the encoder with its pooler
     (``AutoModel``'s, as the hub's model cards count them) or the checkpoint's whole class."""
     import torch
+
+    with torch.device("meta"):
+        model = instantiate(architecture, "AutoModel" if encoder_only else architecture.model_class)
+    return sum(p.numel() for p in model.parameters())
+
+
+def instantiate(architecture: Architecture, model_class: str):
+    """A randomly initialised ``model_class`` (a transformers class name; an ``Auto*`` one from the config)."""
     import transformers
 
     config = transformers.AutoConfig.for_model(**architecture.config)
-    with torch.device("meta"):
-        model = (transformers.AutoModel.from_config(config) if encoder_only
-                 else getattr(transformers, architecture.model_class)(config))
-    return sum(p.numel() for p in model.parameters())
+    cls = getattr(transformers, model_class)
+    return cls.from_config(config) if model_class.startswith("Auto") else cls(config)
 
 
 def bert_tokenizer(out_dir: Path) -> Path:
@@ -138,13 +144,14 @@ def build_model(architecture: Architecture, tokenizer_dir: Path, out_dir: Path, 
     import torch
     import transformers
 
-    config = transformers.AutoConfig.for_model(**architecture.config)
-    torch.manual_seed(seed)
-    model = getattr(transformers, architecture.model_class)(config)
-    vary_layer_norms(model, seed)
     tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer_dir)
-    if len(tokenizer) > config.vocab_size:
-        raise DefSentError(tokenizer_dir, f"{len(tokenizer)} tokens for a vocabulary of {config.vocab_size}")
+    vocab_size = architecture.config["vocab_size"]
+    if len(tokenizer) > vocab_size:
+        raise DefSentError(tokenizer_dir, f"{len(tokenizer)} tokens for {architecture.name}'s vocabulary of "
+                                          f"{vocab_size}")
+    torch.manual_seed(seed)
+    model = instantiate(architecture, architecture.model_class)
+    vary_layer_norms(model, seed)
     with atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)

@@ -1,9 +1,9 @@
-"""``defsent-plus rehearse``: prepare a rehearsal of a config (models, stand-ins, the derived config, the DAG's shape
-beside the real one's) in its own directory and run the workflow there.
+"""``defsent-plus rehearse``: prepare a rehearsal of a config (models, stand-ins, the derived config) in its own
+directory and run the workflow there.
 
-Layout under ``rehearsals/`` (git-ignored): ``models/`` and ``standins-<size>/`` are shared by every rehearsal of that
-size (built once); ``<config>[-tiny]/`` is one rehearsal's Snakemake working directory: ``config.yaml``,
-``shape.tsv``, ``results/``, ``data/``, ``resources/``, ``logs/``.
+Layout under ``rehearsals/`` (git-ignored): ``models/`` and ``standins-<size>-<caps>/`` are shared by every rehearsal
+(built once); ``<config>[-tiny]/`` is one rehearsal's Snakemake working directory: ``config.yaml``, ``results/``
+(with ``cost_sheet.md``), ``data/``, ``resources/``, ``logs/``, ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from defsent_plus.acquisition.catalog import CATALOG
+from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
@@ -24,7 +26,7 @@ from defsent_plus.rehearsal import standins
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
-MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD", "DEFSENT_WIKI1M")
+MIRROR_VARIABLES = tuple(mirror_variable(name) for name in CATALOG)  # each would override its stand-in
 
 
 def rehearsal_name(config_path: Path, size: str) -> str:
@@ -46,7 +48,7 @@ def rehearsal_model(root: Path, hub_id: str, size: str, nltk_data: Path, senteva
     """The random model standing in for ``hub_id``, built once under ``root/models``."""
     architecture = building.architecture_of(hub_id)
     if size != "full":
-        architecture = architecture.tiny(architecture.config["vocab_size"])
+        architecture = architecture.tiny()
     out = root / "models" / f"{architecture.name}-seed0"
     if not out.is_dir():
         tokenizer = tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval)
@@ -110,10 +112,9 @@ def workflow_env() -> dict[str, str]:
     return env
 
 
-def snakemake_command(workdir: Path, *args: str, profile: bool = True) -> list[str]:
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-            "--configfile", str(workdir / "config.yaml"),
-            *(["--profile", str(REPO / "profiles" / "workstation")] if profile else []), *args]
+            "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
 
 
 def run(workdir: Path, *args: str) -> int:

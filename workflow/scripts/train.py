@@ -17,5 +17,5 @@ train_candidate(
     senteval_dir=snakemake.input.get("senteval") or None,  # methods that select on STS-B dev while training
     model_out=snakemake.output.model,
     summary_out=snakemake.output.summary,
-    max_examples=snakemake.params.max_examples,  # a rehearsal's cap (None: every example)
+    max_examples=snakemake.params.get("max_examples"),  # a rehearsal's cap (none: every example)
 )
