@@ -212,10 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_passed(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``rehearse``'s own arguments and what follows its ``--`` (Snakemake's); other commands keep their ``--``
+    (e.g. before a sentence that starts with a dash)."""
+    if argv[:1] != ["rehearse"] or "--" not in argv:
+        return argv, []
+    return argv[: argv.index("--")], argv[argv.index("--") + 1:]
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    passed = argv[argv.index("--") + 1:] if "--" in argv else []  # rehearse: what follows -- goes to Snakemake
-    args = build_parser().parse_args(argv[: len(argv) - len(passed) - (1 if "--" in argv else 0)])
+    own, passed = split_passed(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(own)
     args.snakemake = passed
     try:
         args.func(args)

@@ -322,6 +322,8 @@ def test_the_rehearse_command_passes_what_follows_a_double_dash_to_snakemake(mon
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     assert cli.main(["rehearse", "configs/x.yaml", "--size", "tiny", "--", "--cores", "1", "-n"]) == 0
     assert seen["config"] == "configs/x.yaml" and seen["size"] == "tiny" and seen["snakemake"] == ["--cores", "1", "-n"]
+    encode = ["encode", "--model", "m", "-o", "x.npy", "--", "-a sentence with a leading dash"]
+    assert cli.split_passed(encode) == (encode, [])  # another command's -- is argparse's own
 
 
 def recorded_params(workdir: Path, rule: str) -> list[list[str]]:
