@@ -16,6 +16,7 @@ from defsent_plus.dictionary.records import DropCounts
 from defsent_plus.dictionary.sources import read_oxford
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
+from defsent_plus.io import read_tsv_table
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal import standins
@@ -373,3 +374,15 @@ def test_missing_senteval_data_names_the_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("DEFSENT_SENTEVAL", str(tmp_path))
     with pytest.raises(DefSentError, match=rf"{tmp_path}: SentEval data not found"):
         senteval_dir()
+
+
+@pytest.mark.workflow
+def test_a_rehearsal_writes_the_cost_sheet_of_its_real_config(tiny_rehearsal, senteval_dir):
+    from defsent_plus.rehearsal.costs import write_cost_sheet
+
+    sheet = write_cost_sheet(tiny_rehearsal, senteval_dir)
+    rules = read_tsv_table(sheet.with_suffix(".tsv")).set_index("rule")
+    # ConSERT + SLT-FAI on BERT-base, then DefSent+ from it with 10 seeds: ten real candidates per rehearsed one
+    assert rules.loc["train", "real_jobs"] == 11 and rules.loc["train", "rehearsal_jobs"] == 2
+    assert (rules["real_units"] >= rules["rehearsal_units"]).all() and rules.loc["train", "real_gpu_hours"] > 0
+    assert "Peak GPU memory of training" in sheet.read_text() and rules["fits_request"].all()

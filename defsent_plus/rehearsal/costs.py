@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.io import read_json
+from defsent_plus.pipeline import dag
 from defsent_plus.rehearsal import models as building
 
 # 000 Table 1 (definitions, entries); SimCSE's wiki1m has 10^6 sentences
@@ -78,10 +79,9 @@ def benchmark_of(workdir: Path, job: Job) -> dict:
 def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
     if job.rule == "reverse_dictionary":
-        subset = workdir / "results" / "dictionary" / "subsets" / context.rehearsal["runs"][job.wildcards["run"]][
-            "dataset"]
-        definitions = int(pd.read_parquet(subset.with_suffix(".parquet"))["definitions"].map(len).sum())
-        queries = len(pd.read_parquet(subset.with_suffix(".queries.parquet")))
+        subset = context.rehearsal["runs"][job.wildcards["run"]]["dataset"]
+        definitions = int(pd.read_parquet(workdir / dag.subset_file(subset))["definitions"].map(len).sum())
+        queries = len(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet")))
         return reverse_dictionary_sentences(context, job.wildcards["run"], definitions, queries)
     if job.rule == "train":
         summary = read_json(workdir / job.outputs[1])
@@ -93,7 +93,7 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
         return record["definitions"] + record["entries"]
     if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
         record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
-        return record["n_iter"] * float(pd.read_parquet(workdir / dataset_of(job)).shape[0])
+        return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
     return 0.0
 
 
@@ -107,9 +107,10 @@ def reverse_dictionary_sentences(context: Context, run: str, definitions: int, q
     return 2.0 * ((definitions if every else 0) + queries)
 
 
-def dataset_of(job: Job) -> str:
-    return f"results/dictionary/subsets/{job.wildcards['dataset']}.parquet" if job.wildcards.get(
-        "dataset", "").startswith("rehearsal_") else f"results/dictionary/{job.wildcards['dataset']}.parquet"
+def dataset_file(job: Job, context: Context) -> str:
+    """The rehearsal's dataset file of a job with a ``dataset`` wildcard (a subset or a whole dataset)."""
+    name = job.wildcards["dataset"]
+    return dag.subset_file(name) if name in context.rehearsal["subsets"] else dag.dictionary_file(f"{name}.parquet")
 
 
 @dataclass(frozen=True)
