@@ -14,6 +14,7 @@ from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of
+from defsent_plus.pipeline.requests import requests_below_projection, training_request
 from defsent_plus.pipeline.resources import SENTEVAL_RUNTIME_MINUTES, threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
@@ -37,6 +38,20 @@ REHEARSAL = config.get("rehearsal") or {}
 BANNER = {"banner": banner_text(REHEARSAL)} if REHEARSAL else {}
 REHEARSAL_EXAMPLES = {"max_examples": REHEARSAL["caps"]["training_examples"]} if REHEARSAL else {}
 GPU = config["resources"]["gpu"]
+# selection.keep_weights: selected makes a candidate's weights temporary: deleted once the jobs of this invocation
+# that read them (its dev score, the copy of the selected one, candidate evaluations) are done, and retrained only if
+# a job that must run needs them again.
+CANDIDATE_WEIGHTS = temp if PLAN.keeps_selected_weights_only else (lambda path: path)
+# What each train job asks its scheduler for: its run's projected work (defsent_plus/pipeline/requests.py), on a GPU
+# when the profile or config gives rule train one; a retry (a job killed at its time limit) asks for attempt x that.
+TRAIN_OVERRIDES = {  # --set-resources train:... (a profile's set-resources too), as values
+    key: getattr(value, "value", value)
+    for key, value in workflow.resource_settings.overwrite_resources.get("train", {}).items()
+}
+TRAIN_ON_GPU = int(TRAIN_OVERRIDES.get("gpu", GPU) or 0) > 0
+TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
+for problem in requests_below_projection(config, PLAN, TRAIN_ON_GPU, TRAIN_OVERRIDES):
+    logger.warning(f"Request too small: {problem}")
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
 # is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'

@@ -6,7 +6,7 @@ rule train:
     input:
         **INPUTS.training(),
     output:
-        model=directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model")),
+        model=CANDIDATE_WEIGHTS(directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model"))),
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
     params:
         method=lambda w: PLAN.method(w.run).name,
@@ -25,24 +25,27 @@ rule train:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=lambda w, attempt: TRAINING_REQUESTS[w.run].mem_mb * attempt,
+        runtime=lambda w, attempt: TRAINING_REQUESTS[w.run].runtime * attempt,
     conda:
         "../envs/defsent.yaml"
     script:
         "../workflow/scripts/train.py"
 
 
-# A checkpoint: the next step's entry space and the evaluation read the selected candidate's own model
-# directory from best.json, so re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
+# A checkpoint: the next step's entry space and the evaluation read the selected candidate from best.json, so
+# re-selecting the same candidate (e.g. after adding a seed) re-runs nothing after it.
 checkpoint select_best:
     input:
         **INPUTS.selection(),
     output:
         best=dag.best_json("{run}", "{step}"),
-        model=directory(dag.best_dir("{run}", "{step}")),
     params:
-        candidates=canonical_of(lambda w: [{"space": c.space, "seed": c.seed} for c in PLAN.candidates(w.run, w.step)]),
+        candidates=canonical_of(
+            lambda w: [
+                {"space": c.space, "seed": c.seed, "model": dag.trained_model(c)} for c in PLAN.candidates(w.run, w.step)
+            ]
+        ),
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
     benchmark:
@@ -57,3 +60,51 @@ checkpoint select_best:
         "../envs/defsent.yaml"
     script:
         "../workflow/scripts/select_best.py"
+
+
+# The selected candidate's copy in best/: for users, and with selection.keep_weights: selected the one copy of a
+# step's weights that stays (the candidates' own are temporary; best/ is what later steps and evaluations read).
+rule keep_best:
+    input:
+        **INPUTS.kept_best(),
+    output:
+        model=directory(dag.best_dir("{run}", "{step}")),
+    log:
+        dag.log_file("{run}", "step{step}", "keep_best"),
+    benchmark:
+        dag.benchmark_file("{run}", "step{step}", "keep_best"),
+    priority: CHAIN_PRIORITY
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/keep_best.py"
+
+
+# selection.keep_weights: selected: a step's candidates' weights deleted once what reads them is done (their dev
+# scores, the copy of the selected one, the candidates' STS table, their training-free grids). Snakemake's own temp()
+# removal waits for the last selection checkpoint of the whole DAG (snakemake#2982); this frees each step's as it ends.
+rule prune_candidates:
+    input:
+        **INPUTS.pruning(),
+    output:
+        record=dag.pruned_record("{run}", "{step}"),
+    params:
+        model_dirs=lambda w: [dag.trained_model(c) for c in PLAN.candidates(w.run, w.step)],
+    log:
+        dag.log_file("{run}", "step{step}", "prune_candidates"),
+    benchmark:
+        dag.benchmark_file("{run}", "step{step}", "prune_candidates"),
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/prune_candidates.py"

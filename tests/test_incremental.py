@@ -142,7 +142,8 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
     jobs, config = plan_after(complete_run, set_step2_lr)
     trained = candidates(config, "tiny", 2) + candidates(config, "tiny", 3)
     final = final_sts_encoders(config, "tiny")
-    assert counts(jobs) == {"train": len(trained), "dev_score": len(trained), "select_best": 2, "entry_space": 1,
+    assert counts(jobs) == {"train": len(trained), "dev_score": len(trained), "select_best": 2, "keep_best": 2,
+                            "entry_space": 1,
                             "transform_space": transforms(config, "tiny", 3), "isotropy": 1,
                             "embed": len(trained) + len(final) * poolings(config),
                             "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1,
@@ -245,7 +246,8 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
     steps = len(config["runs"]["tiny2"]["steps"])
     trained = [c for step in range(1, steps + 1) for c in candidates(config, "tiny2", step)]
     assert counts(jobs) == {
-        "train": len(trained), "dev_score": len(trained), "select_best": steps, "entry_space": steps - 1,
+        "train": len(trained), "dev_score": len(trained), "select_best": steps, "keep_best": steps,
+        "entry_space": steps - 1,
         "transform_space": sum(transforms(config, "tiny2", step) for step in range(2, steps + 1)),
         "isotropy": steps - 1, "score": len(final_sts_encoders(config, "tiny2")) * poolings(config),
         "embed": len(trained) + len(final_sts_encoders(config, "tiny2")) * poolings(config),
@@ -268,7 +270,8 @@ def test_a_run_started_from_another_runs_model_trains_only_itself(complete_run):
     assert builders == {EncoderId.selected("tiny", plan.final_step("tiny")).name} | {
         EncoderId.selected("chain", k).name for k in range(1, steps)}
     assert counts(jobs) == {
-        "train": len(trained), "dev_score": len(trained), "select_best": steps, "entry_space": len(builders),
+        "train": len(trained), "dev_score": len(trained), "select_best": steps, "keep_best": steps,
+        "entry_space": len(builders),
         "transform_space": sum(transforms(config, "chain", step) for step in range(1, steps + 1)),
         "isotropy": len(builders), "score": (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
         "embed": len(trained) + (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
@@ -310,6 +313,56 @@ def test_adding_a_seed_trains_only_the_new_seed_unless_a_selection_changes(compl
     assert values(jobs, "select_best", "step") == {str(step) for step in range(1, steps + 1)}
     assert not {"dictionary", "dictionary_subset"} & set(counts(jobs))
     assert "tiny" not in values(jobs, "entry_space", "encoder")
+
+
+# ---------------------------------------------------------------- keeping only the selected weights
+
+
+def keep_selected_only(config: dict) -> None:
+    config.setdefault("selection", {})["keep_weights"] = "selected"
+
+
+@pytest.fixture(scope="module")
+def selected_only_run(tmp_path_factory, tiny_bert) -> Path:
+    """The tiny DAG run from scratch with ``selection.keep_weights: selected``."""
+    workdir = tmp_path_factory.mktemp("keep_selected") / "run"
+    workdir.mkdir()
+    write_tiny_config(workdir, tiny_bert)
+    edit_config(workdir, keep_selected_only)
+    snakemake(workdir)
+    return workdir
+
+
+def test_keeping_only_selected_weights_deletes_every_candidates_and_replans_nothing(selected_only_run):
+    config = yaml.safe_load((selected_only_run / "config.yaml").read_text())
+    plan = plan_of(config)
+    for step in range(1, plan.final_step("tiny") + 1):
+        for candidate in plan.candidates("tiny", step):
+            assert not (selected_only_run / dag.trained_model(candidate)).exists(), candidate
+            assert (selected_only_run / dag.train_summary(candidate)).is_file(), candidate
+        assert (selected_only_run / dag.best_dir("tiny", step) / "model.safetensors").is_file()
+        record = json.loads((selected_only_run / dag.pruned_record("tiny", step)).read_text())
+        assert len(record["removed"]) + record["already_gone"] == len(plan.candidates("tiny", step))
+    # later steps were trained against spaces the selected copies built
+    space = json.loads((selected_only_run / dag.space_meta(EncoderId.selected("tiny", 1), "a")).read_text())
+    assert space["encoder"] == "tiny.step1"
+    assert "Nothing to be done" in snakemake(selected_only_run, "--dry-run").stdout
+
+
+def test_a_deleted_candidate_is_retrained_only_when_a_job_that_must_run_needs_it(selected_only_run):
+    jobs, config = plan_after(selected_only_run, add_seed)  # step 1's old seeds: deleted, and not needed
+    new_seed = str(config["runs"]["tiny"]["seeds"][-1])
+    assert {w["seed"] for rule, w in jobs if rule == "train" and w["step"] == "1"} == {new_seed}
+
+    def another_pooling(config: dict) -> None:
+        config["evaluation"]["poolings"].append(next(p for p in ("cls", "max") if p not in config["evaluation"]
+                                                     ["poolings"]))
+
+    assert config["evaluation"]["final"] == "candidates"
+    jobs, config = plan_after(selected_only_run, another_pooling)  # the final candidates' STS with it needs them
+    last = plan_of(config).final_step("tiny")
+    assert {(w["step"], w["space"], w["seed"]) for rule, w in jobs if rule == "train"} == {
+        (str(last), c.space, str(c.seed)) for c in plan_of(config).candidates("tiny", last)}
 
 
 # ---------------------------------------------------------------- interruption and the directory lock

@@ -248,18 +248,22 @@ def test_the_cost_sheet_reads_each_job_its_rule_wildcards_and_requests_from_snak
 
 
 def test_training_memory_counts_weights_gradients_adam_and_activations():
-    from defsent_plus.rehearsal.costs import training_memory_bytes
+    from defsent_plus.pipeline.requests import training_memory_bytes
 
     base = building.architecture_of("bert-base-uncased")
-    states = 16.0 * building.parameter_count(base, encoder_only=False)
-    at_32 = training_memory_bytes(base, 32, 128, 0)
+    whole = building.parameter_count(base, encoder_only=False)
+    states = 16.0 * whole
+    at_32 = training_memory_bytes(base, 32, 128, 0, whole)
     assert states < at_32 < states + 2e9  # BERT-base, batch 32 x 128 tokens: about 1.7 GB of activations
-    assert training_memory_bytes(base, 64, 128, 0) - states == pytest.approx(2 * (at_32 - states))
-    assert training_memory_bytes(base, 32, 128, 10_000) - at_32 == 12.0 * 32 * 10_000
+    assert training_memory_bytes(base, 64, 128, 0, whole) - states == pytest.approx(2 * (at_32 - states))
+    assert training_memory_bytes(base, 32, 128, 10_000, whole) - at_32 == 12.0 * 32 * 10_000
+    encoder = training_memory_bytes(base, 32, 128, 0)  # default: the encoder and its embeddings, no head
+    assert encoder - 16.0 * building.parameter_count(base) == pytest.approx(at_32 - states)
 
 
 def test_a_request_smaller_than_the_projected_job_is_flagged():
-    from defsent_plus.rehearsal.costs import Gpu, projected
+    from defsent_plus.pipeline.requests import Gpu
+    from defsent_plus.rehearsal.costs import projected
 
     class Real:  # the context the projection asks: bert-base trained on 10^6 examples a job
         architectures = {"m": building.architecture_of("bert-base-uncased")}
@@ -267,6 +271,9 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
 
         def method_options(self, run):
             return {"select_every": 0}
+
+        def model_of_run(self, run):
+            return "m"
 
     row = {"rule": "train", "seconds": 30.0, "max_rss_mb": 3000.0, "cpu_seconds": 29.0, "units": 64,
            "real_units": 1_000_000, "tokens": 32, "model": "m", "real_jobs": 1.0, "run": "r", "outputs": []}

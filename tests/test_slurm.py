@@ -35,8 +35,8 @@ CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 GPU_RULES = {"entry_space", "train", "embed"}
 EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "transform_space": 1, "isotropy": 1, "train": 1, "embed": 4,
                  "dev_score": 2, "score": 2}  # scores and their embeddings: base and final
-LOCAL_JOBS = {"acquire_data": 1, "pin_model": 1, "select_best": 1, "sts_table": 1, "steps_report": 1, "compare_sts": 1,
-              "summary": 1, "all": 1}  # downloads, selection and tables: on the login node, never submitted
+LOCAL_JOBS = {"acquire_data": 1, "pin_model": 1, "select_best": 1, "keep_best": 1, "sts_table": 1, "steps_report": 1,
+              "compare_sts": 1, "summary": 1, "all": 1}  # downloads, selection, tables: login node only
 
 
 @pytest.fixture(scope="module")

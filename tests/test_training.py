@@ -20,7 +20,7 @@ from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods.entry_projection import EntryProjection
-from defsent_plus.training.selection import select_best, write_best
+from defsent_plus.training.selection import copy_model, select_best, write_selection
 from defsent_plus.training.task import Batch
 from defsent_plus.training.trainer import TrainConfig, learning_rate_schedule, train_on_space
 
@@ -174,18 +174,18 @@ def test_training_killed_while_saving_leaves_no_complete_looking_output(tmp_path
     assert not (out / "model").exists() and not (out / "train.json").exists()
 
 
-def test_best_selection_follows_dev_scores(tmp_path):
-    devs, models = [], []
+def test_best_selection_follows_dev_scores_and_the_copy_is_a_real_directory(tmp_path):
+    devs, labels = [], []
     for i, score in enumerate([70.0, 75.5, 72.0]):
         model = tmp_path / f"m{i}"
         model.mkdir()
         (model / "weights.txt").write_text(str(i))
         write_json(tmp_path / f"dev{i}.json", {"dev_score": score, "seed": i})
         devs.append(tmp_path / f"dev{i}.json")
-        models.append(model)
-    labels = [{"space": "amp", "seed": i} for i in range(3)]
-    result = write_best(devs, models, tmp_path / "best.json", tmp_path / "best", labels)
-    assert result["best"]["seed"] == 1
+        labels.append({"space": "amp", "seed": i, "model": str(model)})
+    result = write_selection(devs, labels, tmp_path / "best.json")
+    assert result["best"]["seed"] == 1 and result["best"]["model"] == str(tmp_path / "m1")
+    copy_model(result["best"]["model"], tmp_path / "best")
     assert (tmp_path / "best" / "weights.txt").read_text() == "1" and not (tmp_path / "best").is_symlink()
     assert select_best([{"dev_score": 1.0, "k": "first"}, {"dev_score": 1.0, "k": "second"}])["k"] == "first"
 

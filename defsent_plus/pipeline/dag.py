@@ -186,6 +186,11 @@ def best_dir(run: str, step: int | str) -> str:
     return f"results/{run}/step{step}/best"
 
 
+def pruned_record(run: str, step: int | str) -> str:
+    """What ``selection.keep_weights: selected`` deleted of a step's candidates (rule prune_candidates)."""
+    return f"results/{run}/step{step}/pruned.json"
+
+
 def embedding_file(encoder: EncoderId | str, sentences: str, pooling: str, suffix: str = "npy") -> str:
     """One encoder's stored embeddings of a sentence set with one pooling (``npy``) or their record (``json``)."""
     return f"results/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"

@@ -26,6 +26,7 @@ from defsent_plus.pipeline.dag import (
     acquired_data,
     baseline_cache,
     baselines_file,
+    best_dir,
     best_json,
     compare_file,
     data_dir,
@@ -33,6 +34,7 @@ from defsent_plus.pipeline.dag import (
     dictionary_file,
     isotropy_file,
     pinned_model,
+    pruned_record,
     run_file,
     score_file,
     space_file,
@@ -212,14 +214,33 @@ class Plan:
         builder = self.space_builder(encoder.run, encoder.step)
         return [] if builder.kind == "base" else [(builder.run, builder.step)]
 
+    @property
+    def keeps_selected_weights_only(self) -> bool:
+        """``selection.keep_weights: selected``: candidates' weights are temporary, each step's ``best/`` stays."""
+        return self.config["selection"]["keep_weights"] == "selected"
+
     def model_dir(self, encoder: EncoderId) -> str:
         """Where an encoder's weights are: the pinned copy, a candidate's model/, or, for a step's best, the
-        winning candidate's own directory (so re-selecting the same candidate re-runs nothing after it)."""
+        winning candidate's own directory (so re-selecting the same candidate re-runs nothing after it); the step's
+        ``best/`` copy when only the selected weights are kept."""
         if encoder.kind == "base":
             return pinned_model(encoder.model)
         if encoder.kind == "selected":
+            if self.keeps_selected_weights_only:
+                return best_dir(encoder.run, encoder.step)
             return self.selection(encoder.run, encoder.step)["model"]
         return trained_model(encoder)
+
+    def weight_readers(self, run: str, step: int) -> dict[str, list[str]]:
+        """What reads a step's candidates' weights (``prune_candidates`` waits for it): their dev scores, the copy of
+        the selected one, the run's STS table where it evaluates them (``evaluation.final: candidates``) and the
+        training-free grids of candidate encoders."""
+        candidates = self.candidates(run, step)
+        names = {c.name for c in candidates}
+        evaluated = any(row.encoder.name in names for row in self.evaluated(run))
+        return {"dev": [dev_file(c) for c in candidates], "best": [best_dir(run, step)],
+                "tables": [run_file(run, "sts.tsv")] if evaluated else [],
+                "baselines": [baselines_file(e, "scores.tsv") for e in self.baseline_encoders() if e in names]}
 
     def dev_of(self, encoder: EncoderId) -> str:
         """An encoder's STS-B dev score file (a step's best: its winning candidate's)."""
@@ -380,12 +401,14 @@ class Plan:
     # --------------------------------------------------------------------------------------- targets
 
     def targets(self) -> list[str]:
-        """What ``rule all`` builds: the dictionary stats and, per run, its final selection, the isotropy of
+        """What ``rule all`` builds: the dictionary stats and, per run, every step's selected model, the isotropy of
         every step's entry space, the STS table, the steps report and (held-out subsets) the reverse dictionary;
         then the tables comparing every run."""
         targets = [dictionary_file("stats.tsv")]
         for run, cfg in self.config["runs"].items():
-            targets.append(best_json(run, self.final_step(run)))
+            steps = range(1, self.final_step(run) + 1)
+            targets += [best_dir(run, step) for step in steps]
+            targets += [pruned_record(run, step) for step in steps if self.keeps_selected_weights_only]
             if self.method(run).uses_entry_space:
                 targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
             targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]

@@ -68,15 +68,26 @@ class RuleInputs:
         return self.computed_from(candidate_of, model=False, **{name: training_file(name) for name in names})
 
     def selection(self) -> dict[str, InputFunction]:
-        """A step's candidates: their dev scores and models (after the previous step's selection)."""
+        """A step's candidates: their dev scores (after the previous step's selection). Not their weights, which
+        ``selection.keep_weights: selected`` deletes: adding a seed re-selects without retraining the others."""
         def step_candidates(wildcards) -> list[EncoderId]:
             return self.plan.candidates(wildcards.run, wildcards.step)
 
         return self.computed_from(
             lambda wildcards: step_candidates(wildcards)[0], model=False,  # the step's candidates share selections
             dev=lambda wildcards: [dag.dev_file(c) for c in step_candidates(wildcards)],
-            models=lambda wildcards: [dag.trained_model(c) for c in step_candidates(wildcards)],
         )
+
+    def kept_best(self) -> dict[str, InputFunction]:
+        """The selected candidate's weights (after the step's selection)."""
+        return {"model": lambda wildcards: self.plan.selection(wildcards.run, int(wildcards.step))["model"]}
+
+    def pruning(self) -> dict[str, InputFunction]:
+        """Everything that reads a step's candidates' weights (they are deleted after it)."""
+        def reader(name: str) -> InputFunction:
+            return lambda wildcards: self.plan.weight_readers(wildcards.run, int(wildcards.step))[name]
+
+        return {name: reader(name) for name in ("dev", "best", "tables", "baselines")}
 
     def reverse_dictionary(self) -> dict[str, InputFunction]:
         """The final dev-selected model, the held-out queries, the run's starting model and its AMP space of the run's

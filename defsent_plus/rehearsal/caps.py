@@ -43,7 +43,7 @@ SIZES = {
     "full": Caps(seeds=1, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
                  epochs=2, sts_pairs=3, ica_max_iter=200, isotropy_pairs=20000, encoding_batch=32),
     # tiny: the tests' tiny dimensions and minimal work (the test suite executes a shipped config at this size)
-    "tiny": Caps(seeds=1, entries=200, training_examples=16, corpus_sentences=500, oxford_lines=3000, epochs=1,
+    "tiny": Caps(seeds=1, entries=200, training_examples=16, corpus_sentences=500, oxford_lines=20000, epochs=1,
                  sts_pairs=4, ica_max_iter=50, isotropy_pairs=500, encoding_batch=16),
 }
 

@@ -23,14 +23,19 @@ import pandas as pd
 
 from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.requests import (
+    MEDIAN_DEFINITION_TOKENS,
+    VOCABULARY_TARGET,
+    Gpu,
+    dataset_size,
+    layer_parameters,
+    output_classes,
+    training_examples,
+    training_memory_bytes,
+)
 from defsent_plus.rehearsal import models as building
 
-# 000 Table 1 (definitions, entries); SimCSE's wiki1m has 10^6 sentences
-REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}
-MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
-WIKI1M_SENTENCES = 1_000_000
 ENCODER_RULES = ("embed", "entry_space")
-VOCABULARY_TARGET = "vocab"  # the target of methods predicting the masked-LM head's vocabulary (DefSent)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
 
@@ -151,12 +156,7 @@ class Context:
 
     def dataset_size(self, name: str) -> tuple[int, int]:
         """(definitions, entries) of a real dataset or subset (a subset's definitions in proportion)."""
-        subset = self.real.get("subsets", {}).get(name)
-        if subset is None:
-            return REAL_DATASETS[name]
-        definitions, entries = REAL_DATASETS[subset["dataset"]]
-        kept = min(subset["max_entries"], entries)
-        return round(definitions * kept / entries), kept
+        return dataset_size(self.real, name)
 
     def real_dataset(self, job: Job) -> str:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
@@ -175,17 +175,7 @@ class Context:
 
     def training_examples(self, run: str) -> tuple[float, int]:
         """(examples per epoch, epochs) of a real run's training."""
-        options = self.method_options(run)
-        epochs = options.get("epochs", 1)
-        corpus = options.get("corpus", "definitions")
-        if corpus == "stssick":
-            return self.stssick, epochs
-        if options.get("corpus_file"):
-            return options.get("max_sentences") or WIKI1M_SENTENCES, epochs
-        definitions, _ = self.dataset_size(self.real["runs"][run]["dataset"])
-        heldout = self.real.get("subsets", {}).get(self.real["runs"][run]["dataset"], {}).get("heldout")
-        share = 1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"]
-        return definitions * share, epochs
+        return training_examples(self.real, run, self.method_options(run))
 
     def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
         """(units, tokens per unit) of the real config's job matching a rehearsal job."""
@@ -211,56 +201,15 @@ class Context:
         return 0.0, 0
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """The GPU a projection assumes (config ``costs.gpu``)."""
-
-    name: str
-    bf16_tflops: float  # dense bf16 peak
-    utilisation: float  # share of the peak a job reaches
-    memory_gb: float
-    step_ms_per_layer: float = 2.0  # a training step's floor: launches, the optimiser, Python, per encoder layer
-
-    @property
-    def flops_per_second(self) -> float:
-        return self.bf16_tflops * 1e12 * self.utilisation
-
-    def seconds(self, flops: float, steps: float, layers: int) -> float:
-        """GPU seconds of ``flops`` in ``steps`` optimiser steps of a ``layers``-layer encoder: the FLOPs at the
-        assumed rate, or the steps' latency floor where small batches leave the GPU waiting."""
-        return max(flops / self.flops_per_second, steps * layers * self.step_ms_per_layer / 1000)
-
-
-def non_embedding_parameters(architecture) -> int:
-    from defsent_plus.rehearsal.models import parameter_count
-
-    c = architecture.config
-    embeddings = (c["vocab_size"] + c["max_position_embeddings"] + c["type_vocab_size"]) * c["hidden_size"]
-    return parameter_count(architecture) - embeddings
-
-
 def flops_per_unit(rule: str, architecture, tokens: float, classes: int) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture``."""
     hidden = architecture.config["hidden_size"]
     if rule == "transform_space":
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
-    forward = 2.0 * non_embedding_parameters(architecture) * tokens
+    forward = 2.0 * layer_parameters(architecture.config) * tokens
     if rule == "train":
         return 3.0 * (forward + 2.0 * hidden * classes)  # forward + backward, the objective's output layer
     return forward
-
-
-def training_memory_bytes(architecture, batch: int, length: int, classes: int) -> float:
-    """Peak GPU memory of training: fp32 weights, gradients and Adam's two moments (16 bytes a parameter, the
-    masked-LM head included), bf16 activations of every layer (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a
-    layer) and the objective's logits (fp32, with their gradient and softmax)."""
-    from defsent_plus.rehearsal.models import parameter_count
-
-    c = architecture.config
-    parameters = parameter_count(architecture, encoder_only=False)
-    h, a, layers = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
-    activations = layers * length * batch * h * (34 + 5 * a * length / h)
-    return 16.0 * parameters + activations + 3 * 4.0 * batch * classes
 
 
 def start_seconds(rows: list[dict]) -> float:
@@ -288,23 +237,18 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
-                     "run": job.wildcards.get("run"), "outputs": job.outputs})
+                     "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs})
     return rows
 
 
 def classes_of(context: Context, run: str | None) -> int:
-    """Classes of a run's objective: the entries of its dataset (methods trained against an entry space), the
-    vocabulary (methods predicting headwords through the masked-LM head), else 0 (contrastive ones)."""
+    """Classes of a run's objective (0 for a job of no run)."""
     from defsent_plus.methods import method_of
 
     if run is None:
         return 0
     method = method_of(context.real["runs"][run]["method"])
-    if method.uses_entry_space:
-        return context.dataset_size(context.real["runs"][run]["dataset"])[1]
-    if method.target == VOCABULARY_TARGET:
-        return context.architectures[context.model_of_run(run)].config["vocab_size"]
-    return 0
+    return output_classes(context.real, run, method, context.architectures[context.model_of_run(run)])
 
 
 def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
@@ -370,15 +314,19 @@ def directory_bytes(path: Path) -> int:
 
 
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
-    """The real config's disk: every candidate's weights and each selected copy, the embeddings, the spaces."""
-    checkpoints = embeddings = spaces = 0.0
+    """The real config's disk: checkpoints (each step's selected copy, and every candidate's unless
+    ``selection.keep_weights: selected`` deletes them: then at most one step's candidates at once), the embeddings,
+    the spaces. A checkpoint's size is the rehearsal's copy of its run's selected model (same architecture)."""
+    checkpoint = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best"}
+    candidates_by_step: dict[tuple, float] = defaultdict(float)
+    selected = embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
-        if r["rule"] in ("train", "select_best"):
-            model_dir = next((o for o in r["outputs"] if o.endswith("model") or o.endswith("best")), None)
-            if model_dir and (workdir / model_dir).is_dir():
-                checkpoints += r["real_jobs"] * directory_bytes(workdir / model_dir)
+        if r["rule"] == "train":
+            candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint.get(r["run"], 0)
+        elif r["rule"] == "keep_best":
+            selected += checkpoint[r["run"]]
         elif r["rule"] == "embed":
             embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
         elif r["rule"] == "entry_space":
@@ -387,7 +335,13 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
         elif r["rule"] == "transform_space":
             entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
             spaces += entries * hidden * 4
-    return {"checkpoints_gb": checkpoints / 1e9, "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
+    every = sum(candidates_by_step.values())
+    keep_all = context.real["selection"]["keep_weights"] == "all"
+    return {"checkpoints_gb": (selected + (every if keep_all else 0)) / 1e9,
+            "every_candidate_gb": every / 1e9, "transient_gb": 0.0 if keep_all else max(candidates_by_step.values(),
+                                                                                         default=0.0) / 1e9,
+            "keep_weights": context.real["selection"]["keep_weights"],
+            "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
@@ -398,7 +352,8 @@ def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
         options = context.method_options(run)
         views = 2 if options.get("corpus") is not None else 1  # contrastive methods encode two views of a sentence
         batch, length = block["batch_size"] * views, options.get("max_length", 128)
-        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run)) / 1e9
+        whole = building.parameter_count(architecture, encoder_only=False)  # the masked-LM head included
+        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run), whole) / 1e9
         rows.append({"run": run, "model": architecture.name, "batch": batch, "max_length": length,
                      "peak_gpu_gb": peak, "fits": peak <= gpu.memory_gb})
     return pd.DataFrame(rows)
@@ -461,7 +416,9 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
             "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
             f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
             f"{totals['real_cpu_hours']:.0f} hours\n"
-            f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB, embeddings {disk['embeddings_gb']:.2f} GB, "
+            f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
+            f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of a "
+            f"step's candidates at once), embeddings {disk['embeddings_gb']:.2f} GB, "
             f"entry spaces {disk['spaces_gb']:.2f} GB\n"
             f"* **Peak GPU memory of training** (fp32 weights, gradients, Adam; bf16 activations at the max length):"
             f" {', '.join(f'{r.run} {r.peak_gpu_gb:.1f} GB' for r in memory.itertuples())} "

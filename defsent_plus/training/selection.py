@@ -1,4 +1,4 @@
-"""Best-candidate selection of a PST step: the highest STS-B dev score (never a test set), its model copied."""
+"""Best-candidate selection of a PST step: the highest STS-B dev score (never a test set), and the copy of its model."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ log = logging.getLogger(__name__)
 DEV_TASK = "STSB-dev"  # the one score that selects: STS-B dev
 
 
-
 def select_best(candidates: Sequence[dict]) -> dict:
     """The candidate with the highest dev score; ties go to the earlier candidate (config order)."""
     if not candidates:
@@ -26,19 +25,37 @@ def select_best(candidates: Sequence[dict]) -> dict:
     return max(candidates, key=lambda c: c["dev_score"])
 
 
-def write_best(dev_jsons: Sequence[str | Path], model_dirs: Sequence[str | Path], best_json: str | Path,
-               best_dir: str | Path, labels: Sequence[dict] | None = None) -> dict:
-    """Pick the step's best (space, seed) by dev score and copy its model to ``best_dir`` (no symlink)."""
-    candidates = []
-    labels = labels or [{} for _ in dev_jsons]
-    for dev_json, model_dir, label in zip(dev_jsons, model_dirs, labels, strict=True):
-        dev = read_json(dev_json)
-        candidates.append({**label, "dev_score": dev["dev_score"], "dev_json": str(dev_json),
-                           "model": str(model_dir)})
-    best = select_best(candidates)
-    with atomic_path(best_dir) as tmp:
-        shutil.copytree(best["model"], tmp)
-    result = {"best": best, "candidates": candidates}
+def write_selection(dev_jsons: Sequence[str | Path], candidates: Sequence[dict], best_json: str | Path) -> dict:
+    """Pick the step's best (space, seed) by dev score; ``candidates`` are the labels of the dev files, each with the
+    candidate's ``model`` directory."""
+    scored = []
+    for dev_json, label in zip(dev_jsons, candidates, strict=True):
+        scored.append({**label, "dev_score": read_json(dev_json)["dev_score"], "dev_json": str(dev_json)})
+    best = select_best(scored)
+    result = {"best": best, "candidates": scored}
     write_json(best_json, result)
     log.info("best: %s (dev %.2f)", best["model"], best["dev_score"])
+    return result
+
+
+def copy_model(model_dir: str | Path, best_dir: str | Path) -> None:
+    """The selected candidate's weights, copied to the step's ``best/`` (no symlink: it outlives the candidate)."""
+    with atomic_path(best_dir) as tmp:
+        shutil.copytree(model_dir, tmp)
+    log.info("copied %s to %s", model_dir, best_dir)
+
+
+def prune_candidates(model_dirs: Sequence[str | Path], record: str | Path) -> dict:
+    """Delete a step's candidates' weights (``selection.keep_weights: selected``; the selected one is in best/) and
+    record what went and how much disk it freed."""
+    removed, freed = [], 0
+    for model_dir in map(Path, model_dirs):
+        if model_dir.is_dir():
+            freed += sum(f.stat().st_size for f in model_dir.rglob("*") if f.is_file())
+            shutil.rmtree(model_dir)
+            removed.append(str(model_dir))
+    result = {"removed": removed, "already_gone": len(model_dirs) - len(removed), "bytes_freed": freed}
+    write_json(record, result)
+    log.info("removed %d candidates' weights (%.1f MB); %d were already gone", len(removed), freed / 1e6,
+             result["already_gone"])
     return result

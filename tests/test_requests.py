@@ -1,0 +1,82 @@
+"""What a train job asks its scheduler for: its run's projected work, with a margin; a user's smaller request is
+flagged before anything runs."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from workflow_utils import snakemake, validated, write_tiny_config
+
+from defsent_plus.pipeline.plan import Plan
+from defsent_plus.pipeline.requests import (
+    STSSICK_SENTENCES,
+    embedding_parameters,
+    layer_parameters,
+    training_request,
+)
+from defsent_plus.rehearsal import models as building
+
+PAPER_CONFIG = REPO / "configs" / "bert-large.yaml"
+
+
+def plan_and_config(path: Path) -> tuple[Plan, dict]:
+    config = validated(yaml.safe_load(path.read_text()))
+    return Plan(config, selection=lambda run, step: {}), config
+
+
+@pytest.mark.parametrize("name", building.architecture_names())
+def test_the_closed_form_parameter_count_is_the_models_own(name):
+    architecture = building.architecture_of(name)
+    count = layer_parameters(architecture.config) + embedding_parameters(architecture.config)
+    assert count == building.parameter_count(architecture)
+
+
+def test_the_stssick_corpus_size_is_the_local_datas(senteval_dir):
+    from defsent_plus.training.corpus import stssick_sentences
+
+    assert len(stssick_sentences(senteval_dir)) == STSSICK_SENTENCES
+
+
+def test_a_train_request_grows_with_the_work_and_the_model_and_keeps_its_margin():
+    plan, config = plan_and_config(PAPER_CONFIG)
+    run = next(iter(config["runs"]))
+    large = training_request(config, plan, run, on_gpu=False)
+    fewer = copy.deepcopy(config)
+    fewer["subsets"] = {"a10k": {"dataset": "a", "max_entries": 10_000, "seed": 0}}
+    fewer["runs"][run]["dataset"] = "a10k"
+    small = training_request(fewer, Plan(fewer, selection=lambda run, step: {}), run, on_gpu=False)
+    assert small.examples < large.examples and small.runtime < large.runtime
+    assert large.runtime >= config["costs"]["margin"] * large.seconds / 60
+    base = copy.deepcopy(config)
+    base["models"] = {name: "hub:bert-base-uncased" for name in config["models"]}
+    smaller_model = training_request(base, Plan(base, selection=lambda run, step: {}), run, on_gpu=False)
+    assert smaller_model.mem_mb < large.mem_mb and smaller_model.seconds < large.seconds
+    on_gpu = training_request(config, plan, run, on_gpu=True)
+    assert on_gpu.seconds < large.seconds and on_gpu.runtime >= config["costs"]["min_runtime_minutes"]
+
+
+def resources_of_train_jobs(output: str) -> list[dict]:
+    jobs, current = [], None
+    for line in output.splitlines():
+        if re.match(r"^(?:local)?(?:rule|checkpoint) \w+:$", line):
+            current = line.strip().split()[-1].rstrip(":")
+        elif current == "train" and line.strip().startswith("resources:"):
+            jobs.append(dict(part.split("=", 1) for part in line.strip().removeprefix("resources: ").split(", ")))
+    return jobs
+
+
+def test_the_train_rule_asks_for_its_projection_and_flags_a_smaller_user_request(tmp_path, tiny_bert):
+    write_tiny_config(tmp_path, tiny_bert)
+    config = validated(yaml.safe_load((tmp_path / "config.yaml").read_text()))
+    request = training_request(config, Plan(config, selection=lambda run, step: {}), "tiny", on_gpu=False)
+    result = snakemake(tmp_path, "--dry-run")
+    jobs = resources_of_train_jobs(result.stdout)
+    assert jobs and {(int(j["runtime"]), int(j["mem_mb"])) for j in jobs} == {(request.runtime, request.mem_mb)}
+    assert "Request too small" not in result.stdout + result.stderr
+    result = snakemake(tmp_path, "--dry-run", "--set-resources", "train:runtime=1")
+    assert "Request too small: run tiny: train runtime=1 is below its projection" in result.stdout + result.stderr
