@@ -219,3 +219,19 @@ def test_an_entry_space_method_without_a_space_is_refused_naming_the_dataset():
 
     with pytest.raises(DefSentError, match="toy.parquet: this method trains against an entry space"):
         build_task(TaskInputs(None, None, [], None, "cls", 0, "toy.parquet", {}, 2))
+
+
+def test_a_card_lists_an_option_deviation_only_where_the_options_in_force_have_it():
+    defsent = method_of("defsent")
+    rounded = [text for (name, value), text in defsent.option_deviations if name == "warmup_rounding"]
+    assert rounded and defsent.default_options()["warmup_rounding"] == "none"
+    assert not set(rounded) & set(defsent.training_card({})["deviations"])  # DefSent's own unrounded warm-up
+    assert set(rounded) <= set(defsent.training_card({"warmup_rounding": "up"})["deviations"])
+
+
+@pytest.mark.parametrize("name", sorted(all_methods()))
+def test_every_option_deviation_names_an_option_and_a_value_it_can_take(name):
+    method = all_methods()[name]
+    for (option, value), _ in method.option_deviations:
+        spec = method.options[option]
+        assert value in spec.get("enum", [value]), (option, value)

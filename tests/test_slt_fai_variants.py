@@ -23,7 +23,7 @@ from defsent_plus.pipeline.plan import Plan
 from defsent_plus.training.corpus import named_corpus, stssick_sentences
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.task import Batch
-from defsent_plus.training.trainer import BestWeights, TrainConfig, parameter_groups
+from defsent_plus.training.trainer import BestWeights, TrainConfig, parameter_groups, tokenized_examples
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -170,6 +170,70 @@ def test_early_stopping_after_patience_scores_without_a_new_best(encoder):
     assert keeper.restore()["selection"]["best_step"] == 4
     with pytest.raises(DefSentError, match="patience"):
         BestWeights(encoder, lambda _: 0.0, every=0, patience=2)
+
+
+# sentence-transformers' fit() as the released ConSERT and SLT-FAI scripts run it (SentenceTransformer.py: an
+# evaluation when a per-epoch step count is a multiple of evaluation_steps, another after every epoch; a score not
+# above the best costs a unit of patience, and patience 0 returns): (epoch, step) of each evaluation and the stop,
+# for 4 steps an epoch, evaluation_steps 2, patience 2 and these dev scores
+RELEASED_FIT = {"scores": [1.0, 2.0, 2.0, 1.5, 1.8], "evaluations": [2, 4, 4, 6], "stops_after": 6}
+
+
+def run_fit(keeper: BestWeights, steps_per_epoch: int, epochs: int) -> int:
+    """The training loop's calls of the keeper; returns the steps trained until it stopped."""
+    done = 0
+    for _epoch in range(epochs):
+        for step in range(steps_per_epoch):
+            done += 1
+            keeper.after(step, steps_per_epoch, done)
+            if keeper.stopped:
+                return done
+    return done
+
+
+def test_an_epoch_ending_on_an_evaluation_step_is_scored_twice_as_the_released_fit_does(encoder):
+    scores = iter(RELEASED_FIT["scores"])
+    keeper = BestWeights(encoder, lambda _: next(scores), every=2, patience=2, rescore_at_epoch_end=True)
+    assert run_fit(keeper, steps_per_epoch=4, epochs=3) == RELEASED_FIT["stops_after"]
+    assert [step for step, _ in keeper.curve] == RELEASED_FIT["evaluations"]
+    scores = iter(RELEASED_FIT["scores"])
+    once = BestWeights(encoder, lambda _: next(scores), every=2, patience=2)  # SimCSE's selection: once
+    assert run_fit(once, steps_per_epoch=4, epochs=3) == 8 and [s for s, _ in once.curve] == [2, 4, 6, 8]
+    scores = iter([1.0, 2.0, 3.0])
+    odd = BestWeights(encoder, lambda _: next(scores), every=2, patience=2, rescore_at_epoch_end=True)
+    run_fit(odd, steps_per_epoch=3, epochs=1)  # an epoch not ending on an every-N step: scored once at its end
+    assert [step for step, _ in odd.curve] == [2, 3]
+
+
+# ConSERT's Transformer.get_sentence_features: prepare_for_model(word pieces, max_length=min(longest, 64) + 3,
+# truncation=True) adds [CLS] and [SEP] after truncating: word pieces kept of a sentence of n, max_seq_length 64
+RELEASED_KEPT_WORD_PIECES = {10: 10, 62: 62, 64: 64, 65: 65, 66: 65, 84: 65}
+
+
+@pytest.mark.parametrize(("pieces", "kept"), sorted(RELEASED_KEPT_WORD_PIECES.items()))
+def test_the_consert_variant_keeps_as_many_word_pieces_as_the_released_code(encoder, pieces, kept):
+    options = method_of("slt_fai").resolved_options({"variant": "consert"})
+    cfg = TrainConfig(max_length=options["max_length"], extra_tokens=options["extra_tokens"])
+    sentence = " ".join(["animal"] * pieces)
+    assert len(encoder.tokenizer.tokenize(sentence)) == pieces
+    ids = tokenized_examples(encoder.tokenizer, [sentence], cfg)[0]
+    assert ids[0] == encoder.tokenizer.cls_token_id and ids[-1] == encoder.tokenizer.sep_token_id
+    assert len(ids) - 2 == kept
+
+
+def test_the_consert_variant_shuffles_positions_from_zero_as_the_released_modeling_roberta(tiny_roberta):
+    roberta = load_encoder(tiny_roberta)
+    consert = method_of("slt_fai").resolved_options({"variant": "consert"})
+    simcse = method_of("simcse").default_options()
+    assert (consert["shuffled_positions"], simcse["shuffled_positions"]) == ("zero", "model")
+    batch = roberta.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    for option, first in (("zero", 0), ("model", roberta.model.config.pad_token_id + 1)):
+        objective = UnsupervisedContrastive(roberta, augmentation="token_shuffle", shuffled_positions=option)
+        assert objective.first_position == first
+        extra, _ = objective.view("token_shuffle", 0.1, batch["attention_mask"])
+        for row, mask in zip(extra["position_ids"], batch["attention_mask"], strict=True):
+            n = int(mask.sum())
+            assert sorted(row[:n].tolist()) == list(range(first, first + n))  # released: range(num_tokens)
 
 
 def base_config(**slt_fai) -> dict:

@@ -70,6 +70,9 @@ class Method:
     reverse_dictionary: ReverseDictionaryProtocol | None = None  # None: no reverse-dictionary target is planned
     commands: tuple[str, ...] = SENTENCE_COMMANDS  # the CLI commands its trained models support
     deviations: tuple[str, ...] = ()  # from the authors' code; written into every training card
+    # deviations of one option value, written into a card only where the options in force have that value:
+    # ((option, value), sentence)
+    option_deviations: tuple[tuple[tuple[str, object], str], ...] = ()
     max_steps: int | None = None  # None: any number of PST steps
     dev_in_training: bool = False  # selects its weights on STS-B dev while training (its train job reads SentEval)
     # named sets of option defaults (``variant`` in its block picks one): the options without a schema default
@@ -110,12 +113,19 @@ class Method:
 
     def training_card(self, options: dict | None = None) -> dict:
         """What every model this method trains records about the method (and the variant ``options`` name)."""
-        card = {"method": self.name, "paper": self.paper, "deviations": list(self.deviations)}
+        card = {"method": self.name, "paper": self.paper, "deviations": [*self.deviations,
+                                                                        *self.deviations_of_options(options)]}
         variant = None if options is None else self.variant_of(options)
         if variant is not None:
             card.update(variant=options["variant"], variant_source=variant.source)
             card["deviations"] += list(variant.deviations)
         return card
+
+    def deviations_of_options(self, options: dict | None) -> list[str]:
+        """The ``option_deviations`` the options in force have (the schema's defaults where ``options`` is None or
+        leaves an option out)."""
+        resolved = self.options_in_force(options or {})
+        return [text for (name, value), text in self.option_deviations if resolved.get(name) == value]
 
     def variant_of(self, options: dict) -> Variant | None:
         """The variant ``options`` (a ``methods.<name>`` block) picks; None for a method without variants."""
@@ -129,8 +139,12 @@ class Method:
 
     def default_options(self) -> dict:
         """The block a config that sets nothing gets: the schema's defaults, completed by the default variant's."""
-        return self.resolved_options({name: spec["default"] for name, spec in self.options.items()
-                                      if "default" in spec})
+        return self.options_in_force({})
+
+    def options_in_force(self, options: dict) -> dict:
+        """A ``methods.<name>`` block completed by the schema's defaults and its variant's."""
+        defaults = {name: spec["default"] for name, spec in self.options.items() if "default" in spec}
+        return self.resolved_options({**defaults, **options})
 
     def resolved_options(self, options: dict) -> dict:
         """``options`` with the chosen variant's defaults for every option the block leaves out."""

@@ -155,7 +155,7 @@ class UnsupervisedContrastive(nn.Module):
     def __init__(self, encoder: Encoder, pooling: str = "cls", temperature: float = 0.05, mlp: bool | None = None,
                  augmentation: str = "dropout", cutoff_rate: float = 0.1, seed: int = 0,
                  config_key: str = "config: methods", loss: str = "info_nce", first_augmentation: str = "none",
-                 first_cutoff_rate: float | None = None, dropout: bool = True):
+                 first_cutoff_rate: float | None = None, dropout: bool = True, shuffled_positions: str = "model"):
         super().__init__()
         check_options(pooling, temperature, augmentation, cutoff_rate, config_key)
         check_views(loss, first_augmentation, augmentation, dropout, config_key)
@@ -173,7 +173,8 @@ class UnsupervisedContrastive(nn.Module):
         std = getattr(encoder.model.config, "initializer_range", 0.02)
         self.mlp = training_mlp(encoder.hidden_size, seed, std) if applies_mlp(mlp, pooling) else nn.Identity()
         self.generator = torch.Generator().manual_seed(seed)
-        self.first_position = family_of(encoder.model.config.model_type).first_position(encoder.model.config)
+        self.first_position = 0 if shuffled_positions == "zero" else family_of(
+            encoder.model.config.model_type).first_position(encoder.model.config)
         self.second_hidden: torch.Tensor | None = None
 
     def sentence_vectors(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -277,7 +278,8 @@ def contrastive_objective(inputs: TaskInputs) -> UnsupervisedContrastive:
                                    cutoff_rate=options["cutoff_rate"], seed=inputs.seed,
                                    config_key=inputs.config_key, loss=options["loss"],
                                    first_augmentation=options["first_augmentation"],
-                                   first_cutoff_rate=options["first_cutoff_rate"], dropout=options["dropout"])
+                                   first_cutoff_rate=options["first_cutoff_rate"], dropout=options["dropout"],
+                                   shuffled_positions=options["shuffled_positions"])
 
 
 def contrastive_corpus(inputs: TaskInputs) -> list[str]:

@@ -32,7 +32,10 @@ METHOD = Method(
         "a checkpoint without masked-LM head weights gets a seeded initialisation of the head transform (recorded "
         "as `head` in the training card)",
         "the reverse-dictionary split is seeded (DefSent's had no seed)",
-        "the warm-up length is rounded up to whole steps (ceil(0.1 x steps)); DefSent's scheduler does not round",
+    ),
+    option_deviations=(
+        (("warmup_rounding", "up"),
+         "the warm-up length is rounded up to whole steps (ceil(0.1 x steps)); DefSent's scheduler does not round"),
     ),
     max_steps=1,
 )

@@ -27,6 +27,10 @@ CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (sh
     "first_cutoff_rate": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": None,
                           "description": "the first view's cutoff rate; null = cutoff_rate"},
     "dropout": {"type": "boolean", "default": True, "description": "false: ConSERT's --no_dropout"},
+    "shuffled_positions": {"enum": ["model", "zero"], "default": "model",
+                           "description": "token_shuffle's position ids: a permutation from the model's first "
+                                          "position (RoBERTa: padding_idx + 1 = 2) or from 0 (ConSERT's released "
+                                          "modeling_roberta.py and modeling_bert.py: 0..n-1)"},
     "loss": {"enum": list(CONTRASTIVE_LOSS_NAMES), "default": "info_nce",
              "description": "info_nce: SimCSE's (one direction); nt_xent: ConSERT's (both directions, intra-view "
                             "negatives, summed)"},

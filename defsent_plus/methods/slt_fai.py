@@ -41,7 +41,8 @@ SIMCSE = Variant(
              "first_augmentation": "none", "first_cutoff_rate": None, "augmentation": "dropout", "dropout": True,
              "mlp": None, "corpus": "definitions", "max_sentences": None, "max_length": 32, "optimizer": "adamw",
              "adam_eps": 1.0e-8, "weight_decay": 0.0, "no_decay": [], "warmup_ratio": 0.0, "epochs": 1,
-             "patience": None, "select_every": 125},
+             "patience": None, "select_every": 125, "extra_tokens": 0, "rescore_at_epoch_end": False,
+             "shuffled_positions": "model"},
     run={"lr": 3.0e-5, "batch_size": 32, "pooling": "cls"},
     source="004 §4.1 (SimCSE + SLT-FAI: warm-up 0.1 epochs, batch 32) on unsupervised SimCSE's settings "
            "(princeton-nlp/SimCSE run_unsup_example.sh)",
@@ -57,7 +58,11 @@ CONSERT = Variant(
              "dropout": False, "mlp": False, "corpus": "stssick", "max_sentences": None, "max_length": 64,
              "optimizer": "adamw_uncorrected", "adam_eps": 1.0e-6, "weight_decay": 0.01,
              "no_decay": ["bias", "LayerNorm.bias", "LayerNorm.weight"], "warmup_ratio": 0.1, "epochs": 10,
-             "patience": 10, "select_every": 200},
+             "patience": 10, "select_every": 200,
+             # sentence-transformers' Transformer.get_sentence_features pads and truncates to min(longest,
+             # max_seq_length) + 3 tokens with [CLS] and [SEP]; fit() scores dev every 200 steps of an epoch and
+             # again at its end; modeling_{bert,roberta}.py's _replace_position_ids permutes 0..n-1
+             "extra_tokens": 3, "rescore_at_epoch_end": True, "shuffled_positions": "zero"},
     run={"lr": 5.0e-7, "batch_size": 32, "pooling": "mean"},
     source="004 §4.1 (ConSERT + SLT-FAI: warm-up 0.5 epochs, batch 32); wangbing1416/SLT-FAI "
            "scripts/unsup-SLTFAI-base.sh and main.py; yym6472/ConSERT scripts/unsup-consert-base.sh",

@@ -59,25 +59,27 @@ def embedding_parameters(config: dict) -> int:
     return (config["vocab_size"] + config["max_position_embeddings"] + config.get("type_vocab_size", 0) + 2) * h
 
 
-def dataset_size(config: dict, name: str) -> tuple[int, int]:
-    """(definitions, entries) of dataset a, b, c (000 Table 1) or a subset (its share of the definitions)."""
+def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[int, int]:
+    """(definitions, entries) of dataset a, b, c or a subset (its share of the definitions): ``built`` sizes where
+    they are known (a rehearsal of a config without Oxford builds its real datasets), else 000 Table 1's."""
     subset = config.get("subsets", {}).get(name)
     if subset is None:
-        return REAL_DATASETS[name]
-    definitions, entries = dataset_size(config, subset["dataset"])
+        return (built or REAL_DATASETS)[name]
+    definitions, entries = dataset_size(config, subset["dataset"], built)
     kept = min(subset["max_entries"], entries)
     return round(definitions * kept / entries), kept
 
 
-def training_examples(config: dict, run: str, options: dict) -> tuple[float, int]:
-    """(examples per epoch, epochs) of a run's training, ``options`` its method's resolved options."""
+def training_examples(config: dict, run: str, options: dict, built: dict | None = None) -> tuple[float, int]:
+    """(examples per epoch, epochs) of a run's training, ``options`` its method's resolved options (``built``: as
+    :func:`dataset_size`)."""
     epochs = options.get("epochs", 1)
     if options.get("corpus") == "stssick":
         return STSSICK_SENTENCES, epochs
     if options.get("corpus_file"):
         return options.get("max_sentences") or WIKI1M_SENTENCES, epochs
     name = config["runs"][run]["dataset"]
-    definitions, _ = dataset_size(config, name)
+    definitions, _ = dataset_size(config, name, built)
     heldout = config.get("subsets", {}).get(name, {}).get("heldout")
     share = 1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"]
     return definitions * share, epochs

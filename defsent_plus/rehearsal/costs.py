@@ -127,6 +127,7 @@ class Context:
     architectures: dict  # model name -> Architecture (the real one)
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
     stssick: int  # sentences of ConSERT's stssick corpus in the real data
+    built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
 
     def model_of_run(self, run: str) -> str:
         block = self.real["runs"][run]
@@ -156,7 +157,7 @@ class Context:
 
     def dataset_size(self, name: str) -> tuple[int, int]:
         """(definitions, entries) of a real dataset or subset (a subset's definitions in proportion)."""
-        return dataset_size(self.real, name)
+        return dataset_size(self.real, name, self.built)
 
     def real_dataset(self, job: Job) -> str:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
@@ -175,7 +176,7 @@ class Context:
 
     def training_examples(self, run: str) -> tuple[float, int]:
         """(examples per epoch, epochs) of a real run's training."""
-        return training_examples(self.real, run, self.method_options(run))
+        return training_examples(self.real, run, self.method_options(run), self.built)
 
     def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
         """(units, tokens per unit) of the real config's job matching a rehearsal job."""
@@ -388,7 +389,22 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
                             schema)
     architectures = {name: building.model_architecture(spec) for name, spec in real["models"].items()}
-    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), len(stssick_sentences(senteval)))
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), len(stssick_sentences(senteval)),
+                   built_datasets(workdir, real))
+
+
+def built_datasets(workdir: Path, real: dict) -> dict | None:
+    """(definitions, entries) of datasets a, b, c as the rehearsal built them, where they are the real config's own
+    (its sources are local: no Oxford stand-in), else None (000 Table 1's sizes stand for Oxford's)."""
+    if any(source["type"] == "oxford" for source in real["dictionary"]["sources"]):
+        return None
+    sizes = {}
+    for name in ("a", "b", "c"):
+        path = workdir / dag.dictionary_file(f"{name}.parquet")
+        if path.is_file():
+            definitions = pd.read_parquet(path, columns=["definitions"])["definitions"]
+            sizes[name] = (int(definitions.map(len).sum()), len(definitions))
+    return sizes or None
 
 
 def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, Gpu]:

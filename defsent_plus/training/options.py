@@ -34,4 +34,12 @@ EPOCH_OPTIONS = {
                  "description": "with select_every: stop after this many STS-B dev scores without a new best"},
     "no_decay": {"type": "array", "items": {"type": "string"}, "default": [],
                  "description": "parameter-name parts exempt from weight decay"},
+    "extra_tokens": {"type": "integer", "minimum": 0, "default": 0,
+                     "description": "tokens a sentence keeps beyond max_length in training and in its STS-B dev "
+                                    "scores (ConSERT's sentence-transformers: 3, so max_length + 1 word pieces "
+                                    "with [CLS] and [SEP])"},
+    "rescore_at_epoch_end": {"type": "boolean", "default": False,
+                             "description": "with select_every: score STS-B dev after an epoch's last step even when "
+                                            "its every-N score has just run on the same weights (sentence-"
+                                            "transformers' fit; the repeat costs a unit of patience)"},
 }

@@ -57,12 +57,24 @@ class TrainConfig:
     epochs: int = 1  # passes over the examples (one for a PST step; ConSERT and SLT-FAI's scripts: up to 10)
     patience: int | None = None  # with select_every: stop after this many dev scores without a new best
     no_decay: tuple[str, ...] = ()  # parameter-name parts exempt from weight decay (sentence-transformers' fit)
+    extra_tokens: int = 0  # tokens kept beyond max_length (ConSERT's sentence-transformers: 3)
+    rescore_at_epoch_end: bool = False  # score dev again after an epoch's last step (sentence-transformers' fit)
     log_every: int = 50
+
+    @property
+    def kept_tokens(self) -> int:
+        """The most tokens of a sentence, [CLS] and [SEP] included, training and its dev scores read."""
+        return self.max_length + self.extra_tokens
 
 
 def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed)
+
+
+def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> list[list[int]]:
+    """Token ids of the training examples, [CLS] and [SEP] included, truncated to ``cfg.kept_tokens``."""
+    return tokenizer(list(texts), truncation=True, max_length=cfg.kept_tokens)["input_ids"]
 
 
 def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator, bucket: bool) -> list[np.ndarray]:
@@ -96,7 +108,7 @@ def train_epoch(
     seed_everything(cfg.seed)
     device = next(encoder.model.parameters()).device
     objective.to(device)
-    tokenized = encoder.tokenizer(list(texts), truncation=True, max_length=cfg.max_length)["input_ids"]
+    tokenized = tokenized_examples(encoder.tokenizer, texts, cfg)
     lengths = np.array([len(ids) for ids in tokenized])
     order = torch.Generator().manual_seed(cfg.seed)
     epochs = [batch_order(lengths, cfg.batch_size, order, cfg.bucket_by_length) for _ in range(cfg.epochs)]
@@ -104,7 +116,7 @@ def train_epoch(
     params = [p for _, p in named]
     optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
-    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience)
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end)
     encoder.model.train()
     objective.train()
     losses: list[float] = []
@@ -139,16 +151,20 @@ def train_epoch(
 class BestWeights:
     """SimCSE's model selection inside one training run: STS-B dev every ``every`` steps of an epoch and after its
     last one; the weights of the best score are restored at the end. With ``patience`` (sentence-transformers'
-    early stopping, as ConSERT and SLT-FAI train), that many scores in a row without a new best stop the training."""
+    early stopping, as ConSERT and SLT-FAI train), that many scores in a row without a new best stop the training.
+    With ``rescore_at_epoch_end`` an epoch whose last step is an every-N step is scored twice on the same weights, as
+    sentence-transformers' fit() does (its in-epoch evaluation, then its end-of-epoch one): the repeat is never a
+    new best, so it costs a unit of patience."""
 
     def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int,
-                 patience: int | None = None):
+                 patience: int | None = None, rescore_at_epoch_end: bool = False):
         if every and dev_score is None:
             raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
         if patience is not None and (not every or patience < 1):
             raise DefSentError("config: methods.*.patience", f"early stopping needs select_every > 0 and a patience "
                                                               f">= 1, got select_every {every}, patience {patience}")
         self.encoder, self.dev_score, self.every, self.patience = encoder, dev_score, every, patience
+        self.rescore_at_epoch_end = rescore_at_epoch_end
         self.curve: list[tuple[int, float]] = []
         self.best: dict[str, torch.Tensor] | None = None
         self.misses = 0  # scores in a row without a new best
@@ -159,8 +175,16 @@ class BestWeights:
 
     def after(self, step: int, steps: int, done: int) -> None:
         """After ``step`` (0-based) of an epoch of ``steps``; ``done``: steps trained so far in all."""
-        if not self.every or ((step + 1) % self.every and step != steps - 1):
+        if not self.every:
             return
+        scheduled = (step + 1) % self.every == 0
+        if scheduled:
+            self.score(done)
+        if step == steps - 1 and not self.stopped and (not scheduled or self.rescore_at_epoch_end):
+            self.score(done)
+
+    def score(self, done: int) -> None:
+        """Score STS-B dev now; keep the weights if it is a new best, else count a miss."""
         score = self.dev_score(self.encoder)
         log.info("step %d: STS-B dev %.2f", done, score)
         if not self.curve or score > max(s for _, s in self.curve):
@@ -316,7 +340,7 @@ def train_on_space(
         task = sampled_task(task, max_examples, cfg.seed)
     log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
-    dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.max_length)
+    dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.kept_tokens)
     summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
     card = {**declared.training_card(options), "dataset": str(dataset_path),
             "entry_space": None if space_path is None else str(space_path), "pooling": cfg.pooling,
