@@ -223,6 +223,19 @@ def test_a_mirror_with_a_changed_or_missing_file_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_without_a_manifest_a_mirror_gives_its_whole_layout_and_nothing_is_acquired_empty(tmp_path):
+    out = tmp_path / "senteval"
+    record = acquire(SENTEVAL_SPEC, out, SENTEVAL_FIXTURE, "copy", None, tmp_path / "dl")  # checksums: null
+    every = sorted(p.relative_to(SENTEVAL_FIXTURE).as_posix() for p in SENTEVAL_FIXTURE.rglob("*") if p.is_file())
+    assert record["files"] == len(every) > 0 and not record["verified"]
+    assert sorted(read_manifest(out / SUMS)) == every
+    again = acquire(SENTEVAL_SPEC, tmp_path / "again", out, "copy", None, tmp_path / "dl")  # an acquisition as mirror
+    assert again["files"] == len(every)
+    with pytest.raises(DefSentError, match=r"config: data\.senteval: no files to acquire"):
+        acquire(SENTEVAL_SPEC, tmp_path / "none", None, "copy", None, tmp_path / "dl")  # archives, no layout
+    assert not (tmp_path / "none").exists()
+
+
 def test_a_malformed_manifest_names_its_line(tmp_path):
     manifest = tmp_path / "bad.sha256"
     manifest.write_text(f"{'a' * 64}  ok.txt\nnot a checksum line\n")

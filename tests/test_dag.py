@@ -213,6 +213,13 @@ def test_the_schema_fills_method_defaults_and_errors_name_the_key():
         validated(config)
 
 
+def test_a_misspelt_top_level_key_is_an_error_naming_it_and_the_nearest_key():
+    config = tiny_config()
+    config["evalution"] = config.pop("evaluation")
+    with pytest.raises(DefSentError, match=r"^config: evalution: unknown top-level key; did you mean 'evaluation'\?"):
+        validated(config)
+
+
 def wildcards(**values) -> SimpleNamespace:
     """What Snakemake passes an input function: attributes, and ``**`` unpacking for format()."""
     class Wildcards(SimpleNamespace, Mapping):

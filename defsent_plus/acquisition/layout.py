@@ -58,6 +58,12 @@ def acquire(spec: DataSpec, out_dir: str | Path, mirror: str | Path | None, link
     """Fill ``out_dir`` with ``spec``'s layout from ``mirror`` (copied or linked) or else by downloading
     ``archives`` (default: the catalog's) into ``downloads``; verify it and write its record."""
     layout = Layout.of(spec, manifest)
+    if not layout.files and mirror is not None and Path(mirror).is_dir():
+        layout = Layout(mirror_files(Path(mirror)))  # no manifest: the mirror's whole layout, recorded below
+    if not layout.files:
+        raise DefSentError(f"config: data.{spec.name}", "no files to acquire: without a checksum manifest "
+                                                       "(checksums: null) this dataset's layout is unknown; set "
+                                                       "checksums: default or a manifest, or a mirror holding files")
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
         if mirror is not None:
@@ -96,6 +102,12 @@ def from_mirror(layout: Layout, mirror: Path, out: Path, link: str) -> dict:
     for name in layout.files:
         place(mirror / name, out / name, link)
     return {"source": f"mirror {mirror.resolve()}", "link": link}
+
+
+def mirror_files(mirror: Path) -> tuple[str, ...]:
+    """Every file under a mirror (POSIX relative paths, sorted), an earlier acquisition's record and sums aside."""
+    return tuple(sorted(path.relative_to(mirror).as_posix() for path in mirror.rglob("*")
+                        if path.is_file() and path.relative_to(mirror).as_posix() not in (RECORD, SUMS)))
 
 
 def place(source: Path, dest: Path, link: str) -> None:

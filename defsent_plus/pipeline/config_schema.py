@@ -61,9 +61,23 @@ def validated_config(config: dict, schema_path: str | Path) -> dict:
     if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
         raise DefSentError("config: method_plugins", f"expected a list of module names, got {plugins!r}")
     schema = load_schema(schema_path, plugins)
+    check_top_level_keys(config, schema)
     errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         key = ".".join(str(part) for part in first.absolute_path) or "(top level)"
         raise DefSentError(f"config: {key}", first.message)
     return config
+
+
+def check_top_level_keys(config: dict, schema: dict) -> None:
+    """A top-level key the schema does not know (a misspelt ``evalution:``) is an error naming it and the nearest
+    known key: ignored, the user's setting would never take effect."""
+    import difflib
+
+    known = sorted(schema["properties"])
+    for key in config:
+        if key not in schema["properties"]:
+            nearest = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {nearest[0]!r}? " if nearest else ""
+            raise DefSentError(f"config: {key}", f"unknown top-level key; {hint}known keys: {', '.join(known)}")
