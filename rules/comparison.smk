@@ -9,6 +9,7 @@ rule compare_sts:
     output:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
+        uncertainty=dag.compare_file("sts_uncertainty.tsv"),  # every interval and paired test, in columns
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.sts_comparison()),

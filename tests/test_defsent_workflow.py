@@ -47,8 +47,8 @@ def test_defsent_reverse_dictionary_ranks_the_vocabulary_for_every_split(methods
 def test_comparison_tables_show_every_method(methods_run):
     sts = pd.read_csv(methods_run / dag.compare_file("sts.tsv"), sep="\t")
     assert sts["model"].str.startswith("base").sum() == 1  # the shared starting model once
-    assert {"defsent, dev-selected", "defsent_plus, dev-selected"} <= set(sts["model"])
-    assert "defsent (step 1 vocab), mean ± std" in set(sts["model"])
+    assert {"ds, dev-selected", "dp, dev-selected"} <= set(sts["model"])  # the page's one label per model
+    assert "ds (step 1 vocab), mean ± std" in set(sts["model"])
     rd = pd.read_csv(methods_run / dag.compare_file("reverse_dictionary.tsv"), sep="\t")
     assert set(rd["method"]) == {"defsent", "defsent_plus"}
     assert set(rd[rd["method"] == "defsent"]["protocol"]) == {"all_definitions", "heldout_queries", "cosine"}

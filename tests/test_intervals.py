@@ -8,6 +8,7 @@ from scipy.stats import rankdata, spearmanr
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import (
+    Bootstrap,
     bootstrap_scores,
     paired_tests,
     point_scores,
@@ -197,7 +198,13 @@ def test_the_comparison_tests_each_run_and_shows_ours_minus_published(tmp_path):
         stored[name].write_bytes(pairs[name].read_bytes())
     write_sts_comparison([{"run": "r", "method": "defsent_plus", "sts": str(tsv)}], out["tsv"], out["md"],
                          pairs={"r": {"mean": {"start": str(stored["base"]), "final": str(stored["same"])}}},
-                         bootstrap=options, published=published)
+                         bootstrap=options, published=published, out_uncertainty=tmp_path / "uncertainty.tsv")
+    columns = pd.read_csv(tmp_path / "uncertainty.tsv", sep="\t")  # what the markdown shows, as numbers
+    paired = columns[columns["kind"] == "paired"].set_index("task")
+    assert set(paired.index) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg"}
+    assert (paired[["value", "low", "high"]] == 0).all().all() and (paired["p_holm"] >= paired["p"]).all()
+    selected = columns[(columns["kind"] == "interval") & (columns["model"] == "r, dev-selected")]
+    assert (selected["low"] <= selected["value"]).all() and (selected["value"] <= selected["high"]).all()
     rows = {tuple(cells[1:3]): cells[3:-1] for line in out["md"].read_text().splitlines()
             if line.startswith("| ") and len(cells := [c.strip() for c in line.split("|")]) > 4}
     assert rows[("r − its start (base)", "+0.00 [+0.00, +0.00] n.s.")]  # same similarities: exactly 0
@@ -235,3 +242,57 @@ def test_the_interval_benchmark_runs_and_both_ways_agree(senteval_dir, monkeypat
     assert bench_intervals.main(["--senteval", str(senteval_dir), "--models", "2", "--resamples", "5"]) == 0
     printed = capsys.readouterr().out
     assert "ratio" in printed and float(printed.split("largest |difference| ")[1].split()[0]) < 1e-9
+
+
+def copied_tasks(keys: bool) -> pd.DataFrame:
+    """Two tasks that are the same pairs (with their keys, or without, as files written before keys existed)."""
+    gold, subsets = two_subsets(n_small=60, n_large=300, seed=3)
+    one = frame(gold, noisy(gold, 1.5, 4), subsets, task="A")
+    if keys:
+        one["key"] = np.arange(len(one), dtype=np.int64) * 7919
+    return pd.concat([one, one.assign(task="B")], ignore_index=True)
+
+
+def test_two_tasks_that_are_copies_give_the_average_the_interval_of_one():
+    options = {"resamples": 400, "level": 0.95, "seed": 0}
+    both = Bootstrap.of([copied_tasks(keys=True)], ["A", "B"], "all", options).intervals(0)["avg"]
+    alone = Bootstrap.of([copied_tasks(keys=True)], ["A"], "all", options).intervals(0)["avg"]
+    assert (both.low, both.high) == pytest.approx((alone.low, alone.high), abs=1e-9)
+    independent = Bootstrap.of([copied_tasks(keys=False)], ["A", "B"], "all", options).intervals(0)["avg"]
+    assert independent.high - independent.low < 0.85 * (both.high - both.low)  # copies resampled apart: too narrow
+    task = Bootstrap.of([copied_tasks(keys=True)], ["A"], "all", options).intervals(0)["A"]  # within subsets
+    assert task.high - task.low == pytest.approx(both.high - both.low, rel=0.2)  # Poisson ~ multinomial
+
+
+def test_pair_keys_identify_a_pair_across_tasks_and_order(senteval_dir):
+    from defsent_plus.evaluation.sts import load_sts_parts, pair_key
+
+    stsb = load_sts_parts(senteval_dir, "STSB")[0]
+    years = [p for task in ("STS12", "STS13", "STS14", "STS15", "STS16") for p in load_sts_parts(senteval_dir, task)]
+    stsb_keys = {pair_key(a, b) for a, b in zip(stsb.sentences1, stsb.sentences2, strict=True)}
+    year_keys = {pair_key(a, b) for p in years for a, b in zip(p.sentences1, p.sentences2, strict=True)}
+    assert len(stsb_keys & year_keys) > 900  # issue #33 counted 1,007 of STS-B's 1,379 test pairs in STS12-16
+    assert pair_key("a", "b") != pair_key("b", "a") and pair_key("a", "b") == pair_key("a", "b")
+
+
+def test_holm_adjusts_a_rows_task_p_values_step_down():
+    from defsent_plus.evaluation.significance import holm
+
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_the_averages_verdict_is_flagged_where_the_other_aggregation_disagrees():
+    from defsent_plus.evaluation.significance import paired_rows
+
+    gold, subsets = two_subsets(n_small=200, n_large=200, seed=5)
+    a = noisy(gold, 0.5, 6)
+    shifted = a + 10.0 * (np.asarray(subsets) == "large")  # the same order within each subset, not across them
+    frames = [frame(gold, a, subsets), frame(gold, shifted, subsets)]
+    options = {"resamples": 300, "level": 0.95, "seed": 0}
+    concatenated, per_subset = (Bootstrap.of(frames, ["T"], aggregation, options) for aggregation in ("all", "mean"))
+    row = paired_rows([("a − shifted", 0, 1)], concatenated, ("mean", per_subset)).iloc[0]
+    assert row["Avg. difference"] == "distinguishable from 0"
+    assert row["Avg. under mean"] == "+0.00 [+0.00, +0.00] n.s. ⚑ verdict differs"
+    same = paired_rows([("a − a", 0, 0)], concatenated, ("mean", per_subset)).iloc[0]
+    assert "⚑" not in same["Avg. under mean"]

@@ -12,7 +12,14 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_table
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
-from defsent_plus.evaluation.significance import bootstrap_of, interval_rows, paired_rows, reading_note
+from defsent_plus.evaluation.significance import (
+    OTHER_AGGREGATION,
+    bootstrap_of,
+    interval_rows,
+    paired_rows,
+    reading_note,
+    uncertainty_records,
+)
 from defsent_plus.io import read_json, read_tsv_table, write_page, write_tsv
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
@@ -29,9 +36,9 @@ def seed_groups(table: pd.DataFrame) -> pd.Series:
 
 
 def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False) -> list[dict]:
-    """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model;
-    ``chain``: where the run's starting weights come from (model → run → ...); a ``transductive`` run's trained
-    rows are marked †."""
+    """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model,
+    labelled by the run as the page's interval and paired-test tables label them; ``chain``: where the run's
+    starting weights come from (model → run → ...); a ``transductive`` run's method is marked †."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
     method = f"{method} †" if transductive else method
     rows = []
@@ -40,11 +47,11 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     final = table[seed_groups(table) != ""]
     for group, seeds in final.groupby("group", sort=False):
-        rows.append({"model": f"{method} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
+        rows.append({"model": f"{run} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
                      "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
     for record in table[table["dev_selected"]].itertuples():
-        rows.append({"model": f"{method}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": "",
+        rows.append({"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": "",
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     return rows
 
@@ -81,22 +88,27 @@ def compared_models(pairs: Pairs, pooling: str) -> tuple[list[str], list[str], l
 
 
 def comparison_uncertainty(pairs: Pairs, aggregation: str, options: dict
-                           ) -> tuple[str, dict[str, dict[str, dict[str, Interval]]]]:
-    """Markdown: the intervals of every compared model and the paired tests, per pooling; and per pooling each run's
-    final model's intervals (the published numbers' comparison)."""
+                           ) -> tuple[str, dict[str, dict[str, dict[str, Interval]]], pd.DataFrame]:
+    """Markdown: the intervals of every compared model and the paired tests, per pooling (the average's verdict
+    also under the other STS12-16 aggregation); per pooling each run's final model's intervals (the published
+    numbers' comparison); and the TSV's rows of every interval and paired difference."""
     text = "\n## Uncertainty\n\n" + reading_note(options)
     finals: dict[str, dict[str, dict[str, Interval]]] = {}
+    records: list[dict] = []
+    other = OTHER_AGGREGATION[aggregation]
     for pooling in next(iter(pairs.values())):
         paths, labels, tests = compared_models(pairs, pooling)
         resampled = bootstrap_of(paths, aggregation, options)
         finals[pooling] = {run: resampled.intervals(paths.index(files[pooling]["final"]))
                            for run, files in pairs.items()}
         rows = [{"model": label, "pooling": pooling} for label in labels]
+        paired = paired_rows(tests, resampled, (other, bootstrap_of(paths, other, options)))
         text += (f"### {options['level']:.0%} intervals ({pooling} pooling)\n\n"
                  + markdown(interval_rows(rows, resampled), STS_COLUMNS)
-                 + f"\n### Paired tests ({pooling} pooling)\n\n" + markdown(paired_rows(tests, resampled), STS_COLUMNS)
-                 + "\n")
-    return text, finals
+                 + f"\n### Paired tests ({pooling} pooling)\n\n" + markdown(paired, STS_COLUMNS) + "\n")
+        records += uncertainty_records([{"model": label} for label in labels], tests, resampled, pooling=pooling,
+                                       aggregation=aggregation, level=options["level"])
+    return text, finals, pd.DataFrame(records)
 
 
 def published_pooling(run: str, spec: dict, table: pd.DataFrame) -> tuple[str, pd.DataFrame]:
@@ -172,11 +184,12 @@ def published_section(published: dict, tables: dict[str, pd.DataFrame],
 
 
 def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path, pairs: Pairs | None = None,
-                         bootstrap: dict | None = None, published: dict | None = None) -> pd.DataFrame:
+                         bootstrap: dict | None = None, published: dict | None = None,
+                         out_uncertainty: str | Path | None = None) -> pd.DataFrame:
     """``runs``: one record per run (``run``, ``method``, ``sts``: its sts.tsv); ``pairs``: per run the per-pair
     files of its starting and final models (:func:`pairs_by_run`), with ``bootstrap`` (evaluation.bootstrap) the
-    comparison's intervals and paired tests; ``published``: config ``published`` (runs against a paper's numbers).
-    A starting model shared by runs is listed once."""
+    comparison's intervals and paired tests (every one in ``out_uncertainty``'s columns); ``published``: config
+    ``published`` (runs against a paper's numbers). A starting model shared by runs is listed once."""
     tables = {r["run"]: read_tsv_table(r["sts"]) for r in runs}
     rows = [row for r in runs
             for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"))]
@@ -191,8 +204,10 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     finals: dict = {}
     if pairs and bootstrap is not None:
         aggregation = pd.concat(tables.values())["sts_aggregation"].iloc[0]
-        uncertainty, finals = comparison_uncertainty(pairs, aggregation, bootstrap)
+        uncertainty, finals, records = comparison_uncertainty(pairs, aggregation, bootstrap)
         text += uncertainty
+        if out_uncertainty is not None:
+            write_tsv(out_uncertainty, records, float_format="%.4f")
     if published:
         text += published_section(published, tables, finals)
     scored = dict.fromkeys(path.removesuffix(".pairs.parquet") + ".json" for files in (pairs or {}).values()

@@ -4,7 +4,15 @@ Test-set noise, not training noise: the pairs of a test set are a sample, and a 
 the same size would differ. The percentile bootstrap resamples each task's pairs with replacement WITHIN each subset
 (STS12-16's subsets keep their sizes, so the ``all``/``mean``/``wmean`` aggregation means what it means on the real
 data), recomputes the task's Spearman x 100 on every resample, and reads the interval off the resampled scores'
-percentiles (Efron & Tibshirani 1993, ch. 13). The 7-set average is resampled with every task resampled at once.
+percentiles (Efron & Tibshirani 1993, ch. 13).
+
+The 7-set average is resampled over distinct sentence pairs: the sets share pairs (1,007 of STS-B's 1,379 test pairs
+are pairs of STS12-16, and STS12-14 share 151 more), and a shared pair must weigh the same in every set it is in, or
+the average's interval comes out too narrow. Each distinct pair (``key`` in the per-pair files) gets one Poisson(1)
+count per resample, used by every task holding it (the Poisson bootstrap: Hanley & MacGibbon 2006; Chamandy et al.
+2012), from a generator of its own; a subset's size then varies from resample to resample, the price of sharing. Two
+tasks that are copies of each other give the average exactly the interval of one of them. Per-task intervals keep the
+multinomial resampling within each subset.
 
 Two models scored on the same test set are compared by the paired bootstrap (Koehn 2004; Berg-Kirkpatrick et al.
 2012): both are scored on the SAME resampled pairs, so the interval of their difference reflects only how they differ
@@ -187,6 +195,11 @@ def resample(bounds: list[tuple[int, int]], n_resamples: int, rng: np.random.Gen
                           axis=1)
 
 
+def task_counts(bounds: list[tuple[int, int]], index: np.ndarray) -> np.ndarray:
+    """[n, B] how often each of a task's pairs is in each resample ``index`` [B, n] (drawn within its subsets)."""
+    return np.concatenate([draw_counts(index[:, start:end] - start, end - start) for start, end in bounds], axis=0)
+
+
 def segments(bounds: list[tuple[int, int]], aggregation: str, n: int) -> tuple[list[tuple[int, int]], list | None]:
     """The column ranges whose Spearman is taken (``all``: the whole task; else each subset) and their weights."""
     if aggregation == "all":
@@ -196,19 +209,25 @@ def segments(bounds: list[tuple[int, int]], aggregation: str, n: int) -> tuple[l
 
 @dataclass(frozen=True)
 class TaskPairs:
-    """One task's stored pairs: gold scores, subset runs, and the similarities of one or more models (same pairs)."""
+    """One task's stored pairs: gold scores, subset runs, the similarities of one or more models (same pairs) and
+    the pairs' identities across tasks (None: files written before they had them)."""
 
     gold: np.ndarray
     bounds: list[tuple[int, int]]
     similarities: list[np.ndarray]
+    keys: np.ndarray | None = None
 
     def scores(self, aggregation: str, index: np.ndarray) -> list[np.ndarray]:
-        """Every model's score on each resample ``index`` [B, n] under the STS aggregation (the gold ranks of a
-        resample computed once for all models)."""
-        ranges, weights = segments(self.bounds, aggregation, index.shape[1])
+        """Every model's score on each resample ``index`` [B, n] under the STS aggregation."""
+        return self.scores_of_counts(aggregation, task_counts(self.bounds, index))
+
+    def scores_of_counts(self, aggregation: str, counts: np.ndarray) -> list[np.ndarray]:
+        """Every model's score on resamples given as each pair's count [n, B] (the gold ranks of a resample
+        computed once for all models)."""
+        ranges, weights = segments(self.bounds, aggregation, len(counts))
         per_model = [[] for _ in self.similarities]
         for start, end in ranges:
-            gold = CountedGold.of(self.gold[start:end], draw_counts(index[:, start:end] - start, end - start))
+            gold = CountedGold.of(self.gold[start:end], np.ascontiguousarray(counts[start:end]))
             for scores, similarity in zip(per_model, self.similarities, strict=True):
                 scores.append(gold.spearman(similarity[start:end]))
         return [np.average(np.stack(scores, axis=1), axis=1, weights=weights) for scores in per_model]
@@ -229,8 +248,9 @@ def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
                 and np.array_equal(other["gold"].to_numpy(), first["gold"].to_numpy()))
         if not same:
             raise DefSentError("per-pair similarities", f"task {task!r}: the models were scored on different pairs")
+    keys = first["key"].to_numpy(np.int64) if "key" in first else None
     return TaskPairs(first["gold"].to_numpy(np.float64), subset_bounds(first["subset"].tolist()),
-                     [r["similarity"].to_numpy(np.float64) for r in rows])
+                     [r["similarity"].to_numpy(np.float64) for r in rows], keys)
 
 
 def tasks_pairs(frames: Sequence[pd.DataFrame], tasks: Sequence[str]) -> dict[str, TaskPairs]:
@@ -247,10 +267,36 @@ def bootstrap_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggre
 
 def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples: int,
                      seed: int) -> dict[str, list[np.ndarray]]:
-    """:func:`bootstrap_scores` of tasks' pairs."""
+    """:func:`bootstrap_scores` of tasks' pairs: each task within its subsets, the average over distinct pairs."""
     rng = np.random.default_rng(seed)  # tasks drawn in order
-    return with_average({name: task.scores(aggregation, resample(task.bounds, n_resamples, rng))
-                         for name, task in pairs.items()})
+    per_task = {name: task.scores(aggregation, resample(task.bounds, n_resamples, rng))
+                for name, task in pairs.items()}
+    shared = shared_counts(pairs, n_resamples, seed)
+    averaged = with_average({name: task.scores_of_counts(aggregation, shared[name]) for name, task in pairs.items()})
+    return {**per_task, "avg": averaged["avg"]}
+
+
+SHARED_STREAM = 1  # the average's generator: default_rng([seed, SHARED_STREAM]), apart from the tasks' one
+
+
+def shared_counts(pairs: dict[str, TaskPairs], n_resamples: int, seed: int) -> dict[str, np.ndarray]:
+    """Per task [n, B]: one Poisson(1) count per distinct pair and resample, the same in every task holding the pair
+    (a task whose file has no keys: its pairs its own)."""
+    keys, own = [], -1
+    for task in pairs.values():
+        if task.keys is None:
+            keys.append(np.arange(own, own - len(task.gold), -1))
+            own -= len(task.gold)
+        else:
+            keys.append(task.keys)
+    distinct, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+    draws = np.random.default_rng([seed, SHARED_STREAM]).poisson(1.0, size=(len(distinct), n_resamples))
+    draws = draws.astype(np.int32)
+    out, start = {}, 0
+    for name, task in pairs.items():
+        out[name] = draws[inverse[start : start + len(task.gold)]]
+        start += len(task.gold)
+    return out
 
 
 def point_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str) -> dict[str, list[float]]:

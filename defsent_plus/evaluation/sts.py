@@ -213,8 +213,18 @@ def embed_unique(embed: Embed, sentences: Sequence[str]) -> dict[str, np.ndarray
     return dict(zip(unique, vectors, strict=True))
 
 
-PAIR_COLUMNS = ("task", "subset", "pair", "gold", "similarity")
-"""The per-pair similarities of a scoring (stored beside its scores, so intervals and tests need no encoding)."""
+PAIR_COLUMNS = ("task", "subset", "pair", "key", "gold", "similarity")
+"""The per-pair similarities of a scoring (stored beside its scores, so intervals and tests need no encoding);
+``key`` identifies the sentence pair across tasks (STS-B and STS12-16 share pairs; the average's interval resamples a
+shared pair once)."""
+
+
+def pair_key(sentence1: str, sentence2: str) -> int:
+    """A stable 63-bit identity of an ordered sentence pair (the same pair in two tasks has the same key)."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{sentence1}\t{sentence2}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 def pair_similarities(vectors: Mapping[str, np.ndarray], senteval_dir: str | Path,
@@ -226,8 +236,10 @@ def pair_similarities(vectors: Mapping[str, np.ndarray], senteval_dir: str | Pat
         for subset, pairs in zip(subset_names(task), load_sts_parts(senteval_dir, task), strict=True):
             similarity = cosine_rows(np.stack([vectors[s] for s in pairs.sentences1]),
                                      np.stack([vectors[s] for s in pairs.sentences2]))
+            keys = [pair_key(a, b) for a, b in zip(pairs.sentences1, pairs.sentences2, strict=True)]
             frames.append(pd.DataFrame({"task": task, "subset": subset, "pair": np.arange(len(pairs)),
-                                        "gold": pairs.gold, "similarity": similarity}))
+                                        "key": np.asarray(keys, dtype=np.int64), "gold": pairs.gold,
+                                        "similarity": similarity}))
     return pd.concat(frames, ignore_index=True)
 
 

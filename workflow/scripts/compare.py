@@ -11,7 +11,8 @@ start_job(snakemake)
 if snakemake.rule == "compare_sts":
     write_sts_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
                          pairs=pairs_by_run(snakemake.params.runs, snakemake.params.poolings, snakemake.input.pairs),
-                         bootstrap=snakemake.params.bootstrap, published=snakemake.params.published)
+                         bootstrap=snakemake.params.bootstrap, published=snakemake.params.published,
+                         out_uncertainty=snakemake.output.uncertainty)
 else:
     write_reverse_dictionary_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv,
                                         out_md=snakemake.output.md)
