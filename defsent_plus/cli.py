@@ -54,10 +54,15 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space)
     if rd.note:
         print(f"note: {rd.note}", file=sys.stderr)
-    for sentence, ranked in zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True):
+    print(f"candidates: {rd.candidates()} (--dataset and --space search others)", file=sys.stderr)
+    expected = None if args.expect is None else rd.expected_ranks(args.sentences, args.expect)
+    for i, (sentence, ranked) in enumerate(zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True)):
         print(sentence)
         for rank, (entry, score) in enumerate(ranked, start=1):
             print(f"  {rank:2d}. {entry}\t{score:.3f}")
+        if args.expect is not None:
+            print(f"  expected {args.expect!r}: " + (f"rank {expected[i]:,} of {len(rd.entries):,}" if expected else
+                                                     "not among the candidates, so no ranking here can find it"))
 
 
 def require_command(model: str, command: str) -> None:
@@ -179,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     reverse.add_argument("--cosine-space", help="AMP entry space .npy for --scoring cosine (default: amp.npy beside "
                                                 "the trained space)")
     reverse.add_argument("--top-k", type=int, default=10)
+    reverse.add_argument("--expect", help="a headword you expect: its rank, or that it is not among the candidates")
     reverse.add_argument("sentences", nargs="+")
     reverse.set_defaults(func=cmd_reverse_dictionary)
 

@@ -128,4 +128,11 @@ def test_reverse_dictionary_notes_on_stderr_when_it_falls_back_to_cosine(tiny_be
     assert len(notes) == 1 and "did not fit its objective (final loss at chance)" in notes[0] and "cosine" in notes[0]
     assert captured.out.splitlines()[0] == "a small animal" and len(captured.out.splitlines()) == 4
     assert cli(["reverse-dictionary", "--model", str(model), "--scoring", "dot", "a small animal"]) == 0
-    assert "note:" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "note:" not in captured.err
+    assert f"candidates: {entries:,} entries of {dataset} " in captured.err  # what it searched, always
+    first = read_dataset(dataset)["entry"].iloc[0]
+    assert cli(["reverse-dictionary", "--model", str(model), "--expect", first, "a small animal"]) == 0
+    assert f"  expected {first!r}: rank " in capsys.readouterr().out
+    assert cli(["reverse-dictionary", "--model", str(model), "--expect", "elephant", "a small animal"]) == 0
+    assert "  expected 'elephant': not among the candidates" in capsys.readouterr().out

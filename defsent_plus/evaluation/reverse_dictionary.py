@@ -106,6 +106,7 @@ class ReverseDictionary:
         frame = read_dataset(dataset_path)
         self.entries = list(frame["entry"])
         self.frame = frame
+        self.dataset_path = dataset_path
         self.space_path = space_path
         self.space = torch.from_numpy(load_space(space_path, len(frame)))
         self.pooling = pooling or card.get("pooling", "cls")
@@ -130,6 +131,18 @@ class ReverseDictionary:
         scores = self.scores(sentences)
         best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
         return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(scores, best, strict=True)]
+
+    def candidates(self) -> str:
+        """What a query ranks: the number of entries and the dataset they come from."""
+        return f"{len(self.entries):,} entries of {self.dataset_path}"
+
+    def expected_ranks(self, sentences: Sequence[str], entry: str) -> list[int] | None:
+        """The rank (1 = first) of ``entry`` for each sentence; None when it is not among the candidates."""
+        if entry not in self.entries:
+            return None
+        column = self.entries.index(entry)
+        scores = self.scores(sentences)
+        return [int((row > row[column]).sum()) + 1 for row in scores]
 
     def evaluate(self, entries: Sequence[str]) -> dict[str, float]:
         """MRR and top-k accuracy of ranking each listed entry's definitions among all entries."""
