@@ -110,6 +110,21 @@ def test_the_html_report_renders_every_caption(tiny_run, tmp_path):
     assert "What this run found" in html and "its start (tiny)" in html and "data:image/png;base64" in html
 
 
+def test_the_headline_table_is_generated_from_the_comparisons_files(tiny_run):
+    from defsent_plus.evaluation.headline import headline_table
+
+    compare = tiny_run / dag.compare_file("sts.tsv")
+    scores = pd.read_csv(compare, sep="\t", comment="#")
+    table = headline_table(compare.parent)
+    rows = {cells[1]: cells[2:-1] for line in table.splitlines()[2:] if (cells := [c.strip() for c in line.split("|")])}
+    selected = scores[scores["model"] == f"{RUN}, dev-selected"].iloc[0]
+    assert rows[f"{RUN}, dev-selected"][-1] == f"{float(selected['avg']):.2f}"
+    uncertainty = pd.read_csv(compare.parent / "sts_uncertainty.tsv", sep="\t", comment="#")
+    paired = uncertainty[(uncertainty["kind"] == "paired") & (uncertainty["task"] == "avg")].iloc[0]
+    label = next(key for key in rows if key.startswith(paired["model"]))
+    assert rows[label][-1].startswith(f"{paired['value']:+.2f} [".replace("-", "−"))
+
+
 def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):
     table = pd.read_csv(tiny_run / dag.run_file(RUN, "sts.tsv"), sep="\t")
     assert set(table["sts_aggregation"]) == {"all"}
