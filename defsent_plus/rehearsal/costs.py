@@ -92,7 +92,8 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
         summary = read_json(workdir / job.outputs[1])
         return summary["examples"] * summary["config"].get("epochs", 1)
     if job.rule == "embed":
-        return read_json(workdir / job.outputs[1])["sentences"]
+        record = read_json(workdir / job.outputs[1])
+        return 0.0 if "source" in record else record["sentences"]  # served from the baselines' cache: no encoding
     if job.rule == "entry_space":
         record = read_json(workdir / next(o for o in job.outputs if o.endswith("entry_space.json")))
         return record["definitions"] + record["entries"]
@@ -184,6 +185,8 @@ class Context:
             examples, epochs = self.training_examples(job.wildcards["run"])
             return examples * epochs, MEDIAN_DEFINITION_TOKENS
         if job.rule == "embed":
+            if not rehearsal_units:  # read from a cache in the rehearsal, so in the real run too
+                return 0.0, 0
             sentences, tokens = self.real_sets.get(job.wildcards["sentences"], (rehearsal_units,
                                                                                  MEDIAN_DEFINITION_TOKENS))
             return sentences, tokens
