@@ -37,6 +37,7 @@ use rule compare_sts as compare_reverse_dictionary with:
     output:
         tsv=dag.compare_file("reverse_dictionary.tsv"),
         md=dag.compare_file("reverse_dictionary.md"),
+        paired=dag.compare_file("reverse_dictionary_paired.tsv"),  # trained − base, bounds and p in columns
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.reverse_dictionary_comparison()),

@@ -350,7 +350,15 @@ def test_the_comparison_shows_every_metrics_interval(tmp_path, trained_model, ti
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
     table = write_reverse_dictionary_comparison([{"run": "r", "json": str(out["json"])}], compare["tsv"],
-                                                compare["md"])
+                                                compare["md"], tmp_path / "paired.tsv")
+    paired = pd.read_csv(tmp_path / "paired.tsv", sep="\t")  # the markdown's trained − base rows, as numbers
+    expected = json.loads(out["json"].read_text())["paired"]
+    assert len(paired) == sum(len(tests) for splits in expected.values() for tests in splits.values()) > 0
+    for row in paired.itertuples():
+        test = expected[row.protocol][row.split][row.metric]
+        assert (row.difference, row.low, row.high, row.p) == pytest.approx(
+            (test["difference"], test["low"], test["high"], test["p"]), abs=1e-4)
+        assert row.distinguishable == (test["low"] > 0 or test["high"] < 0)
     for metric in RANKING_METRICS:
         assert (table[f"{metric}_low"] <= table[metric]).all() and (table[metric] <= table[f"{metric}_high"]).all()
     assert set(pd.read_csv(compare["tsv"], sep="\t").columns) >= {f"{m}_{end}" for m in RANKING_METRICS

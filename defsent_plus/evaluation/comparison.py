@@ -10,7 +10,12 @@ import pandas as pd
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_table
+from defsent_plus.evaluation.ranking_tables import (
+    COSINE_DESCRIPTION,
+    interval_columns,
+    paired_records,
+    paired_table,
+)
 from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import (
     OTHER_AGGREGATION,
@@ -260,12 +265,17 @@ def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path
-                                        ) -> pd.DataFrame:
-    """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json)."""
+def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path,
+                                        out_paired: str | Path | None = None) -> pd.DataFrame:
+    """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json); ``out_paired``: every run's
+    trained − base differences with their bounds and p, in columns."""
     results = {r["run"]: read_json(r["json"]) for r in runs}
     table = pd.DataFrame([row for run, result in results.items() for row in reverse_dictionary_rows(run, result)])
     write_tsv(out_tsv, table, float_format="%.4f")
+    if out_paired is not None:
+        paired_columns = ["run", "protocol", "split", "metric", "difference", "low", "high", "p", "distinguishable"]
+        records = [{"run": run, **record} for run, result in results.items() for record in paired_records(result)]
+        write_tsv(out_paired, pd.DataFrame(records, columns=paired_columns), float_format="%.4f")
     methods = dict.fromkeys(table["method"])
     header = "\n".join(f"* {method_of(m).reverse_dictionary.description}" for m in methods)
     paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)

@@ -49,6 +49,14 @@ def paired_table(results: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def paired_records(results: dict) -> list[dict]:
+    """Trained − base per like-for-like protocol, split and metric, as numbers (the comparison's TSV)."""
+    return [{"protocol": protocol, "split": split, "metric": metric, "difference": t["difference"], "low": t["low"],
+             "high": t["high"], "p": t["p"], "distinguishable": bool(t["low"] > 0 or t["high"] < 0)}
+            for protocol, splits in results.get("paired", {}).items() for split, tests in splits.items()
+            for metric, t in tests.items()]
+
+
 def paired_markdown(results: dict) -> str:
     """The report's section on the paired tests (empty without them)."""
     table = paired_table(results)

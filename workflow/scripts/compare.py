@@ -15,4 +15,4 @@ if snakemake.rule == "compare_sts":
                          out_uncertainty=snakemake.output.uncertainty)
 else:
     write_reverse_dictionary_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv,
-                                        out_md=snakemake.output.md)
+                                        out_md=snakemake.output.md, out_paired=snakemake.output.paired)
