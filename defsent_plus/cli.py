@@ -55,8 +55,11 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     if rd.note:
         print(f"note: {rd.note}", file=sys.stderr)
     print(f"candidates: {rd.candidates()} (--dataset and --space search others)", file=sys.stderr)
-    expected = None if args.expect is None else rd.expected_ranks(args.sentences, args.expect)
-    for i, (sentence, ranked) in enumerate(zip(args.sentences, rd.query(args.sentences, args.top_k), strict=True)):
+    if not args.sentences or any(not s.strip() for s in args.sentences):
+        raise DefSentError("query", "expected at least one non-empty sentence")
+    scores = rd.scores(args.sentences)  # encoded once, for the top-k and the expected headword alike
+    expected = None if args.expect is None else rd.expected_ranks(scores, args.expect)
+    for i, (sentence, ranked) in enumerate(zip(args.sentences, rd.top(scores, args.top_k), strict=True)):
         print(sentence)
         for rank, (entry, score) in enumerate(ranked, start=1):
             print(f"  {rank:2d}. {entry}\t{score:.3f}")

@@ -80,3 +80,13 @@ def test_the_train_rule_asks_for_its_projection_and_flags_a_smaller_user_request
     assert "Request too small" not in result.stdout + result.stderr
     result = snakemake(tmp_path, "--dry-run", "--set-resources", "train:runtime=1")
     assert "Request too small: run tiny: train runtime=1 is below its projection" in result.stdout + result.stderr
+
+
+def test_a_model_of_unknown_architecture_asks_for_the_rules_fixed_request():
+    from defsent_plus.pipeline.requests import UNKNOWN_MODEL_REQUEST
+
+    plan, config = plan_and_config(PAPER_CONFIG)
+    config["models"] = {name: "hub:someone/a-model-without-a-shipped-architecture" for name in config["models"]}
+    request = training_request(config, Plan(config, selection=lambda run, step: {}), next(iter(config["runs"])),
+                               on_gpu=True)
+    assert (request.runtime, request.mem_mb) == (UNKNOWN_MODEL_REQUEST["runtime"], UNKNOWN_MODEL_REQUEST["mem_mb"])

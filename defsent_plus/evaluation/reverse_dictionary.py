@@ -128,7 +128,10 @@ class ReverseDictionary:
         """The ``top_k`` entries and scores for each sentence."""
         if not sentences or any(not s.strip() for s in sentences):
             raise DefSentError("query", "expected at least one non-empty sentence")
-        scores = self.scores(sentences)
+        return self.top(self.scores(sentences), top_k)
+
+    def top(self, scores: np.ndarray, top_k: int = 10) -> list[list[tuple[str, float]]]:
+        """The ``top_k`` entries and scores of each row of :meth:`scores`."""
         best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
         return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(scores, best, strict=True)]
 
@@ -136,12 +139,11 @@ class ReverseDictionary:
         """What a query ranks: the number of entries and the dataset they come from."""
         return f"{len(self.entries):,} entries of {self.dataset_path}"
 
-    def expected_ranks(self, sentences: Sequence[str], entry: str) -> list[int] | None:
-        """The rank (1 = first) of ``entry`` for each sentence; None when it is not among the candidates."""
+    def expected_ranks(self, scores: np.ndarray, entry: str) -> list[int] | None:
+        """The rank (1 = first) of ``entry`` in each row of :meth:`scores`; None when it is not a candidate."""
         if entry not in self.entries:
             return None
         column = self.entries.index(entry)
-        scores = self.scores(sentences)
         return [int((row > row[column]).sum()) + 1 for row in scores]
 
     def evaluate(self, entries: Sequence[str]) -> dict[str, float]:

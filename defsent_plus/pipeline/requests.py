@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from defsent_plus.errors import DefSentError
 from defsent_plus.rehearsal.models import Architecture, model_architecture
 
 REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}  # 000 Table 1: defs, entries
@@ -22,6 +23,7 @@ WIKI1M_SENTENCES = 1_000_000  # SimCSE's corpus
 STSSICK_SENTENCES = 79_192  # ConSERT's stssick corpus: the STS and SICK sentences (tests check it on SentEval's data)
 START_SECONDS = 60.0  # a job's fixed part on a cluster node: Python, imports, loading the model and the data
 BASE_MEMORY_BYTES = 1.5e9  # Python, torch and the data beside the model (rehearsals: 0.7-1.4 GB)
+UNKNOWN_MODEL_REQUEST = {"runtime": 240, "mem_mb": 8000}  # the rule's fixed request, for a model of unknown size
 VOCABULARY_TARGET = "vocab"  # methods predicting headwords through the masked-LM head (DefSent)
 
 
@@ -64,7 +66,7 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
     they are known (a rehearsal of a config without Oxford builds its real datasets), else 000 Table 1's."""
     subset = config.get("subsets", {}).get(name)
     if subset is None:
-        return (built or REAL_DATASETS)[name]
+        return (built or {}).get(name) or REAL_DATASETS[name]
     definitions, entries = dataset_size(config, subset["dataset"], built)
     kept = min(subset["max_entries"], entries)
     return round(definitions * kept / entries), kept
@@ -139,7 +141,12 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> TrainingRequ
     costs, block = config["costs"], config["runs"][run]
     method = plan.method(run)
     options = method.resolved_options(plan.method_options(run))
-    architecture = model_architecture(config["models"][model_of_run(config, run)])
+    try:
+        architecture = model_architecture(config["models"][model_of_run(config, run)])
+    except (DefSentError, OSError):  # a hub model without a shipped architecture, a local model not there yet
+        nan = float("nan")
+        return TrainingRequest(nan, nan, nan, nan, runtime=UNKNOWN_MODEL_REQUEST["runtime"],
+                               mem_mb=UNKNOWN_MODEL_REQUEST["mem_mb"])
     per_epoch, epochs = training_examples(config, run, options)
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)

@@ -127,7 +127,6 @@ class Context:
     rehearsal: dict  # the rehearsal's config, validated
     architectures: dict  # model name -> Architecture (the real one)
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
-    stssick: int  # sentences of ConSERT's stssick corpus in the real data
     built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
 
     def model_of_run(self, run: str) -> str:
@@ -384,7 +383,6 @@ def build_context(workdir: Path, senteval: Path) -> Context:
 
     from defsent_plus.pipeline.config_schema import validated_config
     from defsent_plus.rehearsal.runner import REPO
-    from defsent_plus.training.corpus import stssick_sentences
 
     schema = REPO / "workflow" / "schemas" / "config.schema.yaml"
     rehearsal = validated_config(yaml.safe_load((workdir / "config.yaml").read_text()), schema)
@@ -392,8 +390,7 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
                             schema)
     architectures = {name: building.model_architecture(spec) for name, spec in real["models"].items()}
-    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), len(stssick_sentences(senteval)),
-                   built_datasets(workdir, real))
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), built_datasets(workdir, real))
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:
