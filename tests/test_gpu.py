@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +22,7 @@ import torch
 import yaml
 from conftest import REPO
 from scipy import stats
-from test_transforms import FLOAT32_ATOL, TORCH_FLOAT64_ATOL, mixed_sources, paper_pipeline
+from test_transforms import FLOAT32_ATOL, TORCH_FLOAT64_ATOL, aligned_components, mixed_sources, paper_pipeline
 from tiny_models import WORDS
 from workflow_utils import snakemake, write_tiny_config
 
@@ -119,7 +121,18 @@ def test_entry_spaces_on_the_device_match_cpu_fp32(encoder_name, device, request
         assert spearman >= BF16_SPEARMAN, name
 
 
-def test_bf16_training_follows_the_cpu_loss_curve(tiny_bert, device):
+def without_dropout(model_dir: Path, out: Path) -> Path:
+    """A copy of the model with dropout off: CUDA draws other dropout masks than the CPU from the same seed (0.117
+    nats apart on an H200 in fp32, docs/gpu.md), so the precision is compared without them."""
+    shutil.copytree(model_dir, out)
+    config = json.loads((out / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (out / "config.json").write_text(json.dumps(config))
+    return out
+
+
+def test_bf16_training_follows_the_cpu_loss_curve(tiny_bert, device, tmp_path):
+    tiny_bert = without_dropout(tiny_bert, tmp_path / "tiny")
     frame = word_frame(entries=60)
     texts, entry_ids = definition_pairs(frame)
     space = torch.from_numpy(np.random.default_rng(0).normal(size=(len(frame), 32)).astype(np.float32))
@@ -145,7 +158,10 @@ def test_torch_fastica_on_the_gpu_matches_sklearn(precision_):
     reference, model = paper_pipeline(E)
     out, info = apply_transform(E, "ica", backend="auto", precision=precision_)
     assert info["backend"] == "torch" and info["device"] == "cuda"
-    assert np.abs(out - reference).max() <= (TORCH_FLOAT64_ATOL if precision_ == "float64" else FLOAT32_ATOL)
+    if precision_ == "float64":
+        assert np.abs(out - reference).max() <= TORCH_FLOAT64_ATOL
+    else:  # float32 ordered two bimodal sources (11 and 27) the other way round on an H200 (docs/gpu.md)
+        assert np.abs(aligned_components(out, reference) - reference).max() <= FLOAT32_ATOL
     assert precision_ == "float32" or info["n_iter"] == model.n_iter_
 
 
@@ -250,3 +266,13 @@ def test_throughput_script_smoke(tmp_path, monkeypatch):
     assert set(rows) == {"entry space", "training", "ica"}
     assert rows["entry space"]["per_second"] > 0 and rows["training"]["steps"] == 5
     assert rows["ica"]["backend"] == "torch" and all(row["goal_ratio"] is None for row in rows.values())
+
+
+def test_repeatability_script_smoke(tmp_path, monkeypatch):
+    """bench/gpu_repeatability.py at toy size on CPU: two identical trainings are bit-identical there."""
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import gpu_repeatability
+
+    assert gpu_repeatability.main(["--smoke", "--json", str(tmp_path / "rows.json")]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
+    assert rows == [{"mode": "default", "max_weight_diff": 0.0, "max_loss_diff": 0.0, "bit_identical": True}]

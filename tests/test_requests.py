@@ -4,6 +4,7 @@ flagged before anything runs."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -15,11 +16,14 @@ from workflow_utils import snakemake, validated, write_tiny_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import (
     STSSICK_SENTENCES,
+    Gpu,
     embedding_parameters,
     layer_parameters,
+    train_flops,
     training_request,
 )
 from defsent_plus.rehearsal import models as building
+from defsent_plus.rehearsal.models import architecture_of
 
 PAPER_CONFIG = REPO / "configs" / "bert-large.yaml"
 
@@ -90,3 +94,25 @@ def test_a_model_of_unknown_architecture_asks_for_the_rules_fixed_request():
     request = training_request(config, Plan(config, selection=lambda run, step: {}), next(iter(config["runs"])),
                                on_gpu=True)
     assert (request.runtime, request.mem_mb) == (UNKNOWN_MODEL_REQUEST["runtime"], UNKNOWN_MODEL_REQUEST["mem_mb"])
+
+
+def test_the_gpu_defaults_reproduce_the_measured_h200_rows():
+    """config costs.gpu's defaults come from bench/gpu_throughput.py on an H200 (docs/gpu/): the cost model with
+    them gives each measured BERT-base row, and BERT-large's training step, within 3%."""
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    defaults = {k: v["default"] for k, v in schema["properties"]["costs"]["properties"]["gpu"]["properties"].items()}
+    gpu = Gpu(**defaults)
+    for shape in ("bert-base", "bert-large"):
+        rows = {r["what"]: r for r in json.loads((REPO / "docs" / "gpu" / f"2026-11-26-h200-{shape}.json")
+                                                  .read_text())["rows"]}
+        architecture = architecture_of(f"{shape}-uncased")
+        layers, hidden = architecture.config["num_hidden_layers"], architecture.config["hidden_size"]
+        training = rows["training"]
+        step = gpu.seconds(train_flops(architecture, 32, 206_546, training["mean_tokens"]), 1, layers)
+        assert step * 1000 == pytest.approx(training["ms_per_step"], rel=0.03), shape
+        if shape == "bert-base":
+            definitions = 378_769
+            flops = definitions * 2.0 * layer_parameters(architecture.config) * training["mean_tokens"]
+            assert gpu.seconds(flops, 0, layers) == pytest.approx(rows["entry space"]["seconds"], rel=0.03)
+            ica = rows["ica"]["steps"] * 4.0 * hidden * hidden * 206_546
+            assert gpu.ica_seconds(ica) == pytest.approx(rows["ica"]["seconds"], rel=0.03)

@@ -29,13 +29,15 @@ VOCABULARY_TARGET = "vocab"  # methods predicting headwords through the masked-L
 
 @dataclass(frozen=True)
 class Gpu:
-    """The GPU a projection assumes (config ``costs.gpu``)."""
+    """The GPU a projection assumes (config ``costs.gpu``; defaults measured on an H200, docs/gpu.md)."""
 
     name: str
     bf16_tflops: float  # dense bf16 peak
-    utilisation: float  # share of the peak a job reaches
+    utilisation: float  # share of the peak an encoding job reaches
     memory_gb: float
-    step_ms_per_layer: float = 2.0  # a training step's floor: launches, the optimiser, Python, per encoder layer
+    step_ms_fixed: float = 24.0  # a training step's floor besides its layers: the optimiser, the objective, Python
+    step_ms_per_layer: float = 1.33  # and per encoder layer: launches
+    ica_tflops: float = 13.5  # FastICA's float32 rate
 
     @property
     def flops_per_second(self) -> float:
@@ -43,8 +45,13 @@ class Gpu:
 
     def seconds(self, flops: float, steps: float, layers: int) -> float:
         """GPU seconds of ``flops`` in ``steps`` optimiser steps of a ``layers``-layer encoder: the FLOPs at the
-        assumed rate, or the steps' latency floor where small batches leave the GPU waiting."""
-        return max(flops / self.flops_per_second, steps * layers * self.step_ms_per_layer / 1000)
+        encoding rate, or the steps' latency floor where small batches leave the GPU waiting (every shipped
+        config's training: a step of 32 definitions is far from the FLOPs bound)."""
+        floor = steps * (self.step_ms_fixed + layers * self.step_ms_per_layer) / 1000
+        return max(flops / self.flops_per_second, floor)
+
+    def ica_seconds(self, flops: float) -> float:
+        return flops / (self.ica_tflops * 1e12)
 
 
 def layer_parameters(config: dict) -> int:

@@ -8,7 +8,8 @@ the intercept of the embedding jobs, whose work spans the widest range (STS-B de
 ``seconds_per_unit`` is each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
 evaluation sentences), examples trained (× epochs), entries × FastICA iterations; every other rule costs its start.
 FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
-4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation.
+4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation,
+training at least its steps' latency floor, FastICA at its float32 rate (defaults measured on an H200).
 """
 
 from __future__ import annotations
@@ -265,6 +266,8 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if row["rule"] == "train":
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
         flops += dev_scoring_flops(context, row["run"], steps, architecture)
+    if row["rule"] == "transform_space":
+        return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"])
 
 
@@ -427,8 +430,9 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
     text = (f"# Cost sheet of {context['rehearsal']['config']}\n\n"
             f"Measured by its {context['rehearsal']['size']}-size rehearsal (random weights, capped data; "
             f"{totals['rehearsal_seconds'] / 60:.1f} job-minutes on this machine), projected to the real config. "
-            f"GPU: {gpu.name}, {gpu.bf16_tflops:g} dense bf16 TFLOP/s × {gpu.utilisation:g} utilisation "
-            "(an assumption until a GPU run measures it; config costs.gpu). Model and units: "
+            f"GPU: {gpu.name}, encoding at {gpu.bf16_tflops:g} dense bf16 TFLOP/s × {gpu.utilisation:g}, training "
+            f"at least {gpu.step_ms_fixed:g} ms + {gpu.step_ms_per_layer:g} ms a layer per step, FastICA at "
+            f"{gpu.ica_tflops:g} TFLOP/s (config costs.gpu; the defaults measured on an H200). Model and units: "
             "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
             f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
             f"{totals['real_cpu_hours']:.0f} hours\n"
