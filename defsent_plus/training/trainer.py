@@ -30,6 +30,7 @@ from defsent_plus.methods import method_of
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.optimizers import TransformersAdamW
+from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
 from defsent_plus.training.selection import DEV_TASK
 from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs, sampled_task
 
@@ -97,14 +98,16 @@ def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator
 
 def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
-    progress: bool = True, dev_score: Callable[[Encoder], float] | None = None,
+    progress: bool = True, dev_score: Callable[[Encoder], float] | None = None, checkpoint: Checkpointer | None = None,
 ) -> dict:
     """``cfg.epochs`` epochs (one for a PST step) of the configured optimiser and schedule (+ gradient clipping);
     with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept
     (checked every N steps of an epoch and at its end; ``cfg.patience`` scores without a new best stop training).
-    Returns a summary of the run."""
+    With a ``checkpoint``, the loop's state is saved as it asks and a saved state is resumed mid-epoch
+    (:mod:`defsent_plus.training.resume`). Returns a summary of the run."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
+    checkpoint = checkpoint or Checkpointer(None)
     seed_everything(cfg.seed)
     device = next(encoder.model.parameters()).device
     objective.to(device)
@@ -117,35 +120,41 @@ def train_epoch(
     optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
     keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end)
+    parts = Parts(encoder.model, objective, optimizer, scheduler, keeper)
+    position = checkpoint.restore(parts) or Position()
     encoder.model.train()
     objective.train()
-    losses: list[float] = []
-    examples = 0  # sentences trained on, over every epoch (tqdm counts nothing when disabled)
-    start = time.perf_counter()
-    with tqdm(total=len(texts) * cfg.epochs, desc="training", unit="sent", disable=not progress,
-              mininterval=5) as bar:
-        for epoch, batches in enumerate(epochs):
-            for step, idx in enumerate(batches):
-                loss, parts = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
-                                          step / len(batches), epoch)
+    start = time.perf_counter() - position.seconds
+    with tqdm(total=len(texts) * cfg.epochs, initial=position.examples, desc="training", unit="sent",
+              disable=not progress, mininterval=5) as bar, checkpoint.signals():
+        for epoch in range(position.epoch, len(epochs)):
+            batches = epochs[epoch]
+            for step in range(position.step if epoch == position.epoch else 0, len(batches)):
+                idx = batches[step]
+                loss, parts_of_loss = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
+                                                  step / len(batches), epoch)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                losses.append(loss)
-                examples += len(idx)
+                position.losses.append(loss)
+                position.examples += len(idx)
                 bar.update(len(idx))
                 if step % cfg.log_every == 0 or step == len(batches) - 1:
-                    rate = examples / max(time.perf_counter() - start, 1e-9)
+                    rate = position.examples / max(time.perf_counter() - start, 1e-9)
                     bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
                     log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, len(batches), loss,
-                             parts, rate)
-                keeper.after(step, len(batches), len(losses))
+                             parts_of_loss, rate)
+                keeper.after(step, len(batches), len(position.losses))
                 if keeper.stopped:
                     break
+                position.epoch, position.step = (epoch, step + 1) if step + 1 < len(batches) else (epoch + 1, 0)
+                position.seconds = time.perf_counter() - start
+                checkpoint.after_step(parts, position, finished=position.epoch == len(epochs))
             if keeper.stopped:
                 break
     seconds = time.perf_counter() - start
-    return {**summarise(losses, examples, seconds, cfg), **keeper.restore()}
+    resumed = {"resumed_after_steps": position.resumed_from} if position.resumed_from else {}
+    return {**summarise(position.losses, position.examples, seconds, cfg), **keeper.restore(), **resumed}
 
 
 class BestWeights:
@@ -314,11 +323,13 @@ def train_on_space(
     senteval_dir: str | Path | None = None,
     run_deviations: Sequence[str] = (),
     max_examples: int | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
     (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
-    STS-B dev score during training are the ones saved."""
+    STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
+    and the state is removed once the outputs are written."""
     declared = method_of(method)
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
@@ -341,10 +352,12 @@ def train_on_space(
     log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.kept_tokens)
-    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev)
+    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev, checkpoint=checkpoint)
     card = {**declared.training_card(options), "dataset": str(dataset_path),
             "entry_space": None if space_path is None else str(space_path), "pooling": cfg.pooling,
             "base_model": str(base_model), "seed": cfg.seed, **task.card}
+    if "resumed_after_steps" in summary:  # a re-run that continued a killed job's saved state
+        card["resumed_after_steps"] = summary["resumed_after_steps"]
     # the method's, its variant's, then this run's own
     card["deviations"] = card["deviations"] + card.pop("run_deviations", []) + list(run_deviations)
     # what can change the trained weights besides the data: versions, device, precision, thread count, seed
@@ -359,6 +372,8 @@ def train_on_space(
             task.save(tmp)
         write_json(Path(tmp) / TRAINING_CARD, card)
     write_json(summary_out, summary)
+    if checkpoint is not None:
+        checkpoint.remove()
     return summary
 
 
@@ -409,11 +424,13 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
-                    max_examples: int | None = None) -> dict:
+                    max_examples: int | None = None, resume: ResumeSettings | None = None) -> dict:
     """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
     the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
     and seed; where these depart from the variant's published ones, the training card says so. ``max_examples``: a
-    rehearsal's cap on the examples (a seeded sample), recorded in the card."""
+    rehearsal's cap on the examples (a seeded sample), recorded in the card. ``resume``: where and how often the
+    training state is saved, so that a re-run of a killed job continues it (keyed by these arguments and the inputs'
+    files)."""
     declared = method_of(method)
     options = declared.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
@@ -421,6 +438,8 @@ def train_candidate(method: str, options: dict, lr: float, batch_size: int, pool
     cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, **chosen)
     objective_options = {k: v for k, v in options.items() if k not in optimisation}
     departures = declared.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
+    identity = job_identity({"method": method, "options": options, "config": asdict(cfg), "model_out": str(model_out),
+                             "max_examples": max_examples}, [base_model, dataset_path, space_path, senteval_dir])
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
                           options=objective_options, senteval_dir=senteval_dir, run_deviations=departures,
-                          max_examples=max_examples)
+                          max_examples=max_examples, checkpoint=Checkpointer(resume, identity))

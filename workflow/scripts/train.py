@@ -1,6 +1,7 @@
 """Snakemake script: one epoch of a run's training method from its starting weights (against a frozen entry space)."""
 
 from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.training.resume import ResumeSettings
 from defsent_plus.training.trainer import train_candidate
 
 start_job(snakemake, gpu=True)
@@ -18,4 +19,5 @@ train_candidate(
     model_out=snakemake.output.model,
     summary_out=snakemake.output.summary,
     max_examples=snakemake.params.get("max_examples"),  # a rehearsal's cap (none: every example)
+    resume=ResumeSettings(**snakemake.config["resume"]),  # how often to save the state; not a parameter of the result
 )
