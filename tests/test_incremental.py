@@ -24,6 +24,7 @@ from workflow_utils import copy_run, snakemake, validated, workflow_env, write_t
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.plan import Plan
+from defsent_plus.training.resume import STATE_FILE
 
 pytestmark = pytest.mark.workflow
 
@@ -403,13 +404,14 @@ def one_sentence_batches(workdir: Path, model: Path) -> None:
     (workdir / "bulk.tsv").write_text("\n".join(lines) + "\n")
     config["dictionary"]["sources"].append({"name": "bulk", "type": "tsv", "path": str(workdir / "bulk.tsv")})
     config["runs"]["tiny"]["batch_size"] = 1
+    config["resume"] = {"every_steps": 200, "every_minutes": 0}  # a saved state every 200 of its ~2,000 steps
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
 def interrupted(tmp_path_factory, tiny_bert) -> dict:
     """Step-1 training started by one invocation; a second invocation tried the same directory meanwhile; then
-    the first was SIGKILLed (process group) while the training job was logging progress."""
+    the first was SIGKILLed (process group) mid-epoch, once the training job had saved a state."""
     workdir = tmp_path_factory.mktemp("interrupted")
     one_sentence_batches(workdir, tiny_bert)
     first = subprocess.Popen(snakemake_command(workdir, TRAIN_TARGET), start_new_session=True,
@@ -420,8 +422,7 @@ def interrupted(tmp_path_factory, tiny_bert) -> dict:
         # Snakemake stops with IncompleteFilesException before it even tries the lock.
         second = subprocess.run(snakemake_command(workdir, "--rerun-incomplete", TRAIN_TARGET), capture_output=True,
                                 text=True)
-        log = workdir / dag.log_file("tiny", "step1", "amp", "seed0", "train")
-        wait_for(lambda: log.is_file() and "step 1/" in log.read_text(), 300, "training progress in the log")
+        wait_for(lambda: any((workdir / "results" / ".resume").glob(f"*/{STATE_FILE}")), 300, "a saved state")
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
@@ -452,6 +453,10 @@ def test_killed_training_resumes_to_the_uninterrupted_result(interrupted, tmp_pa
     assert clean_run.returncode == 0, (tmp_path / "uninterrupted.out").read_text()[-6000:]
 
     resumed, clean = (json.loads((d / TRAIN_TARGET).read_text()) for d in (workdir, reference))
+    assert resumed["resumed_after_steps"] and "resumed_after_steps" not in clean  # it continued mid-epoch
+    log = (workdir / dag.log_file("tiny", "step1", "amp", "seed0", "train")).read_text()
+    assert f"resuming training from the state saved after step {resumed['resumed_after_steps'][0]}" in log
+    assert not any((workdir / "results" / ".resume").iterdir()), "the state outlived the job's outputs"
     for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
         assert resumed[key] == clean[key], key
     model_file = Path(TRAIN_TARGET).parent / "model" / "model.safetensors"
