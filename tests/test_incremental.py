@@ -10,16 +10,24 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import REPO
 from safetensors.numpy import load_file
-from workflow_utils import copy_run, snakemake, validated, workflow_env, write_tiny_config
+from workflow_utils import (
+    TRAIN_TARGET,
+    copy_run,
+    one_sentence_batches,
+    snakemake,
+    validated,
+    wait_for,
+    workflow_env,
+    write_tiny_config,
+)
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -29,7 +37,6 @@ from defsent_plus.training.resume import STATE_FILE
 pytestmark = pytest.mark.workflow
 
 Job = tuple[str, dict[str, str]]  # (rule, wildcards)
-TRAIN_TARGET = dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))
 
 
 @pytest.fixture(scope="module")
@@ -375,37 +382,12 @@ def snakemake_command(workdir: Path, *args: str) -> list[str]:
             "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} after {timeout}s")
-        time.sleep(poll)
-
-
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     return True
-
-
-BULK_DEFINITIONS = 2000
-
-
-def one_sentence_batches(workdir: Path, model: Path) -> None:
-    """The tiny config plus 2,000 seeded definitions, trained with batch size 1: thousands of optimizer steps
-    after the first progress line, so a kill lands mid-epoch even on a loaded machine."""
-    config = write_tiny_config(workdir, model)
-    words = (FIXTURES / "tiny" / "dictionary.tsv").read_text().split()
-    rng = np.random.default_rng(0)
-    lines = [f"bulk{i % 500}\t{' '.join(rng.choice(words, size=8))}" for i in range(BULK_DEFINITIONS)]
-    (workdir / "bulk.tsv").write_text("\n".join(lines) + "\n")
-    config["dictionary"]["sources"].append({"name": "bulk", "type": "tsv", "path": str(workdir / "bulk.tsv")})
-    config["runs"]["tiny"]["batch_size"] = 1
-    config["resume"] = {"every_steps": 200, "every_minutes": 0}  # a saved state every 200 of its ~2,000 steps
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 @pytest.fixture(scope="module")

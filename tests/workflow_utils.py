@@ -7,11 +7,16 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import yaml
 from conftest import FIXTURES, REPO
+
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.dag import EncoderId
 
 MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD")
 PLUGINS = Path(__file__).parent / "plugins"  # method plugins from outside the package (tests/plugins/toy_mirror.py)
@@ -60,6 +65,38 @@ def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
         config[key] = value
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return config
+
+
+# The train summary of step 1's first candidate: as a target, only the dictionary, the base entry space and this
+# training run (the interruption tests of test_incremental and test_slurm).
+TRAIN_TARGET = dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))
+BULK_DEFINITIONS = 2000
+
+
+def one_sentence_batches(workdir: Path, model: Path, definitions: int = BULK_DEFINITIONS,
+                         every_steps: int = 200) -> None:
+    """The tiny config plus ``definitions`` seeded definitions, trained with batch size 1 (about one optimizer step
+    per definition, so an interruption lands mid-epoch even on a loaded machine), its state saved every
+    ``every_steps`` steps."""
+    config = write_tiny_config(workdir, model)
+    words = (FIXTURES / "tiny" / "dictionary.tsv").read_text().split()
+    rng = np.random.default_rng(0)
+    lines = [f"bulk{i % 500}\t{' '.join(rng.choice(words, size=8))}" for i in range(definitions)]
+    (workdir / "bulk.tsv").write_text("\n".join(lines) + "\n")
+    config["dictionary"]["sources"].append({"name": "bulk", "type": "tsv", "path": str(workdir / "bulk.tsv")})
+    config["runs"]["tiny"]["batch_size"] = 1
+    config["resume"] = {"every_steps": every_steps, "every_minutes": 0}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.02,
+             explain: Callable[[], str] | None = None) -> None:
+    """Poll ``condition`` until true; TimeoutError after ``timeout`` seconds, with ``explain()`` (logs) appended."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} after {timeout}s" + (f":\n{explain()}" if explain else ""))
+        time.sleep(poll)
 
 
 def copy_run(workdir: Path, destination: Path) -> Path:
