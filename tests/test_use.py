@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -73,17 +75,86 @@ def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_b
     assert rd.evaluate(["dog", "lion"])["queries"] == 4
 
 
-def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir):
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max", "prompt"])
+def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir, pooling):
+    """Every pooling the workflow evaluates round-trips: ``SentenceTransformer(path).encode`` equals the workflow's
+    vectors; prompt pooling through its own modules, loaded from the exported file (not from defsent_plus)."""
+    import json
+
     from sentence_transformers import SentenceTransformer
 
     encoder = load_encoder(model_dir)
     sentences = ["a long necked animal", "the dog can run fast in the city of new york", "red"]
-    for pooling in ("mean", "cls"):
-        assert cli(["export", "--model", str(model_dir), "--pooling", pooling, "-o", str(tmp_path / pooling)]) == 0
-        st = SentenceTransformer(str(tmp_path / pooling / "sentence-transformers"), device="cpu")
-        ours = encoder.encode(sentences, pooling)
-        np.testing.assert_allclose(st.encode(sentences, convert_to_numpy=True), ours, atol=1e-5)
-        assert (tmp_path / pooling / "huggingface" / "model.safetensors").is_file()
+    assert cli(["export", "--model", str(model_dir), "--pooling", pooling, "-o", str(tmp_path / pooling)]) == 0
+    exported = tmp_path / pooling / "sentence-transformers"
+    st = SentenceTransformer(str(exported), device="cpu", trust_remote_code=pooling == "prompt")
+    np.testing.assert_allclose(st.encode(sentences, convert_to_numpy=True), encoder.encode(sentences, pooling),
+                               atol=1e-5)
+    assert (tmp_path / pooling / "huggingface" / "model.safetensors").is_file()
+    types = [module["type"] for module in json.loads((exported / "modules.json").read_text())]
+    if pooling == "prompt":
+        assert types == ["defsent_prompt.PromptTransformer", "defsent_prompt.MaskPooling"]
+        assert (exported / "defsent_prompt.py").is_file()
+    else:
+        assert all(t.startswith("sentence_transformers.") for t in types)
+    assert (exported / "README.md").read_text().startswith("---\nlibrary_name: sentence-transformers\n")
+
+
+def test_the_exported_prompt_module_uses_the_workflows_template():
+    from defsent_plus.encoders import model_card, st_prompt
+    from defsent_plus.names import PROMPT_TEMPLATE
+
+    assert st_prompt.TEMPLATE == PROMPT_TEMPLATE  # the exported file may not import defsent_plus
+    assert model_card.TRAINING_CARD == TRAINING_CARD
+
+
+def fake_run(tmp_path: Path, tiny_bert: Path) -> Path:
+    """results/r/step2/best: a copy of candidate step2/amp/seed1 with its training card, train.json, best.json, and
+    the run's STS table (the dev-selected row for mean pooling) and reverse-dictionary table."""
+    import pandas as pd
+
+    from defsent_plus.io import write_tsv
+
+    run = tmp_path / "results" / "r"
+    candidate = run / "step2" / "amp" / "seed1"
+    best = run / "step2" / "best"
+    load_encoder(tiny_bert).save(best)
+    write_json(best / TRAINING_CARD, {"method": "defsent_plus", "paper": "000 (DefSent+)", "base_model": "hub:tiny",
+                                      "dataset": "a1k.parquet", "classes": 1000, "pooling": "cls", "seed": 1,
+                                      "deviations": ["definitions are truncated at max_length"],
+                                      "provenance": {"project": "abc123", "torch": "2.13.0"}})
+    write_json(candidate / "train.json", {"config": {"lr": 1e-05, "batch_size": 32}, "examples": 900, "steps": 29,
+                                          "loss_first": 6.9, "loss_last": 2.5})
+    write_json(run / "step2" / "best.json", {"best": {"model": str(candidate / "model")}})
+    sts = {"model": ["base", "step 2 best *"], "pooling": ["mean", "mean"], "STSB": [80.0, 81.25],
+           "STSB_low": [78.0, 79.5], "STSB_high": [82.0, 83.0], "avg": [77.0, 78.5], "avg_low": [76.0, 77.75],
+           "avg_high": [78.0, 79.25], "sts_aggregation": ["all", "all"], "dev_selected": [False, True],
+           "step": [0, 2]}
+    write_tsv(run / "eval" / "sts.tsv", pd.DataFrame(sts))
+    ranking = {"model": ["trained", "base"], "protocol": ["heldout_queries"] * 2, "split": ["test"] * 2,
+               "scoring": ["dot", "cosine"], "candidates": [1000] * 2, "queries": [44] * 2, "mrr": [0.25, 0.5],
+               "mrr_low": [0.2, 0.4], "mrr_high": [0.3, 0.6], "top1": [10.0, 20.0], "top10": [40.0, 50.0]}
+    write_tsv(run / "eval" / "reverse_dictionary.tsv", pd.DataFrame(ranking))
+    return best
+
+
+def test_the_model_card_has_what_the_run_recorded(tmp_path, tiny_bert):
+    from defsent_plus.encoders.model_card import model_card
+
+    card = model_card(fake_run(tmp_path, tiny_bert), "mean", name="tiny-defsent-plus")
+    assert card.startswith("---\nlibrary_name: sentence-transformers\npipeline_tag: sentence-similarity\n")
+    assert "base_model: hub:tiny" in card and "# tiny-defsent-plus" in card
+    assert "trained with **defsent_plus**" in card and "000 (DefSent+)" in card
+    assert "- hyperparameters: lr=1e-05, batch_size=32" in card and "- optimizer steps: 29" in card
+    assert "| mean | 81.25 [79.50, 83.00] | 78.50 [77.75, 79.25] |" in card and "80.00" not in card  # not base
+    assert "| heldout_queries | test | dot | 1000 | 44 | 0.2500 [0.2000, 0.3000] | 10.00 | 40.00 |" in card
+    assert "cosine" not in card.split("## Evaluation")[1].split("## Deviations")[0]  # the base model's row left out
+    assert "- definitions are truncated at max_length" in card and "- project: abc123" in card
+    assert "trust_remote_code" not in card and "not this export's" not in card
+    prompt = model_card(fake_run(tmp_path / "p", tiny_bert), "prompt")
+    assert "trust_remote_code=True" in prompt and "**These scores are not this export's:**" in prompt
+    untrained = model_card(tiny_bert, "cls")
+    assert "No training card" in untrained and "No STS scores were found" in untrained
 
 
 def test_cli_encode_similarity_and_errors(tmp_path, tiny_bert, capsys):

@@ -1,0 +1,159 @@
+"""A sentence-transformers model card (README.md) for an exported encoder, from what the workflow recorded.
+
+The card reads the model's training card (method, paper, dataset, entry space, deviations, provenance), the
+candidate's ``train.json`` (hyperparameters, steps, loss) and, for a run's dev-selected model
+(``results/<run>/step<k>/best``), the run's score tables (``eval/sts.tsv`` with intervals,
+``eval/reverse_dictionary.tsv``). Whatever is missing is said, not invented.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from defsent_plus.io import read_json, read_tsv_table
+from defsent_plus.names import PROMPT_TEMPLATE
+
+TRAINING_CARD = "defsent_training.json"  # as defsent_plus.training.task.TRAINING_CARD (tested equal)
+STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
+RANKING_METRICS = ("mrr", "top1", "top10")
+POOLING_TEXT = {
+    "cls": "the first token's last hidden state ([CLS] / <s>)",
+    "mean": "the attention-masked mean of the last hidden states (special tokens included)",
+    "max": "the element-wise max of the last hidden states over the non-padding tokens",
+    "prompt": f"the last hidden state at the mask token of PromptBERT's template `{PROMPT_TEMPLATE}`",
+}
+
+
+@dataclass
+class CardSources:
+    """What a card is written from; each part may be missing."""
+
+    training: dict = field(default_factory=dict)  # the training card
+    train_summary: dict = field(default_factory=dict)  # the candidate's train.json
+    sts: pd.DataFrame | None = None  # the run's dev-selected rows of eval/sts.tsv (one per evaluated pooling)
+    ranking: pd.DataFrame | None = None  # the run's trained-model rows of eval/reverse_dictionary.tsv
+
+    @classmethod
+    def of(cls, model_dir: str | Path) -> CardSources:
+        model_dir = Path(model_dir)
+        card = model_dir / TRAINING_CARD
+        sources = cls(training=read_json(card) if card.is_file() else {})
+        sources.train_summary = candidate_summary(model_dir)
+        step = re.fullmatch(r"step(\d+)", model_dir.parent.name)
+        if model_dir.name == "best" and step:
+            sources.sts, sources.ranking = run_scores(model_dir.parent.parent / "eval", int(step.group(1)))
+        return sources
+
+
+def candidate_summary(model_dir: Path) -> dict:
+    """The train.json of the candidate a model directory is (``<candidate>/model``) or is a copy of (``best``)."""
+    if (model_dir.parent / "train.json").is_file():
+        return read_json(model_dir.parent / "train.json")
+    best = model_dir.parent / "best.json"
+    if model_dir.name == "best" and best.is_file():
+        summary = Path(read_json(best)["best"]["model"]).parent / "train.json"
+        return read_json(summary) if summary.is_file() else {}
+    return {}
+
+
+def run_scores(eval_dir: Path, step: int) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The dev-selected rows of step ``step`` in the run's STS table, and its trained model's ranking rows."""
+    sts, ranking = None, None
+    if (eval_dir / "sts.tsv").is_file():
+        table = read_tsv_table(eval_dir / "sts.tsv")
+        sts = table[(table["dev_selected"].astype(str) == "True") & (table["step"].astype(str) == str(step))]
+    if (eval_dir / "reverse_dictionary.tsv").is_file():
+        table = read_tsv_table(eval_dir / "reverse_dictionary.tsv")
+        ranking = table[table["model"] == "trained"]
+    return sts, ranking
+
+
+def interval_cell(row: pd.Series, name: str, digits: int = 2) -> str:
+    value = f"{float(row[name]):.{digits}f}"
+    if f"{name}_low" in row and pd.notna(row[f"{name}_low"]):
+        value += f" [{float(row[f'{name}_low']):.{digits}f}, {float(row[f'{name}_high']):.{digits}f}]"
+    return value
+
+
+def sts_section(rows: pd.DataFrame | None, pooling: str) -> list[str]:
+    """The STS row of the exported pooling, else the evaluated poolings' rows under a warning."""
+    if rows is None or rows.empty:
+        return ["No STS scores were found for this model (only a run's dev-selected `results/<run>/step<k>/best` "
+                "has them in `results/<run>/eval/sts.tsv`)."]
+    matching = rows[rows["pooling"] == pooling]
+    lines = []
+    if matching.empty:
+        lines = [f"**These scores are not this export's:** the run evaluated this model with "
+                 f"{', '.join(rows['pooling'])} pooling, not {pooling} (export with that pooling to get them).", ""]
+    shown = rows if matching.empty else matching
+    tasks = [t for t in STS_TASKS if t in shown.columns]
+    lines += [f"Spearman × 100 with 95% bootstrap intervals, STS12-16 aggregated "
+              f"`{shown['sts_aggregation'].iloc[0]}` (the workflow's `results/<run>/eval/sts.tsv`):", "",
+              "| pooling | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+    lines += ["| " + " | ".join([row["pooling"]] + [interval_cell(row, t) for t in tasks]) + " |"
+              for _, row in shown.iterrows()]
+    return lines
+
+
+def ranking_section(rows: pd.DataFrame | None) -> list[str]:
+    if rows is None or rows.empty:
+        return []
+    lines = ["", "Reverse dictionary on held-out entries (MRR, top-1 and top-10 accuracy in %, 95% intervals):", "",
+             "| protocol | split | scoring | candidates | queries | " + " | ".join(RANKING_METRICS) + " |",
+             "|---|---|---|---|---|" + "---|" * len(RANKING_METRICS)]
+    for _, row in rows.iterrows():
+        cells = [str(row[c]) for c in ("protocol", "split", "scoring", "candidates", "queries")]
+        lines.append("| " + " | ".join(cells + [interval_cell(row, m, 4 if m == "mrr" else 2)
+                                               for m in RANKING_METRICS]) + " |")
+    return lines
+
+
+def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> str:
+    """The README.md of an exported model: front matter, usage, training, scores, deviations, provenance."""
+    sources = CardSources.of(model_dir)
+    card, summary = sources.training, sources.train_summary
+    base = card.get("base_model", "unknown")
+    method = card.get("method", "none (an untrained model)")
+    name = name or Path(model_dir).name
+    remote = ", trust_remote_code=True" if pooling == "prompt" else ""
+    lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
+             "tags: [sentence-transformers, sentence-similarity, feature-extraction, defsent-plus"
+             + (f", {method}]" if card.get("method") else "]"),
+             f"base_model: {base}", "---", "", f"# {name}", "",
+             f"A sentence encoder trained with **{method}** by the defsent-plus workflow "
+             f"({card.get('paper', 'no paper recorded')}), starting from `{base}`. Its sentence vector is "
+             f"{POOLING_TEXT[pooling]}.", "", "## Usage", "", "```python",
+             "from sentence_transformers import SentenceTransformer", "",
+             f'model = SentenceTransformer("path/to/this/directory"{remote})',
+             'vectors = model.encode(["a long-necked african animal", "the dark time of day"])', "```", ""]
+    if pooling == "prompt":
+        lines += ["The prompt pooling is a module of its own (`defsent_prompt.py` in this directory): "
+                  "sentence-transformers >= 6 loads it only with `trust_remote_code=True`.", ""]
+    lines += ["## Training", ""] + training_lines(card, summary) + ["", "## Evaluation", ""]
+    lines += sts_section(sources.sts, pooling) + ranking_section(sources.ranking)
+    lines += ["", "## Deviations from the paper and its authors' code", ""]
+    lines += [f"- {d}" for d in card.get("deviations", [])] or ["None recorded."]
+    lines += ["", "## Provenance", ""]
+    lines += [f"- {key}: {value}" for key, value in card.get("provenance", {}).items()] or ["None recorded."]
+    return "\n".join(lines) + "\n"
+
+
+def training_lines(card: dict, summary: dict) -> list[str]:
+    if not card:
+        return ["No training card: this directory was not trained by the workflow."]
+    facts = {"dataset": card.get("dataset"), "entries (classes)": card.get("classes"),
+             "entry space": card.get("entry_space"), "training pooling": card.get("pooling"),
+             "seed": card.get("seed"), "examples": summary.get("examples"), "optimizer steps": summary.get("steps"),
+             "loss first / last": (f"{summary['loss_first']:.4f} / {summary['loss_last']:.4f}"
+                                   if "loss_first" in summary else None)}
+    lines = [f"- {key}: {value}" for key, value in facts.items() if value is not None]
+    if summary.get("config"):
+        lines.append("- hyperparameters: " + ", ".join(f"{k}={v}" for k, v in summary["config"].items()))
+    fit = card.get("fit") or {}
+    if fit.get("fitted") is False:
+        lines.append(f"- **fit:** {fit.get('note', 'the training did not fit its objective')}")
+    return lines
