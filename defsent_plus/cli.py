@@ -51,21 +51,55 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     from defsent_plus.evaluation.reverse_dictionary import ReverseDictionary
 
     require_command(args.model, "reverse-dictionary")
-    rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space)
-    if rd.note:
-        print(f"note: {rd.note}", file=sys.stderr)
-    print(f"candidates: {rd.candidates()} (--dataset and --space search others)", file=sys.stderr)
     if not args.sentences or any(not s.strip() for s in args.sentences):
         raise DefSentError("query", "expected at least one non-empty sentence")
-    scores = rd.scores(args.sentences)  # encoded once, for the top-k and the expected headword alike
-    expected = None if args.expect is None else rd.expected_ranks(scores, args.expect)
+    search = None if args.search is None else searched_dataset(args.search)
+    rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space,
+                           search, args.cache_dir)
+    if rd.note:
+        print(f"note: {rd.note}", file=sys.stderr)
+    hint = "" if search else "; --search a ranks every entry of dataset a"
+    print(f"candidates: {rd.candidates()}{hint}", file=sys.stderr)
+    scores = rd.scores(args.sentences)  # encoded once, for the top-k and the expected headwords alike
     for i, (sentence, ranked) in enumerate(zip(args.sentences, rd.top(scores, args.top_k), strict=True)):
         print(sentence)
         for rank, (entry, score) in enumerate(ranked, start=1):
             print(f"  {rank:2d}. {entry}\t{score:.3f}")
-        if args.expect is not None:
-            print(f"  expected {args.expect!r}: " + (f"rank {expected[i]:,} of {len(rd.entries):,}" if expected else
-                                                     "not among the candidates, so no ranking here can find it"))
+        expected = [(args.expect, f"expected {args.expect!r}")] if args.expect else []
+        expected += [(entry, f"{entry!r}, which has this sentence as a definition in {where}")
+                     for entry, where in verbatim_owners(rd, sentence)]
+        for entry, label in expected:
+            ranks = rd.expected_ranks(scores[i : i + 1], entry)
+            print(f"  {label}: " + (f"rank {ranks[0]:,} of {len(rd.entries):,}" if ranks else
+                                    "not among the candidates, so no ranking here can find it"))
+
+
+def searched_dataset(search: str) -> Path:
+    """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage (workflow directory)."""
+    from defsent_plus.dictionary import DATASETS
+    from defsent_plus.pipeline import dag
+
+    path = Path(dag.dictionary_file(f"{search}.parquet") if search in DATASETS else search)
+    if not path.is_file():
+        raise DefSentError(path, f"--search: expected a dataset parquet or one of {list(DATASETS)} (the dictionary "
+                                 "stage's datasets, found relative to the workflow directory)")
+    return path
+
+
+def verbatim_owners(rd, sentence: str) -> list[tuple[str, str]]:
+    """(entry, dataset) for each entry that has ``sentence`` as a definition in the searched dataset or, when a
+    subset is searched, in the whole dataset it was drawn from (a subset records it)."""
+    from defsent_plus.dictionary import SOURCE_DATASET, entries_defined_as, read_dataset
+
+    frames = {str(rd.dataset_path): rd.frame}
+    source = rd.frame.attrs.get(SOURCE_DATASET)
+    if source and Path(source).is_file():
+        frames[source] = read_dataset(source)
+    owners = {}
+    for where, frame in reversed(frames.items()):  # the whole dataset first: it names every owner
+        for entry in entries_defined_as(frame, sentence):
+            owners.setdefault(entry, where)
+    return list(owners.items())
 
 
 def require_command(model: str, command: str) -> None:
@@ -119,10 +153,16 @@ def untrained_head_warning(model: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from defsent_plus.encoders.export import export_huggingface, export_sentence_transformers
+    from defsent_plus.encoders.export import export_huggingface, export_sentence_transformers, push_to_hub
+    from defsent_plus.encoders.model_card import model_card
 
+    card = model_card(args.model, args.pooling, name=args.name)
     print(export_huggingface(args.model, Path(args.output) / "huggingface"))
-    print(export_sentence_transformers(args.model, Path(args.output) / "sentence-transformers", args.pooling))
+    exported = export_sentence_transformers(args.model, Path(args.output) / "sentence-transformers", args.pooling,
+                                            args.max_length, card)
+    print(exported)
+    if args.push_to_hub:
+        print(push_to_hub(exported, args.push_to_hub))
 
 
 def cmd_setup_wordnet(args: argparse.Namespace) -> None:
@@ -188,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "the trained space)")
     reverse.add_argument("--top-k", type=int, default=10)
     reverse.add_argument("--expect", help="a headword you expect: its rank, or that it is not among the candidates")
+    reverse.add_argument("--search", help="rank every entry of this dataset instead (a, b, c of the workflow's "
+                                          "dictionary stage, or a dataset parquet), in the model's space extended to "
+                                          "it; the first query encodes its definitions once (cached)")
+    reverse.add_argument("--cache-dir", help="where --search caches entry vectors (default: $DEFSENT_PLUS_CACHE, "
+                                             "else ~/.cache/defsent-plus)")
     reverse.add_argument("sentences", nargs="+")
     reverse.set_defaults(func=cmd_reverse_dictionary)
 
@@ -200,7 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="Hugging Face + sentence-transformers directories")
     export.add_argument("--model", required=True)
-    export.add_argument("--pooling", default="mean", choices=["cls", "mean"])
+    export.add_argument("--pooling", default="mean", choices=POOLINGS, help="the sentence vector the exported "
+                        "sentence-transformers model gives (prompt: a module of its own, loaded with "
+                        "trust_remote_code=True)")
+    export.add_argument("--max-length", type=int, default=128, help="the exported model's max_seq_length")
+    export.add_argument("--name", help="the model card's title (default: the model directory's name)")
+    export.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload the sentence-transformers directory "
+                                                                 "to this Hugging Face Hub repository (online)")
     export.add_argument("--output", "-o", required=True, help="directory to create")
     export.set_defaults(func=cmd_export)
 

@@ -130,7 +130,7 @@ def test_reverse_dictionary_notes_on_stderr_when_it_falls_back_to_cosine(tiny_be
     assert cli(["reverse-dictionary", "--model", str(model), "--scoring", "dot", "a small animal"]) == 0
     captured = capsys.readouterr()
     assert "note:" not in captured.err
-    assert f"candidates: {entries:,} entries of {dataset} " in captured.err  # what it searched, always
+    assert f"candidates: {entries:,} entries of {dataset}, the model's training dataset" in captured.err  # always
     first = read_dataset(dataset)["entry"].iloc[0]
     assert cli(["reverse-dictionary", "--model", str(model), "--expect", first, "a small animal"]) == 0
     assert f"  expected {first!r}: rank " in capsys.readouterr().out

@@ -505,3 +505,121 @@ def test_the_entry_protocol_needs_exactly_one_starting_model_space():
     assert only(["amp.npy"]) == "amp.npy"
     with pytest.raises(DefSentError, match="expected one starting-model entry space"):
         only(["a.npy", "b.npy"])
+
+
+# ----------------------------------------------------------------------------- whole-dictionary search
+
+
+@pytest.mark.parametrize("transform", ["none", "center", "whiten", "ica"])
+def test_every_transform_is_recovered_as_an_affine_map(transform):
+    from defsent_plus.spaces.extension import affine_map
+    from defsent_plus.spaces.transforms import apply_transform
+
+    E = np.random.default_rng(0).gamma(2.0, size=(300, 12)).astype(np.float32)
+    options = {"max_iter": 400, "random_state": 0} if transform == "ica" else {}
+    T, _ = apply_transform(E, transform, **options)
+    fitted = affine_map(E, T, "space")
+    np.testing.assert_allclose(fitted(E), T, atol=1e-4 * np.abs(T).max())
+    assert fitted.null_directions == 0 and fitted.unexplained < 1e-9
+    other = np.random.default_rng(1).gamma(2.0, size=(50, 12))  # entries the map was not fitted on
+    if transform in ("none", "center"):
+        np.testing.assert_allclose(fitted(other), other - (E.mean(axis=0) if transform == "center" else 0), atol=1e-5)
+
+
+def test_a_whitened_null_direction_is_left_out_of_the_map():
+    """A space of rank 11 in 12 dimensions (as LayerNorm leaves encoder spaces): whitening blows the null
+    direction's rounding noise up to unit variance; the map spans the other 11 and leaves 1/12 unexplained."""
+    from defsent_plus.spaces.extension import affine_map
+    from defsent_plus.spaces.transforms import apply_transform
+
+    E = np.random.default_rng(0).gamma(2.0, size=(300, 12))
+    E = (E - E.mean(axis=1, keepdims=True)).astype(np.float32)  # rows sum to zero, to float32 round-off
+    T, _ = apply_transform(E, "whiten")
+    fitted = affine_map(E, T, "space")
+    assert fitted.null_directions == 1 and fitted.unexplained == pytest.approx(1 / 12, rel=1e-3)
+
+
+def test_a_space_that_is_no_affine_map_of_its_base_is_refused():
+    from defsent_plus.spaces.extension import affine_map
+
+    E = np.random.default_rng(0).normal(size=(100, 4))
+    with pytest.raises(DefSentError, match="not an affine transform of its base space: the best affine map leaves"):
+        affine_map(E, E**2, "x.npy")
+    with pytest.raises(DefSentError, match="4 entries cannot determine a map of 4 dimensions"):
+        affine_map(E[:4], E[:4], "x.npy")
+
+
+def varied_entries(n: int) -> dict[str, list[str]]:
+    """``n`` headwords with 1-3 definitions of seeded random words (varied enough for a full-rank space)."""
+    words = (Path(__file__).parent / "fixtures" / "tiny" / "dictionary.tsv").read_text().split()
+    rng = np.random.default_rng(0)
+    return {f"w{i:03d}": [" ".join(rng.choice(words, size=6)) for _ in range(1 + i % 3)] for i in range(n)}
+
+
+@pytest.fixture
+def whole_and_subset(tmp_path, tiny_bert) -> dict:
+    """A 120-entry dataset, its 60-entry subset (no held-out split), the subset's AMP space by the tiny BERT and
+    its whitened transform, as the workflow lays them out."""
+    from defsent_plus.spaces.entry_space import write_entry_space
+    from defsent_plus.spaces.transforms import write_transform
+
+    whole = write_toy_dataset(tmp_path / "a.parquet", varied_entries(120))
+    subset = tmp_path / "a60.parquet"
+    write_subset(whole, subset, 60, 0)
+    spaces = tmp_path / "spaces"
+    write_entry_space(tiny_bert, subset, {name: spaces / f"{name}.npy" for name in ("ac", "amp")},
+                      spaces / "entry_space.json", batch_size=16, max_length=32)
+    write_transform(str(spaces / "amp.npy"), "whiten", {}, 1, str(spaces / "amp.whiten.npy"),
+                    str(spaces / "amp.whiten.json"))
+    return {"whole": whole, "subset": subset, "spaces": spaces, "cache": tmp_path / "cache"}
+
+
+def test_a_subset_records_the_dataset_it_was_drawn_from(whole_and_subset):
+    from defsent_plus.dictionary import SOURCE_DATASET
+
+    assert read_dataset(whole_and_subset["subset"]).attrs[SOURCE_DATASET] == str(whole_and_subset["whole"])
+
+
+def test_the_extended_space_gives_the_subsets_entries_their_trained_vectors(whole_and_subset):
+    from defsent_plus.spaces.extension import extended_space
+
+    spaces = whole_and_subset["spaces"]
+    extended = extended_space(spaces / "amp.whiten.npy", whole_and_subset["whole"], whole_and_subset["cache"])
+    assert extended.seconds_encoding is not None and len(extended.frame) == 120
+    rows = extended.frame.reset_index().set_index("entry").loc[read_dataset(whole_and_subset["subset"])["entry"]]
+    trained, whitened = extended.trained(), np.load(spaces / "amp.whiten.npy")
+    assert extended.map.null_directions >= 1  # LayerNorm: the tiny BERT's space has rank 31 of 32 at most
+    difference = ((trained[rows["index"]] - whitened) ** 2).sum() / ((whitened - whitened.mean(axis=0)) ** 2).sum()
+    assert difference == pytest.approx(extended.map.unexplained, abs=1e-4)  # all of it in the null direction(s)
+    np.testing.assert_allclose(extended.base("amp")[rows["index"]], np.load(spaces / "amp.npy"), atol=1e-5)
+    again = extended_space(spaces / "amp.whiten.npy", whole_and_subset["whole"], whole_and_subset["cache"])
+    assert again.seconds_encoding is None and "from the cache" in again.description()
+    np.testing.assert_array_equal(again.trained(), trained)
+    other = write_toy_dataset(whole_and_subset["whole"].with_name("b.parquet"), varied_entries(90))
+    assert extended_space(spaces / "amp.whiten.npy", other, whole_and_subset["cache"]).seconds_encoding is not None
+
+
+def test_the_cli_searches_the_whole_dataset_and_says_what_it_searched(whole_and_subset, tiny_bert, capsys):
+    from defsent_plus.cli import main as cli
+
+    model = whole_and_subset["spaces"].parent / "model"
+    load_encoder(tiny_bert).save(model)
+    write_json(model / TRAINING_CARD, {"dataset": str(whole_and_subset["subset"]), "pooling": "cls",
+                                       "entry_space": str(whole_and_subset["spaces"] / "amp.whiten.npy")})
+    subset_entries = set(read_dataset(whole_and_subset["subset"])["entry"])
+    outside = next(e for e in sorted(varied_entries(120)) if e not in subset_entries)
+    query = varied_entries(120)[outside][0]
+    cache = ["--cache-dir", str(whole_and_subset["cache"])]
+    assert cli(["reverse-dictionary", "--model", str(model), *cache, query]) == 0
+    captured = capsys.readouterr()
+    assert f"candidates: 60 entries of {whole_and_subset['subset']}, the model's training dataset" in captured.err
+    assert (f"  {outside!r}, which has this sentence as a definition in {whole_and_subset['whole']}: not among the "
+            "candidates") in captured.out
+    assert cli(["reverse-dictionary", "--model", str(model), "--search", str(whole_and_subset["whole"]), *cache,
+                query]) == 0
+    captured = capsys.readouterr()
+    assert f"candidates: 120 entries of {whole_and_subset['whole']} (the model's space extended" in captured.err
+    assert f"  {outside!r}, which has this sentence as a definition in {whole_and_subset['whole']}: rank " in (
+        captured.out)
+    assert cli(["reverse-dictionary", "--model", str(model), "--search", "nowhere.parquet", query]) == 2
+    assert "--search: expected a dataset parquet or one of ['a', 'b', 'c']" in capsys.readouterr().err

@@ -49,7 +49,13 @@ from defsent_plus.dictionary.sources import (
     wordnet_root,
 )
 from defsent_plus.dictionary.subsets import subsample_entries, write_subset
-from defsent_plus.dictionary.table import SPLITS, check_dataset, read_dataset
+from defsent_plus.dictionary.table import (
+    SOURCE_DATASET,
+    SPLITS,
+    check_dataset,
+    entries_defined_as,
+    read_dataset,
+)
 from defsent_plus.dictionary.wordnet_setup import (
     LEXNAME_POS,
     LEXNAMES,
@@ -59,6 +65,8 @@ from defsent_plus.dictionary.wordnet_setup import (
 )
 
 __all__ = [
+    "SOURCE_DATASET",
+    "entries_defined_as",
     "DATASETS",
     "HELDOUT_SPLITS",
     "LEXNAMES",

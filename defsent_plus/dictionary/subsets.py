@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.dictionary.heldout import check_queries, hold_out_queries, parse_heldout, split_by_headword
-from defsent_plus.dictionary.table import read_dataset
+from defsent_plus.dictionary.table import SOURCE_DATASET, read_dataset
 from defsent_plus.io import atomic_path
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ def write_subset(
             raise ValueError("a held-out split needs a queries path")
         frame, queries = with_heldout_queries(frame, heldout, where)
         tables = {out_path: frame, queries_path: queries}
+    frame.attrs[SOURCE_DATASET] = str(dataset_path)  # the whole dataset, for a search beyond the subset
     log.info("subset of %s: %d entries, %d definitions", dataset_path, len(frame), frame["definitions"].map(len).sum())
     for path, table in tables.items():
         with atomic_path(path) as tmp:

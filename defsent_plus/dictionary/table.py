@@ -14,6 +14,7 @@ from defsent_plus.errors import DefSentError
 
 DATASET_COLUMNS = ("entry", "definitions", "sources")
 SPLITS = ("train", "dev", "test")  # a subset's held-out split (column ``split``), by headword
+SOURCE_DATASET = "source_dataset"  # a subset's parquet metadata (``frame.attrs``): the dataset it was drawn from
 
 
 def check_dataset(frame: pd.DataFrame, where: str | Path) -> pd.DataFrame:
@@ -38,3 +39,15 @@ def read_dataset(path: str | Path) -> pd.DataFrame:
     frame["definitions"] = frame["definitions"].map(list)
     frame["sources"] = frame["sources"].map(list)
     return check_dataset(frame, path)
+
+
+def normalised_definition(text: str) -> str:
+    """A definition as :func:`entries_defined_as` compares it: case-folded, single-spaced, without a final period."""
+    return " ".join(text.casefold().split()).rstrip(".").rstrip()
+
+
+def entries_defined_as(frame: pd.DataFrame, text: str) -> list[str]:
+    """The entries of ``frame`` that have ``text`` as one of their definitions (see :func:`normalised_definition`)."""
+    wanted = normalised_definition(text)
+    return [entry for entry, definitions in zip(frame["entry"], frame["definitions"], strict=True)
+            if any(normalised_definition(d) == wanted for d in definitions)]

@@ -45,6 +45,7 @@ from defsent_plus.methods.masked_lm import (
 from defsent_plus.names import RANKING_METRICS
 from defsent_plus.provenance import provenance, provenance_footer, with_training
 from defsent_plus.spaces.entry_matrix import load_space
+from defsent_plus.spaces.extension import extended_space
 from defsent_plus.training.task import TRAINING_CARD
 
 log = logging.getLogger(__name__)
@@ -93,30 +94,37 @@ def chosen_scoring(card: dict, requested: str | None) -> tuple[str, str]:
 class ReverseDictionary:
     """A trained model with the entry space and entries it was trained against. ``scoring``: ``dot`` (the pooler's
     h · Eᵀ against that space), ``cosine`` (the mean-pooled sentence against ``cosine_space``, by default the AMP
-    space beside the trained one), or None: :func:`chosen_scoring` (``note`` says why)."""
+    space beside the trained one), or None: :func:`chosen_scoring` (``note`` says why). ``search``: a larger
+    dataset parquet whose every entry is ranked instead, in the trained space extended to it
+    (:mod:`defsent_plus.spaces.extension`, base vectors cached in ``cache_dir``)."""
 
     def __init__(self, model_dir: str | Path, space_path: str | Path | None = None,
                  dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
-                 cosine_space: str | Path | None = None):
+                 cosine_space: str | Path | None = None, search: str | Path | None = None,
+                 cache_dir: str | Path | None = None):
         card_path = Path(model_dir) / TRAINING_CARD
         card = read_json(card_path) if card_path.is_file() else {}
         dataset_path, space_path = dataset_path or card.get("dataset"), space_path or card.get("entry_space")
         if not dataset_path or not space_path:
             raise DefSentError(model_dir, f"no {TRAINING_CARD}: pass the entry space and the dataset explicitly")
-        frame = read_dataset(dataset_path)
-        self.entries = list(frame["entry"])
-        self.frame = frame
-        self.dataset_path = dataset_path
-        self.space_path = space_path
-        self.space = torch.from_numpy(load_space(space_path, len(frame)))
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
-        if self.scoring == "cosine":
-            path = Path(cosine_space or Path(space_path).with_name("amp.npy"))
-            if not path.is_file():
-                raise DefSentError(path, "no AMP entry space for the cosine scoring: pass one (--cosine-space)")
-            self.cosine_space = unit_rows(load_space(path, len(frame)))
+        self.space_path = space_path
+        if search is None:
+            self.frame = read_dataset(dataset_path)
+            self.dataset_path = dataset_path
+            self.searched = f"{len(self.frame):,} entries of {dataset_path}, the model's training dataset"
+            self.space = torch.from_numpy(load_space(space_path, len(self.frame)))
+            if self.scoring == "cosine":
+                self.cosine_space = unit_rows(amp_space(cosine_space, space_path, len(self.frame)))
+        else:
+            extended = extended_space(space_path, search, cache_dir)
+            self.frame, self.dataset_path, self.searched = extended.frame, extended.dataset, extended.description()
+            self.space = torch.from_numpy(extended.trained()) if self.scoring == "dot" else None
+            if self.scoring == "cosine":
+                self.cosine_space = unit_rows(extended.base("amp"))
+        self.entries = list(self.frame["entry"])
 
     def scores(self, sentences: Sequence[str]) -> np.ndarray:
         """``[n_sentences, n_entries]`` scores by the chosen scoring."""
@@ -137,7 +145,7 @@ class ReverseDictionary:
 
     def candidates(self) -> str:
         """What a query ranks: the number of entries and the dataset they come from."""
-        return f"{len(self.entries):,} entries of {self.dataset_path}"
+        return self.searched
 
     def expected_ranks(self, scores: np.ndarray, entry: str) -> list[int] | None:
         """The rank (1 = first) of ``entry`` in each row of :meth:`scores`; None when it is not a candidate."""
@@ -156,6 +164,14 @@ class ReverseDictionary:
         texts, local_ids = definition_pairs(subset.reset_index(drop=True))
         targets = subset.index.to_numpy()[local_ids]
         return ranking_metrics(ranks_of_targets(self.scores(texts), targets))
+
+
+def amp_space(path: str | Path | None, trained_space: str | Path, n_entries: int) -> np.ndarray:
+    """The AMP space for cosine scoring: ``path``, else ``amp.npy`` beside the trained space."""
+    path = Path(path or Path(trained_space).with_name("amp.npy"))
+    if not path.is_file():
+        raise DefSentError(path, "no AMP entry space for the cosine scoring: pass one (--cosine-space)")
+    return load_space(path, n_entries)
 
 
 # ------------------------------------------------------------------------------- held-out evaluation

@@ -83,6 +83,7 @@ def write_entry_space(
         "entries": len(frame),
         "definitions": n_definitions,
         "hidden_size": encoder.hidden_size,
+        "max_length": max_length,
         "device": device.type,
         "seconds": round(seconds, 2),
         "definitions_per_second": round(n_definitions / max(seconds, 1e-9), 1),
