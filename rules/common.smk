@@ -13,7 +13,7 @@ from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
-from defsent_plus.pipeline.params import canonical, canonical_of
+from defsent_plus.pipeline.params import canonical, canonical_of, digest
 from defsent_plus.pipeline.requests import requests_below_projection, training_request
 from defsent_plus.pipeline.resources import SENTEVAL_RUNTIME_MINUTES, threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
@@ -76,3 +76,10 @@ INPUTS = RuleInputs(PLAN)
 
 # The options of scoring a baseline grid (a forward pass never re-runs for them; its own: extraction_options).
 BASELINE_SCORING = scoring_options(config)
+
+
+def mteb_revision(wildcards):
+    """MTEB's revision of a model: a digest of its root model's pinned identity and its run chain's config."""
+    source = PLAN.revision_source(dag.EncoderId.parse(wildcards.encoder))
+    identity = model_identity(config["models"][source["model"]], where=f"config: models.{source['model']}")
+    return digest({**source, "identity": identity})

@@ -79,6 +79,41 @@ use rule score as dev_score with:
     priority: CHAIN_PRIORITY
 
 
+# MTEB's STS tasks on the stored STS vectors of one (encoder, pooling), beside this project's scores of the same pairs
+# (evaluation.mteb; docs/evaluation.md). More MTEB tasks (evaluation.mteb.tasks, online) encode with the model, whose
+# parameter count MTEB's metadata records.
+rule mteb:
+    input:
+        **INPUTS.of_encoder(
+            embeddings=dag.embedding_file("{encoder}", "sts", "{pooling}"),
+            record=dag.embedding_file("{encoder}", "sts", "{pooling}", "json"),
+            pairs=dag.score_file("{encoder}", "sts", "{pooling}", "pairs.parquet"),
+        ),
+        senteval=dag.data_dir("senteval"),
+    output:
+        results=directory(dag.mteb_dir("{encoder}", "{pooling}")),
+        check=dag.mteb_check("{encoder}", "{pooling}"),
+    params:
+        revision=mteb_revision,
+        tasks=config["evaluation"]["mteb"]["tasks"],
+        batch_size=config["evaluation"]["batch_size"],
+        max_length=config["evaluation"]["max_length"],
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
+    log:
+        dag.log_file("eval", "{encoder}", "mteb_{pooling}"),
+    benchmark:
+        dag.benchmark_file("eval", "{encoder}", "mteb_{pooling}"),
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    conda:
+        "../envs/defsent.yaml"
+    script:
+        "../workflow/scripts/mteb.py"
+
+
 rule sts_table:
     input:
         **INPUTS.score_table(PLAN.evaluated, "sts"),

@@ -375,3 +375,26 @@ def test_the_comparison_reads_the_final_model_as_its_runs_table_scored_it(select
     assert plan.comparison_pairs()[:2] == [dag.score_file(EncoderId.base("tiny"), "sts", pooling, "pairs.parquet"),
                                            dag.score_file(scored, "sts", pooling, "pairs.parquet")]
     assert (("tiny", 3) in selection.asked) == (final == "candidates")
+
+
+def test_mteb_checks_every_model_of_the_sts_tables_once_and_only_when_enabled(selection):
+    config = tiny_config()
+    assert Plan(config, selection).mteb_checks() == []
+    config["evaluation"]["mteb"] = {"enabled": True, "tasks": []}
+    plan = Plan(config, selection)
+    encoders = list(dict.fromkeys(row.encoder for run in config["runs"] for row in plan.evaluated(run)))
+    assert plan.mteb_checks() == [dag.mteb_check(e, "mean") for e in encoders]
+    assert set(plan.mteb_checks()) <= set(plan.targets())
+
+
+def test_mteb_revisions_tell_models_and_configs_apart(selection):
+    from defsent_plus.pipeline.params import digest
+
+    config = tiny_config()
+    plan = Plan(config, selection)
+    base, trained = EncoderId.base("tiny"), EncoderId.selected("tiny", 3)
+    assert plan.revision_source(base) == {"model": "tiny"}
+    before = digest(plan.revision_source(trained))
+    config["runs"]["tiny"]["steps"][0]["lr"] = 0.5
+    assert digest(Plan(config, selection).revision_source(trained)) != before
+    assert digest({"b": 1, "a": [1, 2]}) == digest({"a": [1, 2], "b": 1})  # key order is no change

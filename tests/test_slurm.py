@@ -95,14 +95,27 @@ def jobs_of(cluster: SlurmCluster, workdir: Path) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def slurm_run(tmp_path_factory, tiny_bert, cluster) -> tuple[Path, list[dict[str, str]]]:
-    """The workflow through the project's SLURM profile; returns the workdir and slurmctld's job records."""
+def started_slurm_run(tmp_path_factory, tiny_bert, cluster) -> tuple[Path, subprocess.Popen]:
+    """The cut tiny workflow through the project's SLURM profile, started in the background: the requeue scenario
+    runs meanwhile, so the two workflows' waits for the plugin's status checks (up to 40 s each) overlap."""
     workdir = tmp_path_factory.mktemp("slurm_run")
     write_config(workdir, tiny_bert)
-    result = subprocess.run(slurm_command(workdir), cwd=workdir, env=slurm_env(cluster), capture_output=True,
-                            text=True, timeout=900)
-    if result.returncode != 0:
-        raise AssertionError(f"SLURM run failed:\n{result.stderr[-6000:]}\n{cluster.logs()}")
+    with open(workdir / "snakemake.out", "w") as out:
+        process = subprocess.Popen(slurm_command(workdir), cwd=workdir, env=slurm_env(cluster), stdout=out,
+                                   stderr=subprocess.STDOUT)
+    yield workdir, process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def slurm_run(started_slurm_run, requeued_run, cluster) -> tuple[Path, list[dict[str, str]]]:
+    """The cut tiny workflow's SLURM run, finished; returns the workdir and slurmctld's job records."""
+    workdir, process = started_slurm_run
+    if process.wait(timeout=900) != 0:
+        output = (workdir / "snakemake.out").read_text()
+        raise AssertionError(f"SLURM run failed:\n{output[-6000:]}\n{cluster.logs()}")
     return workdir, jobs_of(cluster, workdir)
 
 
@@ -228,7 +241,7 @@ def watch_and_requeue(cluster: SlurmCluster, workdir: Path, workflow: subprocess
 
 
 @pytest.fixture(scope="module")
-def requeued_run(tmp_path_factory, tiny_bert, cluster) -> dict:
+def requeued_run(tmp_path_factory, tiny_bert, cluster, started_slurm_run) -> dict:
     """Step 1's training through the SLURM profile, its job requeued by slurmctld mid-epoch (after a saved state).
     Its inputs are built locally first: through SLURM, each would wait a 14 s level of the plugin's polling."""
     workdir = tmp_path_factory.mktemp("slurm_requeue")

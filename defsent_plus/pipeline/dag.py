@@ -196,6 +196,16 @@ def embedding_file(encoder: EncoderId | str, sentences: str, pooling: str, suffi
     return f"results/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"
 
 
+def mteb_dir(encoder: EncoderId | str, pooling: str) -> str:
+    """MTEB's results folder of one encoder and pooling (``results/<model>/<revision>/<task>.json`` inside)."""
+    return f"results/mteb/{encoder}/{pooling}"
+
+
+def mteb_check(encoder: EncoderId | str, pooling: str) -> str:
+    """MTEB's STS scores beside this project's, per task, for one encoder and pooling."""
+    return f"results/mteb/{encoder}/{pooling}.check.tsv"
+
+
 def score_file(encoder: EncoderId | str, benchmark: str, pooling: str, suffix: str = "json") -> str:
     """One encoder's scores on ``sts`` or ``senteval`` with one pooling (``json``); STS's per-pair similarities
     (``pairs.parquet``)."""

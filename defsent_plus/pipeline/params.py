@@ -7,6 +7,8 @@ config with its keys in another order would re-plan every job. :func:`canonical`
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,3 +25,8 @@ def canonical(value: Any) -> Any:
 def canonical_of(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """A params function (of the job's wildcards) whose value is :func:`canonical`."""
     return lambda wildcards: canonical(function(wildcards))
+
+
+def digest(value: Any, length: int = 12) -> str:
+    """A short SHA-256 of :func:`canonical` ``value`` as JSON: the same for any key order."""
+    return hashlib.sha256(json.dumps(canonical(value), sort_keys=True, default=str).encode()).hexdigest()[:length]

@@ -33,6 +33,7 @@ from defsent_plus.pipeline.dag import (
     dev_file,
     dictionary_file,
     isotropy_file,
+    mteb_check,
     pinned_model,
     pruned_record,
     run_file,
@@ -413,12 +414,33 @@ class Plan:
                 targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
             targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
         targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
+        targets += self.mteb_checks()
         targets.append(compare_file("sts.tsv"))
         targets += [baselines_file(encoder, name) for encoder in self.baseline_encoders()
                     for name in ("scores.tsv", "summary.md", "layers.png")]
         if self.heldout_runs():
             targets.append(compare_file("reverse_dictionary.tsv"))
         return targets + [compare_file("summary.md")]
+
+    def revision_source(self, encoder: EncoderId) -> dict:
+        """What identifies a model for MTEB's ``revision``: its root model's name (the rule adds that model's pinned
+        identity) and, for a trained model, its name and the config of every run of its chain and of the stages
+        they read."""
+        if encoder.kind == "base":
+            return {"model": encoder.model}
+        chain = self.chain(encoder.run)
+        return {"model": chain[0], "encoder": encoder.name,
+                "runs": {run: [self.run(run), self.method_options(run)] for run in chain[1:]},
+                **{block: self.config.get(block) for block in ("dictionary", "subsets", "entry_space", "selection")}}
+
+    def mteb_checks(self) -> list[str]:
+        """With ``evaluation.mteb.enabled``: MTEB's cross-check of every (model, pooling) of the STS tables."""
+        options = self.config["evaluation"].get("mteb", {})
+        if not options.get("enabled"):
+            return []
+        encoders = dict.fromkeys(row.encoder for run in self.config["runs"] for row in self.evaluated(run))
+        poolings = self.config["evaluation"]["poolings"]
+        return [mteb_check(encoder, pooling) for encoder in encoders for pooling in poolings]
 
     def comparison_pages(self) -> list[str]:
         """The comparison tables' markdown pages, in the summary's order."""
