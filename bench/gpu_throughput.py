@@ -4,7 +4,7 @@
     python bench/gpu_throughput.py --shape bert-large      # BERT-large shape (any shipped architecture's name)
     .venv/bin/python bench/gpu_throughput.py --smoke       # CPU, a 2-layer model on 200 toy entries (tests/test_gpu.py)
 
-The model has random weights from a shipped architecture (defsent_plus/rehearsal/architectures: the shape is what
+The model has random weights from a shipped architecture (defsent_plus/pipeline/architectures: the shape is what
 costs time) and all-MiniLM-L6-v2's tokenizer (bert-base-uncased's WordPiece, also for a RoBERTa shape). Entry
 space and training run as the workflow's GPU jobs do (bf16 autocast, TF32 on); FastICA as transform_space does
 (float32, backend auto: torch on CUDA, at most 1,000 iterations) on a synthetic entries x hidden space. Each row:
@@ -40,9 +40,10 @@ from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
 from defsent_plus.methods.entry_projection import EntryProjection  # noqa: E402
+from defsent_plus.pipeline.model_architectures import Architecture, architecture_names, architecture_of  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
 from defsent_plus.pipeline.requests import train_flops, training_memory_bytes  # noqa: E402
-from defsent_plus.rehearsal.models import Architecture, architecture_names, architecture_of, instantiate  # noqa: E402
+from defsent_plus.rehearsal.models import instantiate  # noqa: E402
 from defsent_plus.spaces.entry_space import entry_embeddings  # noqa: E402
 from defsent_plus.spaces.transforms import apply_transform  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402

@@ -107,7 +107,7 @@ def require_command(model: str, command: str) -> None:
     naming the commands it does support. A model without a card (a base model) is not checked."""
     from defsent_plus.io import read_json
     from defsent_plus.methods import method_of
-    from defsent_plus.training.task import TRAINING_CARD
+    from defsent_plus.names import TRAINING_CARD
 
     card = Path(model) / TRAINING_CARD
     trained_with = read_json(card).get("method") if card.is_file() else None
@@ -142,7 +142,7 @@ def untrained_head_warning(model: str) -> str:
     masked-LM head that was initialised (or partly initialised), not pretrained. Only the card's ``head`` record is
     read: a model without a card or without that record gets no warning, and the training's fit is not consulted."""
     from defsent_plus.io import read_json
-    from defsent_plus.training.task import TRAINING_CARD
+    from defsent_plus.names import TRAINING_CARD
 
     card = Path(model) / TRAINING_CARD
     head = (read_json(card).get("head") or {}) if card.is_file() else {}

@@ -26,6 +26,8 @@ TRANSDUCTIVE_CORPORA = ("stssick",)  # corpora made of the evaluation sets' own 
 TRANSDUCTIVE_NOTE = ("transductive: trained on the unlabeled sentences of the STS and SICK sets it is evaluated on "
                      "(ConSERT's stssick corpus)")
 PROMPT_TEMPLATE = 'This sentence : "{sentence}" means {mask} .'  # PromptBERT's template (``prompt`` pooling, 003's T0)
+TRAINING_CARD = "defsent_training.json"  # saved in every trained model dir: what its model was trained with
+DEV_TASK = "STSB-dev"  # the one score that selects: STS-B dev (training's selection, the dev score jobs)
 
 
 def require_same_names(registry: Iterable[str], expected: tuple[str, ...], what: str) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
 

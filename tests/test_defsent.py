@@ -29,7 +29,8 @@ from defsent_plus.methods.masked_lm import (
     save_head,
     word_logits,
 )
-from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs
+from defsent_plus.names import TRAINING_CARD
+from defsent_plus.training.task import Batch, TaskInputs
 from defsent_plus.training.trainer import TrainConfig, train_epoch
 
 HEADWORDS = ["food", "team", "eat"]  # one token of both tiny vocabularies (RoBERTa: in leading-space form)

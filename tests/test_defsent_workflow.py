@@ -11,8 +11,8 @@ import pytest
 from safetensors import safe_open
 
 from defsent_plus.methods.masked_lm import HEAD_FILE
+from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
-from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
 

@@ -12,8 +12,8 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed, write_sentence_embeddings
 from defsent_plus.evaluation.scoring import write_benchmark_scores
 from defsent_plus.evaluation.sentence_sets import SENTENCE_SETS, sentences_of_set
-from defsent_plus.evaluation.sts import PAIR_COLUMNS, STS_TASKS, encoder_embed, sts_scores
 from defsent_plus.io import read_json
+from defsent_plus.sts import PAIR_COLUMNS, STS_TASKS, encoder_embed, sts_scores
 
 FIXTURE = Path(__file__).parent / "fixtures" / "senteval"
 

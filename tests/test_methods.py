@@ -153,6 +153,37 @@ def test_the_package_has_no_import_cycles():
     assert not cycles(graph), cycles(graph)
 
 
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Stage folder -> the stage folders its modules import (top-level modules, the shared names, io, errors, STS
+    data and the CLI, left out)."""
+    def folder(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 2 else None
+
+    folders: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        for other in imported:
+            if folder(module) and folder(other) and folder(module) != folder(other):
+                folders.setdefault(folder(module), set()).add(folder(other))
+    return folders
+
+
+def test_the_stage_folders_import_in_one_direction():
+    """No two stage folders import each other, through any path: training and evaluation share names through
+    defsent_plus.names and the STS data through defsent_plus.sts, and the cost model's architectures live in the
+    pipeline, which rehearsals use."""
+    folders = folder_graph(import_graph())
+    assert {"encoders", "dictionary"} <= folders["training"] and "evaluation" not in folders["training"]
+    assert "training" not in folders["evaluation"]
+    assert not cycles(folders), cycles(folders)
+
+
+def test_the_folder_graph_sees_a_function_level_import_between_folders():
+    graph = {"defsent_plus.training.a": {"defsent_plus.evaluation.b"}, "defsent_plus.evaluation.b": set(),
+             "defsent_plus.names": set()}
+    assert folder_graph(graph) == {"training": {"evaluation"}}
+
+
 def test_the_cycle_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
 

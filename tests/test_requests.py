@@ -13,6 +13,7 @@ import yaml
 from conftest import REPO
 from workflow_utils import snakemake, validated, write_tiny_config
 
+from defsent_plus.pipeline.model_architectures import architecture_names, architecture_of
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import (
     STSSICK_SENTENCES,
@@ -23,7 +24,6 @@ from defsent_plus.pipeline.requests import (
     training_request,
 )
 from defsent_plus.rehearsal import models as building
-from defsent_plus.rehearsal.models import architecture_of
 
 PAPER_CONFIG = REPO / "configs" / "bert-large.yaml"
 
@@ -33,9 +33,9 @@ def plan_and_config(path: Path) -> tuple[Plan, dict]:
     return Plan(config, selection=lambda run, step: {}), config
 
 
-@pytest.mark.parametrize("name", building.architecture_names())
+@pytest.mark.parametrize("name", architecture_names())
 def test_the_closed_form_parameter_count_is_the_models_own(name):
-    architecture = building.architecture_of(name)
+    architecture = architecture_of(name)
     count = layer_parameters(architecture.config) + embedding_parameters(architecture.config)
     assert count == building.parameter_count(architecture)
 

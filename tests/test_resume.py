@@ -20,8 +20,8 @@ from safetensors.torch import load_file
 
 from defsent_plus.io import write_npy
 from defsent_plus.methods import method_of
+from defsent_plus.names import TRAINING_CARD
 from defsent_plus.training.resume import STATE_FILE, Checkpointer, ResumeSettings, TrainingInterrupted
-from defsent_plus.training.task import TRAINING_CARD
 from defsent_plus.training.trainer import train_candidate
 
 # (method, options, the step after which the first attempt is stopped)

@@ -37,10 +37,10 @@ from defsent_plus.evaluation.reverse_dictionary import (
     write_entry_ranking,
 )
 from defsent_plus.io import write_json, write_npy
+from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.spaces.entry_matrix import load_space
-from defsent_plus.training.task import TRAINING_CARD
 from defsent_plus.training.trainer import TrainConfig, train_on_space
 
 HELDOUT = {"dev": 0.1, "test": 0.1, "seed": 0}

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from workflow_utils import PLUGINS, copy_run, planned_jobs, snakemake
 
+from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
-from defsent_plus.training.task import TRAINING_CARD
 
 pytestmark = pytest.mark.workflow
 

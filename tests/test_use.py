@@ -16,7 +16,7 @@ from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.report import scores_table, seed_summary, write_score_tables
 from defsent_plus.evaluation.reverse_dictionary import ReverseDictionary, entry_logits
 from defsent_plus.io import write_json, write_npy
-from defsent_plus.training.task import TRAINING_CARD
+from defsent_plus.names import TRAINING_CARD
 
 
 def test_prompt_pooling_takes_the_mask_tokens_hidden_state(model_dir):
@@ -101,11 +101,10 @@ def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir
 
 
 def test_the_exported_prompt_module_uses_the_workflows_template():
-    from defsent_plus.encoders import model_card, st_prompt
+    from defsent_plus.encoders import st_prompt
     from defsent_plus.names import PROMPT_TEMPLATE
 
     assert st_prompt.TEMPLATE == PROMPT_TEMPLATE  # the exported file may not import defsent_plus
-    assert model_card.TRAINING_CARD == TRAINING_CARD
 
 
 def fake_run(tmp_path: Path, tiny_bert: Path) -> Path:

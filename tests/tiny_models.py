@@ -16,7 +16,8 @@ from transformers import (
     RobertaTokenizerFast,
 )
 
-from defsent_plus.rehearsal.models import TINY_DIMS, vary_layer_norms  # the rehearsals' own
+from defsent_plus.pipeline.model_architectures import TINY_DIMS  # the rehearsals' own
+from defsent_plus.rehearsal.models import vary_layer_norms
 
 WORDS = (
     "a an the of to in and or is are be for with as by on that this it its not from at which one "

@@ -15,9 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.io import read_json, read_tsv_table
-from defsent_plus.names import PROMPT_TEMPLATE
+from defsent_plus.names import PROMPT_TEMPLATE, TRAINING_CARD
 
-TRAINING_CARD = "defsent_training.json"  # as defsent_plus.training.task.TRAINING_CARD (tested equal)
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 RANKING_METRICS = ("mrr", "top1", "top10")
 POOLING_TEXT = {

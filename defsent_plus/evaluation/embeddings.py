@@ -17,9 +17,9 @@ import numpy as np
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
-from defsent_plus.evaluation.sts import Embed
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
 from defsent_plus.provenance import provenance, with_training
+from defsent_plus.sts import Embed
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def write_embeddings(vectors: np.ndarray, sentences: Sequence[str], out_npy: str
 
 def training_card(model_dir: str | Path) -> dict:
     """A trained model's training card, empty for a model this workflow did not train."""
-    from defsent_plus.training.task import TRAINING_CARD  # the writer's import (torch): readers stay light
+    from defsent_plus.names import TRAINING_CARD
 
     card = Path(model_dir) / TRAINING_CARD
     return read_json(card) if card.is_file() else {}

@@ -42,11 +42,10 @@ from defsent_plus.methods.masked_lm import (
     masked_lm_head,
     word_logits,
 )
-from defsent_plus.names import RANKING_METRICS
+from defsent_plus.names import RANKING_METRICS, TRAINING_CARD
 from defsent_plus.provenance import provenance, provenance_footer, with_training
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.spaces.extension import extended_space
-from defsent_plus.training.task import TRAINING_CARD
 
 log = logging.getLogger(__name__)
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")

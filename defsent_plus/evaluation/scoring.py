@@ -13,9 +13,9 @@ from pathlib import Path
 
 from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed
 from defsent_plus.evaluation.sentence_sets import BENCHMARK_SETS, sentences_of_set
-from defsent_plus.evaluation.sts import STS_TASKS, pair_similarities, scores_of_pairs
 from defsent_plus.io import atomic_path, write_json
-from defsent_plus.training.selection import DEV_TASK
+from defsent_plus.names import DEV_TASK
+from defsent_plus.sts import STS_TASKS, pair_similarities, scores_of_pairs
 
 log = logging.getLogger(__name__)
 

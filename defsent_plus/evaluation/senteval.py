@@ -39,7 +39,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
-from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
+from defsent_plus.sts import Embed, embed_unique, normalise_space, read_tsv
 
 log = logging.getLogger(__name__)
 

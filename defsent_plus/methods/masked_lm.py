@@ -33,7 +33,8 @@ from defsent_plus.encoders.models import Encoder, _checkpoint_tensor, _safetenso
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
-from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs, TrainingTask
+from defsent_plus.names import TRAINING_CARD
+from defsent_plus.training.task import Batch, TaskInputs, TrainingTask
 
 log = logging.getLogger(__name__)
 HEAD_FILE = "defsent_head.safetensors"  # saved next to a DefSent-trained encoder: the head it was trained with

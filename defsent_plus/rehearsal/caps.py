@@ -57,7 +57,7 @@ def caps_for(size: str, hidden_sizes: list[int]) -> Caps:
 def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:
     """Hidden sizes of the models a rehearsal of ``config`` runs: hub models at the size's dimensions, the others
     (local or packaged models, run as they are) their own."""
-    from defsent_plus.rehearsal.models import TINY_DIMS, model_architecture
+    from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
 
     hubs = hub_models(config)
     return [TINY_DIMS["hidden_size"] if name in hubs and size != "full" else

@@ -24,6 +24,7 @@ import pandas as pd
 
 from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.requests import (
     MEDIAN_DEFINITION_TOKENS,
     VOCABULARY_TARGET,
@@ -392,7 +393,7 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real_path = Path(rehearsal["rehearsal"]["config"])
     real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
                             schema)
-    architectures = {name: building.model_architecture(spec) for name, spec in real["models"].items()}
+    architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval), built_datasets(workdir, real))
 
 

@@ -19,6 +19,7 @@ import yaml
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
+from defsent_plus.pipeline.model_architectures import architecture_of
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal import standins
@@ -46,7 +47,7 @@ def tokenizer_dir(root: Path, family: str, vocab_size: int, nltk_data: Path, sen
 
 def rehearsal_model(root: Path, hub_id: str, size: str, nltk_data: Path, senteval: Path) -> Path:
     """The random model standing in for ``hub_id``, built once under ``root/models``."""
-    architecture = building.architecture_of(hub_id)
+    architecture = architecture_of(hub_id)
     if size != "full":
         architecture = architecture.tiny()
     out = root / "models" / f"{architecture.name}-seed0"

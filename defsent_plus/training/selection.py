@@ -12,7 +12,6 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, read_json, write_json
 
 log = logging.getLogger(__name__)
-DEV_TASK = "STSB-dev"  # the one score that selects: STS-B dev
 
 
 def select_best(candidates: Sequence[dict]) -> dict:

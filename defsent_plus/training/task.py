@@ -15,8 +15,6 @@ import pandas as pd
 import torch
 from torch import nn
 
-TRAINING_CARD = "defsent_training.json"  # saved in every trained model dir: what its model was trained with
-
 
 @dataclass
 class Batch:

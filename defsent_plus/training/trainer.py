@@ -27,12 +27,12 @@ from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
 from defsent_plus.methods import method_of
+from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
-from defsent_plus.training.selection import DEV_TASK
-from defsent_plus.training.task import TRAINING_CARD, Batch, TaskInputs, sampled_task
+from defsent_plus.training.task import Batch, TaskInputs, sampled_task
 
 log = logging.getLogger(__name__)
 
@@ -380,7 +380,7 @@ def train_on_space(
 def dev_scorer(senteval_dir: str | Path, pooling: str, batch_size: int = 128, max_length: int = 128
                ) -> Callable[[Encoder], float]:
     """STS-B dev Spearman x 100 of an encoder with the run's pooling (SimCSE: CLS without its training MLP)."""
-    from defsent_plus.evaluation.sts import encoder_embed, sts_scores  # the loop needs it only with select_every
+    from defsent_plus.sts import encoder_embed, sts_scores  # the loop needs it only with select_every
 
     def score(encoder: Encoder) -> float:
         embed = encoder_embed(encoder, pooling, batch_size, max_length)
