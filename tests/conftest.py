@@ -45,6 +45,24 @@ def senteval_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def slurm_scenarios(request, tmp_path_factory, tiny_bert):
+    """The SLURM tests' workflows, started in the background when the session runs any of them and the test cluster
+    can run here (``slurm_scenarios``); else the reason they cannot, or None."""
+    import slurm_scenarios as scenarios
+
+    if not scenarios.selected(request.session.items):
+        yield None
+        return
+    reason = scenarios.unavailable_reason()
+    if reason:
+        yield reason
+        return
+    running = scenarios.SlurmScenarios(tmp_path_factory.mktemp("slurm"), tiny_bert).start()
+    yield running
+    running.stop()
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_bert) -> Path:
     """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
