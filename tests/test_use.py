@@ -75,14 +75,18 @@ def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_b
     assert rd.evaluate(["dog", "lion"])["queries"] == 4
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean", "max", "prompt"])
-def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, model_dir, pooling):
+@pytest.mark.parametrize(("family", "pooling"), [("tiny_bert", "cls"), ("tiny_bert", "mean"), ("tiny_bert", "max"),
+                                                ("tiny_bert", "prompt"), ("tiny_roberta", "prompt"),
+                                                ("tiny_roberta", "cls")])
+def test_sentence_transformers_export_gives_the_same_vectors(tmp_path, request, family, pooling):
     """Every pooling the workflow evaluates round-trips: ``SentenceTransformer(path).encode`` equals the workflow's
-    vectors; prompt pooling through its own modules, loaded from the exported file (not from defsent_plus)."""
+    vectors; prompt pooling through its own modules, loaded from the exported file (not from defsent_plus), with
+    each family's mask token."""
     import json
 
     from sentence_transformers import SentenceTransformer
 
+    model_dir = request.getfixturevalue(family)
     encoder = load_encoder(model_dir)
     sentences = ["a long necked animal", "the dog can run fast in the city of new york", "red"]
     assert cli(["export", "--model", str(model_dir), "--pooling", pooling, "-o", str(tmp_path / pooling)]) == 0

@@ -133,9 +133,10 @@ def workflow_env(pythonpath: Sequence[Path] = ()) -> dict[str, str]:
     return env
 
 
-def planned_jobs(workdir: Path, *args: str, pythonpath: Sequence[Path] = ()) -> dict[str, int]:
-    """Rule -> job count of a dry run."""
-    out = snakemake(workdir, "--dry-run", "--quiet", "rules", *args, pythonpath=pythonpath).stdout
+def planned_jobs(workdir: Path, *args: str, targets: Sequence[str] = (), pythonpath: Sequence[Path] = ()
+                 ) -> dict[str, int]:
+    """Rule -> job count of a dry run (of ``targets``; none: ``rule all``)."""
+    out = snakemake(workdir, *targets, "--dry-run", "--quiet", "rules", *args, pythonpath=pythonpath).stdout
     counts: dict[str, int] = {}
     for line in out.splitlines():
         parts = line.split()
