@@ -111,7 +111,7 @@ rule mteb:
     conda:
         "../envs/defsent.yaml"
     script:
-        "../workflow/scripts/mteb.py"
+        "../workflow/scripts/mteb_sts.py"
 
 
 rule sts_table:

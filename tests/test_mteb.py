@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
 
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
@@ -25,8 +25,16 @@ from defsent_plus.evaluation.mteb_eval import (
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.sts import STS_TASKS, load_sts_task, pair_similarities
 
-pytest.importorskip("mteb")
 SENTEVAL = FIXTURES / "senteval"
+
+
+def test_mteb_is_a_declared_dependency():
+    """The default run's rule mteb imports it: a missing one would fail late, inside a job (it did once)."""
+    import tomllib
+
+
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(dependency.startswith("mteb") for dependency in dependencies)
 
 
 @pytest.fixture(scope="module")
