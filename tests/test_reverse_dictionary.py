@@ -623,3 +623,17 @@ def test_the_cli_searches_the_whole_dataset_and_says_what_it_searched(whole_and_
         captured.out)
     assert cli(["reverse-dictionary", "--model", str(model), "--search", "nowhere.parquet", query]) == 2
     assert "--search: expected a dataset parquet or one of ['a', 'b', 'c']" in capsys.readouterr().err
+
+
+def test_a_space_that_cannot_be_extended_says_why(tmp_path):
+    from defsent_plus.spaces.extension import SpaceRecipe
+
+    write_npy(tmp_path / "entries.npy", np.zeros((3, 2), dtype=np.float32))
+    with pytest.raises(DefSentError, match="its name starts with 'entries', expected one of"):
+        SpaceRecipe.of(tmp_path / "entries.npy")
+    with pytest.raises(DefSentError, match="no record of the encoder that built this entry space"):
+        SpaceRecipe.of(tmp_path / "amp.whiten.npy")
+    write_json(tmp_path / "entry_space.json", {"encoder_path": "enc"})
+    recipe = SpaceRecipe.of(tmp_path / "amp.whiten.npy")
+    expected = ("amp", "amp.npy", "enc", 128)  # a record without max_length: the config's default
+    assert (recipe.base, recipe.base_path.name, recipe.encoder_path, recipe.max_length) == expected

@@ -193,3 +193,12 @@ def test_score_tables_mark_the_dev_selected_model_and_summarise_seeds(tmp_path):
                        out_png=out["png"])
     assert "step 2 amp seed 1 *" in out["md"].read_text() and "72.00 ± 2.00" in out["md"].read_text()
     assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out["png"].stat().st_size > 5000
+
+
+def test_an_unknown_export_pooling_is_refused_by_name(tmp_path, tiny_bert):
+    from defsent_plus.encoders.export import export_sentence_transformers
+    from defsent_plus.errors import DefSentError
+
+    with pytest.raises(DefSentError, match="expected one of .*'prompt'.*, got 'first'"):
+        export_sentence_transformers(tiny_bert, tmp_path / "st", "first")
+    assert not (tmp_path / "st").exists()
