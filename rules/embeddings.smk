@@ -1,5 +1,5 @@
 # The embedding stage: each encoder's sentence embeddings of a named sentence set (STS, STS-B dev, SentEval) with one
-# pooling, encoded once and read by every evaluator of that set (rules score, senteval, dev_score). A new evaluator or
+# pooling, encoded once and read by every evaluator of that set (rules score, score_unpaired, dev_score). A new evaluator or
 # table re-runs no forward pass. Where the encoder's baselines cache already holds the vectors (its last layer over
 # the STS sentences, batched as here), the job reads them from there instead of encoding them a second time.
 

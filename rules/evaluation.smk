@@ -1,63 +1,52 @@
-# One evaluator for every model, from the stored embeddings (rules/embeddings.smk): STS and SentEval per (encoder,
-# pooling), STS-B dev (the selection score) per encoder; the run's tables and PST steps report.
+# Every evaluator is a declaration (defsent_plus/evaluators: the registry is the only list of benchmarks), scored from
+# the stored embeddings (rules/embeddings.smk): one job per (encoder, evaluator, pooling), STS-B dev (the selection
+# score) per encoder; the run's table of each evaluator in evaluation.tables, MTEB's cross-check and the PST steps
+# report. A new evaluator is one module and one registry line; these rules ask its declaration.
+from defsent_plus.evaluators import evaluator_of, scored, tabled
+from defsent_plus.evaluators import of_job as evaluator
+
+PAIRED = [name for name, e in scored().items() if e.paired]  # their jobs also write per-pair similarities
+UNPAIRED = [name for name, e in scored().items() if not e.paired]
 
 
 rule score:
     input:
-        **INPUTS.of_encoder(
-            model=False,
-            embeddings=dag.embedding_file("{encoder}", "sts", "{pooling}"),
-            record=dag.embedding_file("{encoder}", "sts", "{pooling}", "json"),
-        ),
+        **INPUTS.of_encoder(model=False),
+        embeddings=lambda w: dag.embedding_file(w.encoder, evaluator(w).sentence_set, w.pooling),
+        record=lambda w: dag.embedding_file(w.encoder, evaluator(w).sentence_set, w.pooling, "json"),
         senteval=dag.data_dir("senteval"),
     output:
-        json=dag.score_file("{encoder}", "sts", "{pooling}"),
-        pairs=dag.score_file("{encoder}", "sts", "{pooling}", "pairs.parquet"),
+        json=dag.score_file("{encoder}", "{evaluator}", "{pooling}"),
+        pairs=dag.score_file("{encoder}", "{evaluator}", "{pooling}", "pairs.parquet"),
     params:
-        benchmark="sts",
-        sts_aggregation=config["evaluation"]["sts_aggregation"],
+        evaluator=lambda w: w.evaluator,
+        options=canonical_of(lambda w: evaluator(w).options(config)),
     wildcard_constraints:
         pooling=alternatives(POOLINGS),
+        evaluator=alternatives(PAIRED),
     log:
-        dag.log_file("eval", "{encoder}", "sts_{pooling}"),
+        dag.log_file("eval", "{encoder}", "{evaluator}_{pooling}"),
     benchmark:
-        dag.benchmark_file("eval", "{encoder}", "sts_{pooling}"),
-    threads: 1
+        dag.benchmark_file("eval", "{encoder}", "{evaluator}_{pooling}"),
+    threads: lambda w: THREADS if evaluator(w).threads == "job" else 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=lambda w: evaluator(w).mem_mb,
+        runtime=lambda w: evaluator(w).runtime(evaluator(w).options(config)),
     conda:
         "../envs/defsent.yaml"
     script:
         "../workflow/scripts/score.py"
 
 
-use rule score as senteval with:
-    input:
-        **INPUTS.of_encoder(
-            model=False,
-            embeddings=dag.embedding_file("{encoder}", "senteval", "{pooling}"),
-            record=dag.embedding_file("{encoder}", "senteval", "{pooling}", "json"),
-        ),
-        senteval=dag.data_dir("senteval"),
+use rule score as score_unpaired with:
     output:
-        json=dag.score_file("{encoder}", "senteval", "{pooling}"),
-    params:
-        benchmark="senteval",
-        sts_aggregation="all",
-        bootstrap=canonical(config["evaluation"]["bootstrap"]),
-        protocol=config["evaluation"]["senteval_protocol"],
-    log:
-        dag.log_file("eval", "{encoder}", "senteval_{pooling}"),
-    benchmark:
-        dag.benchmark_file("eval", "{encoder}", "senteval_{pooling}"),
-    threads: THREADS
-    resources:
-        mem_mb=4000,
-        runtime=SENTEVAL_RUNTIME_MINUTES[config["evaluation"]["senteval_protocol"]],
+        json=dag.score_file("{encoder}", "{evaluator}", "{pooling}"),
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
+        evaluator=alternatives(UNPAIRED),
 
 
-# STS-B dev with the selection's pooling (selection:), so evaluation options never re-run a selection.
+# STS-B dev with the selection's pooling and encoding (selection:), so evaluation options never re-run a selection.
 use rule score as dev_score with:
     input:
         **INPUTS.of_encoder(
@@ -70,12 +59,16 @@ use rule score as dev_score with:
         json=dag.dev_file("{encoder}"),
         pairs=dag.dev_file("{encoder}", "pairs.parquet"),
     params:
-        benchmark="dev",
-        sts_aggregation="all",  # STS-B dev is one dataset: the three aggregations agree
+        evaluator="dev",
+        options=canonical(evaluator_of("dev").options(config)),
     log:
         dag.log_file("eval", "{encoder}", "dev"),
     benchmark:
         dag.benchmark_file("eval", "{encoder}", "dev"),
+    threads: 1
+    resources:
+        mem_mb=evaluator_of("dev").mem_mb,
+        runtime=evaluator_of("dev").runtime({}),
     priority: CHAIN_PRIORITY
 
 
@@ -114,52 +107,37 @@ rule mteb:
         "../workflow/scripts/mteb_sts.py"
 
 
-rule sts_table:
+# A run's table of one evaluator (evaluation.tables builds them in rule all; any tabled evaluator on request):
+# TSV and markdown in the paper's layout, the average per PST step as a plot.
+rule score_table:
     input:
-        **INPUTS.score_table(PLAN.evaluated, "sts"),
+        **INPUTS.score_table(),
     output:
-        tsv=report(dag.run_file("{run}", "sts.tsv"), caption="../report/sts.rst", category="STS"),
-        md=dag.run_file("{run}", "sts.md"),
-        png=report(dag.run_file("{run}", "sts_by_step.png"), caption="../report/sts_plot.rst", category="STS"),
+        tsv=report(
+            dag.run_file("{run}", "{evaluator}.tsv"),
+            caption="../report/score_table.rst",
+            category=lambda w: evaluator(w).table.category,
+        ),
+        md=dag.run_file("{run}", "{evaluator}.md"),
+        png=report(
+            dag.run_file("{run}", "{evaluator}_by_step.png"),
+            caption="../report/score_plot.rst",
+            category=lambda w: evaluator(w).table.category,
+        ),
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
-        rows=canonical_of(lambda w: PLAN.score_rows(PLAN.evaluated(w.run), "sts")),
-        title=lambda w: PLAN.table_title(
-            w.run, f"STS (Spearman x 100 of cosine, STS12-16 '{config['evaluation']['sts_aggregation']}'), run {w.run}"
-        ),
-        bootstrap=canonical(config["evaluation"]["bootstrap"]),
+        rows=canonical_of(lambda w: PLAN.score_rows(PLAN.table_models(w.run, w.evaluator), w.evaluator)),
+        title=lambda w: PLAN.table_title(w.run, f"{evaluator(w).table.title(config)}, run {w.run}"),
+        caption=lambda w: evaluator(w).table.caption,
+        columns=lambda w: evaluator(w).table.columns,
+        axis=lambda w: evaluator(w).table.axis,
+        bootstrap=lambda w: canonical(config["evaluation"]["bootstrap"]) if evaluator(w).paired else None,
+    wildcard_constraints:
+        evaluator=alternatives(list(tabled())),
     log:
-        dag.log_file("{run}", "eval", "sts_table"),
+        dag.log_file("{run}", "eval", "{evaluator}_table"),
     benchmark:
-        dag.benchmark_file("{run}", "eval", "sts_table"),
-    localrule: True
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../envs/defsent.yaml"
-    script:
-        "../workflow/scripts/score_tables.py"
-
-
-rule senteval_table:
-    input:
-        **INPUTS.score_table(PLAN.senteval_models, "senteval"),
-    output:
-        tsv=report(dag.run_file("{run}", "senteval.tsv"), caption="../report/senteval.rst", category="SentEval"),
-        md=dag.run_file("{run}", "senteval.md"),
-    params:
-        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
-        rows=canonical_of(lambda w: PLAN.score_rows(PLAN.senteval_models(w.run), "senteval")),
-        title=lambda w: PLAN.table_title(
-            w.run, f"SentEval transfer accuracy (%), run {w.run}, {config['evaluation']['senteval_protocol']} protocol"
-        ),
-        bootstrap=None,
-    log:
-        dag.log_file("{run}", "eval", "senteval_table"),
-    benchmark:
-        dag.benchmark_file("{run}", "eval", "senteval_table"),
+        dag.benchmark_file("{run}", "eval", "{evaluator}_table"),
     localrule: True
     threads: 1
     resources:

@@ -181,7 +181,7 @@ def test_evaluated_models_are_records_with_label_group_and_step(plan):
 
 def test_score_rows_pair_each_model_with_each_pooling(plan):
     plan.config["evaluation"]["poolings"] = ["cls", "mean"]
-    rows = plan.score_rows(plan.senteval_models("tiny"), "senteval")
+    rows = plan.score_rows(plan.endpoints("tiny"), "senteval")
     assert [(r["scores"], r["pooling"]) for r in rows] == [
         ("results/eval/tiny/senteval_cls.json", "cls"), ("results/eval/tiny/senteval_mean.json", "mean"),
         ("results/eval/tiny.step3/senteval_cls.json", "cls"), ("results/eval/tiny.step3/senteval_mean.json", "mean")]
@@ -252,8 +252,12 @@ def test_rule_inputs_of_every_rule(plan, selection):
                                                  "model": "results/tiny/step1/amp/seed1/model", "selection": []}
     assert evaluate(inputs.of_encoder(model=False, space=dag.space_file("{encoder}", "{dataset}", "{base}")), w) == {
         "space": "results/entry_spaces/tiny.step1/a/amp.npy", "selection": []}
-    table = evaluate(inputs.score_table(plan.evaluated, "sts"), w)
+    table = evaluate(inputs.score_table(), wildcards(run="tiny", evaluator="sts"))
     assert table["scores"][0] == "results/eval/tiny/sts_mean.json" and table["best"] == "results/tiny/step3/best.json"
+    assert table["pairs"][0] == "results/eval/tiny/sts_mean.pairs.parquet"
+    senteval = evaluate(inputs.score_table(), wildcards(run="tiny", evaluator="senteval"))
+    assert senteval["scores"] == ["results/eval/tiny/senteval_mean.json", "results/eval/tiny.step3/senteval_mean.json"]
+    assert senteval["pairs"] == []  # SentEval is not paired
     assert evaluate(inputs.steps_report(), w)["start_dev"] == "results/eval/tiny/dev.json"
 
 

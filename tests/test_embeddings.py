@@ -10,8 +10,8 @@ import pytest
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed, write_sentence_embeddings
-from defsent_plus.evaluation.scoring import write_benchmark_scores
 from defsent_plus.evaluation.sentence_sets import SENTENCE_SETS, sentences_of_set
+from defsent_plus.evaluators.scoring import write_scores
 from defsent_plus.io import read_json
 from defsent_plus.sts import PAIR_COLUMNS, STS_TASKS, encoder_embed, sts_scores
 
@@ -62,8 +62,8 @@ def test_scores_from_stored_embeddings_equal_encoding_on_the_fly(tiny_bert, tmp_
     npy, record = embed_set(tiny_bert, tmp_path, "sts")
     out = tmp_path / "sts_mean.json"
     pairs_file = tmp_path / "sts_mean.pairs.parquet"
-    result = write_benchmark_scores(embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=out,
-                                    benchmark="sts", out_pairs=pairs_file, sts_aggregation="wmean")
+    result = write_scores(evaluator="sts", embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=out,
+                          out_pairs=pairs_file, options={"sts_aggregation": "wmean"})
     embed = encoder_embed(load_encoder(tiny_bert), "mean", batch_size=8, max_length=32)
     assert result["scores"] == sts_scores(embed, FIXTURE, STS_TASKS, aggregation="wmean")
     assert read_json(out)["embeddings"]["digest"] == read_json(record)["digest"]
@@ -77,8 +77,9 @@ def test_scores_from_stored_embeddings_equal_encoding_on_the_fly(tiny_bert, tmp_
 
 def test_dev_scoring_stores_pairs_and_the_dev_score(tiny_bert, tmp_path):
     npy, record = embed_set(tiny_bert, tmp_path, "stsb-dev")
-    result = write_benchmark_scores(embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=tmp_path / "d.json",
-                                    benchmark="dev", out_pairs=tmp_path / "d.parquet")
+    result = write_scores(evaluator="dev", embeddings=npy, record=record, senteval_dir=FIXTURE,
+                          out_json=tmp_path / "d.json", out_pairs=tmp_path / "d.parquet",
+                          options={"sts_aggregation": "all"})
     pairs = pd.read_parquet(tmp_path / "d.parquet")
     assert set(pairs["task"]) == {"STSB-dev"} and result["dev_score"] == result["scores"]["STSB-dev"]
 
@@ -90,8 +91,8 @@ def test_score_tables_name_what_the_scores_were_computed_with(tiny_bert, tmp_pat
     from defsent_plus.io import write_json
 
     npy, record = embed_set(tiny_bert, tmp_path, "sts")
-    write_benchmark_scores(embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=tmp_path / "s.json",
-                           benchmark="sts", out_pairs=tmp_path / "s.parquet")
+    write_scores(evaluator="sts", embeddings=npy, record=record, senteval_dir=FIXTURE, out_json=tmp_path / "s.json",
+                 out_pairs=tmp_path / "s.parquet", options={"sts_aggregation": "all"})
     write_json(tmp_path / "best.json", {"best": {"model": "elsewhere"}})
     rows = [{"scores": tmp_path / "s.json", "pairs": tmp_path / "s.parquet", "label": "tiny", "group": "", "step": 0,
              "pooling": "mean"}]

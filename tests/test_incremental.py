@@ -154,7 +154,7 @@ def test_step2_learning_rate_reruns_steps_2_and_3_only(complete_run):
                             "entry_space": 1,
                             "transform_space": transforms(config, "tiny", 3), "isotropy": 1,
                             "embed": len(trained) + len(final) * poolings(config),
-                            "score": len(final) * poolings(config), "sts_table": 1, "steps_report": 1,
+                            "score": len(final) * poolings(config), "score_table": 1, "steps_report": 1,
                             "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "train", "step") == values(jobs, "select_best", "step") == {"2", "3"}
     for rule in ("entry_space", "transform_space", "isotropy"):
@@ -171,7 +171,7 @@ def add_pooling(config: dict) -> None:
 def test_an_added_pooling_scores_only_with_it(complete_run):
     jobs, config = plan_after(complete_run, add_pooling)
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
-    assert counts(jobs) == {"embed": len(encoders), "score": len(encoders), "sts_table": 1, "compare_sts": 1,
+    assert counts(jobs) == {"embed": len(encoders), "score": len(encoders), "score_table": 1, "compare_sts": 1,
                             "summary": 1, "all": 1}
     assert values(jobs, "score", "encoder") == values(jobs, "embed", "encoder") == encoders
     added = config["evaluation"]["poolings"][-1]
@@ -180,7 +180,7 @@ def test_an_added_pooling_scores_only_with_it(complete_run):
 
 def test_scoring_earlier_steps_scores_only_their_bests(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(steps="all"))
-    assert counts(jobs) == {"embed": 2 * poolings(config), "score": 2 * poolings(config), "sts_table": 1,
+    assert counts(jobs) == {"embed": 2 * poolings(config), "score": 2 * poolings(config), "score_table": 1,
                             "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "score", "encoder") == {EncoderId.selected("tiny", k).name for k in (1, 2)}
 
@@ -189,7 +189,7 @@ def test_evaluation_batch_size_reruns_only_sts_scores(complete_run):
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(batch_size=8))
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
     assert counts(jobs) == {"embed": len(encoders) * poolings(config), "score": len(encoders) * poolings(config),
-                            "sts_table": 1, "compare_sts": 1, "summary": 1, "all": 1}
+                            "score_table": 1, "compare_sts": 1, "summary": 1, "all": 1}
     assert values(jobs, "embed", "sentences") == {"sts"}
 
 
@@ -197,7 +197,7 @@ def test_an_evaluator_option_reruns_no_forward_pass(complete_run):
     """The STS aggregation changes every STS score, and no embedding: the scores read the stored vectors."""
     jobs, config = plan_after(complete_run, lambda c: c["evaluation"].update(sts_aggregation="wmean"))
     encoders = {"tiny"} | final_sts_encoders(config, "tiny")
-    assert counts(jobs) == {"score": len(encoders) * poolings(config), "sts_table": 1, "compare_sts": 1, "summary": 1,
+    assert counts(jobs) == {"score": len(encoders) * poolings(config), "score_table": 1, "compare_sts": 1, "summary": 1,
                             "all": 1}
 
 
@@ -259,7 +259,7 @@ def test_a_second_run_reuses_the_dictionary_and_the_base_entry_space(complete_ru
         "transform_space": sum(transforms(config, "tiny2", step) for step in range(2, steps + 1)),
         "isotropy": steps - 1, "score": len(final_sts_encoders(config, "tiny2")) * poolings(config),
         "embed": len(trained) + len(final_sts_encoders(config, "tiny2")) * poolings(config),
-        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
+        "score_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == {EncoderId.selected("tiny2", k).name for k in range(1, steps)}
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"tiny2"}
@@ -283,7 +283,7 @@ def test_a_run_started_from_another_runs_model_trains_only_itself(complete_run):
         "transform_space": sum(transforms(config, "chain", step) for step in range(1, steps + 1)),
         "isotropy": len(builders), "score": (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
         "embed": len(trained) + (1 + len(final_sts_encoders(config, "chain"))) * poolings(config),
-        "sts_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
+        "score_table": 1, "steps_report": 1, "compare_sts": 1, "summary": 1, "all": 1,
     }
     assert values(jobs, "entry_space", "encoder") == builders
     assert {wildcards["run"] for _, wildcards in jobs if "run" in wildcards} == {"chain"}

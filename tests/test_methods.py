@@ -209,7 +209,7 @@ def test_a_plugin_registers_beside_the_built_in_methods_and_bad_ones_are_named(m
         load_plugins(["not_a_method"])
     (tmp_path / "second_mirror.py").write_text("from toy_mirror import METHOD as FIRST\n"
                                                "import dataclasses\nMETHOD = dataclasses.replace(FIRST)\n")
-    with pytest.raises(DefSentError, match="config: method_plugins.*declares method 'mirror', which another"):
+    with pytest.raises(DefSentError, match="config: method_plugins.*declares training method 'mirror', which another"):
         load_plugins(["toy_mirror", "second_mirror"])
     load_plugins()  # the next config without the plugin: only the built-in methods
     assert "mirror" not in all_methods() and "mirror" not in load_schema(SCHEMA)["properties"]["methods"][

@@ -145,7 +145,7 @@ def selection(run: str, step: int) -> dict:
 
 
 def write_run_table(plan: Plan) -> None:
-    """The run's sts.tsv as rule ``sts_table`` writes it, from synthetic score files at the plan's paths."""
+    """The run's sts.tsv as rule ``score_table`` writes it, from synthetic score files at the plan's paths."""
     poolings = plan.config["evaluation"]["poolings"]
     for model in plan.evaluated(RUN):
         for pooling in poolings:

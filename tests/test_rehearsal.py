@@ -350,7 +350,7 @@ def test_only_a_rehearsal_has_the_banner_and_example_cap_params(tiny_rehearsal, 
     rehearsed, real = recorded_params(tiny_rehearsal, "train"), recorded_params(tiny_run, "train")
     assert rehearsed and real and {len(p) for p in rehearsed} == {len(p) + 1 for p in real}
     assert all(cap in p for p in rehearsed)  # Snakemake records params sorted by name
-    tables, real_tables = recorded_params(tiny_rehearsal, "sts_table"), recorded_params(tiny_run, "sts_table")
+    tables, real_tables = recorded_params(tiny_rehearsal, "score_table"), recorded_params(tiny_run, "score_table")
     assert {len(p) for p in tables} == {len(p) + 1 for p in real_tables}
     assert all(any("REHEARSAL" in v for v in p) for p in tables)
     assert not any("REHEARSAL" in v for p in real_tables for v in p)

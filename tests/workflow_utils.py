@@ -19,7 +19,7 @@ from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
 
 MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD")
-PLUGINS = Path(__file__).parent / "plugins"  # method plugins from outside the package (tests/plugins/toy_mirror.py)
+PLUGINS = Path(__file__).parent / "plugins"  # plugins from outside the package: toy_mirror.py, toy_uniformity.py
 
 # The runs of every method beside the tiny config's DefSent+ run, in one DAG (conftest.methods_run); each test module
 # reads its own runs. test_contrastive_workflow: SimCSE, both SLT-FAI variants and DefSent+ started from SimCSE's
@@ -50,6 +50,7 @@ MIRROR_RUN = {"method": "mirror", "model": "tiny", "dataset": "a", "training_poo
               "batch_size": 8, "steps": [{"lr": 1.0e-3}]}
 METHODS_CONFIG = {
     "method_plugins": ["toy_mirror"],
+    "evaluator_plugins": ["toy_uniformity"],  # test_toy_evaluator_workflow: a target of its own, not in rule all
     "subsets": DEFSENT_SUBSETS,
     "runs": {**CONTRASTIVE_RUNS, **DEFSENT_RUNS, "mirror": MIRROR_RUN},
     "methods": {"defsent_plus": {"max_length": 32}, "simcse": {"max_length": 32, "select_every": 4},

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 
 from defsent_plus.baselines.spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
 from defsent_plus.baselines.uncertainty import RowUncertainty  # noqa: E402
-from defsent_plus.evaluation.report import STS_COLUMNS, honest_ylim, markdown, save_plot  # noqa: E402
+from defsent_plus.evaluation.report import honest_ylim, markdown, save_plot  # noqa: E402
 from defsent_plus.evaluation.significance import (  # noqa: E402
     difference_text,
     interval_rows,
@@ -23,6 +23,7 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     reading_note,
 )
 from defsent_plus.io import write_tsv  # noqa: E402
+from defsent_plus.names import STS_COLUMNS  # noqa: E402
 
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
 SHAPE_COLUMNS = {"alignment": "align", "uniformity": "uniform", "isoscore": "IsoScore", "mean_cosine": "cos"}

@@ -16,7 +16,7 @@ from defsent_plus.evaluation.ranking_tables import (
     paired_records,
     paired_table,
 )
-from defsent_plus.evaluation.report import STS_COLUMNS, aggregation_note, markdown, score_provenance
+from defsent_plus.evaluation.report import aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import (
     OTHER_AGGREGATION,
     bootstrap_of,
@@ -29,7 +29,7 @@ from defsent_plus.io import read_json, read_tsv_table, write_page, write_tsv
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import resolve
 from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
-from defsent_plus.names import TRANSDUCTIVE_NOTE
+from defsent_plus.names import STS_COLUMNS, TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
 
 SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")

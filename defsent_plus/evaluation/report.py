@@ -19,10 +19,8 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     reading_note,
 )
 from defsent_plus.io import read_json, save_figure, write_page, write_tsv  # noqa: E402
+from defsent_plus.names import STS_COLUMNS  # noqa: E402
 from defsent_plus.provenance import provenance_footer  # noqa: E402
-
-STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
-               "STSB": "STS-B", "SICKR": "SICK-R", "avg": "Avg."}
 
 
 def scores_table(score_jsons: Sequence[str | Path], best_json: str | Path) -> pd.DataFrame:
@@ -73,13 +71,16 @@ def aggregation_note(table: pd.DataFrame) -> str:
 
 def write_score_tables(
     rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
-    out_png: str | Path | None = None, bootstrap: dict | None = None,
+    out_png: str | Path | None = None, bootstrap: dict | None = None, columns: dict[str, str] | None = None,
+    axis: str = "average Spearman × 100",
 ) -> pd.DataFrame:
     """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
     with ``out_png``, the average per PST step as a plot. ``rows``: one record per (model, pooling) with its
     score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model); for
     STS also its per-pair similarities (``pairs``), which with ``bootstrap`` (config ``evaluation.bootstrap``) give
-    every score's interval and every later model's paired test against the starting model."""
+    every score's interval and every later model's paired test against the starting model. ``columns``: the score
+    keys' headers (STS's by default); ``axis``: the plot's y label."""
+    columns = STS_COLUMNS if columns is None else columns
     table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
     table["model"] = [f"{row['label']} {mark}".strip() for row, mark in zip(rows, marks, strict=True)]
@@ -90,18 +91,18 @@ def write_score_tables(
         placed = pd.concat([placed, interval_columns(resampled, len(rows))], axis=1)
     write_tsv(out_tsv, placed, float_format="%.4f")
     text = f"# {title}\n\n{aggregation_note(table)}* = the final step's model selected on STS-B dev\n\n" + markdown(
-        table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), STS_COLUMNS)
+        table.drop(columns=["dev_selected", *SETTING_COLUMNS], errors="ignore"), columns)
     grouped = placed.drop(columns=list(SETTING_COLUMNS), errors="ignore")
     final = grouped[grouped["group"] != ""].drop(columns="step")
     if not final.empty:
-        text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), STS_COLUMNS)
+        text += "\n## Final step, mean ± std over seeds\n\n" + markdown(seed_summary(final), columns)
     if uncertainty:
         text += uncertainty_sections(table, placed["step"].tolist(), resampled, bootstrap)
     text += spread_section(table["model"].tolist(), [row["scores"] for row in rows])
     text += provenance_footer(score_provenance([row["scores"] for row in rows]))
     write_page(out_md, text)
     if out_png is not None:
-        plot_average_by_step(grouped, out_png, title)
+        plot_average_by_step(grouped, out_png, title, axis)
     return table
 
 
@@ -141,7 +142,8 @@ def uncertainty_sections(table: pd.DataFrame, steps: list[int], resampled, optio
     return text
 
 
-def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) -> None:
+def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str,
+                         axis: str = "average Spearman × 100") -> None:
     """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line through
     the steps' means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown
     table)."""
@@ -158,7 +160,7 @@ def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str) ->
             ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
                         capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
     honest_ylim(ax, data["avg"])
-    save_step_plot(fig, ax, data["step"], "PST step (0 = starting model)", "average Spearman × 100", title, out_png)
+    save_step_plot(fig, ax, data["step"], "PST step (0 = starting model)", axis, title, out_png)
 
 
 MIN_SCORE_RANGE = 4.0  # Spearman × 100 points: a plot never magnifies differences smaller than this to full height

@@ -14,6 +14,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluators import load_plugins as load_evaluators
 from defsent_plus.methods import DEFAULT_METHOD, all_methods, load_plugins
 
 
@@ -60,6 +61,7 @@ def validated_config(config: dict, schema_path: str | Path) -> dict:
     plugins = config.get("method_plugins") or []
     if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
         raise DefSentError("config: method_plugins", f"expected a list of module names, got {plugins!r}")
+    load_evaluators(config.get("evaluator_plugins") or [])
     schema = load_schema(schema_path, plugins)
     check_top_level_keys(config, schema)
     errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))

@@ -19,6 +19,7 @@ from defsent_plus.baselines.spec import (
 )
 from defsent_plus.baselines.templates import NO_TEMPLATE
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluators import EVALUATORS, Evaluator, evaluator_of
 from defsent_plus.methods import Method, method_of
 from defsent_plus.names import TRANSDUCTIVE_NOTE, alternatives
 from defsent_plus.pipeline.dag import (
@@ -82,6 +83,15 @@ class Plan:
             self.start(run)
         self.check_published()
         self.check_baselines()
+        self.check_tables()
+
+    def check_tables(self) -> None:
+        """Every ``evaluation.tables`` entry names a registered evaluator that writes a table."""
+        tabled = [name for name, evaluator in EVALUATORS.all().items() if evaluator.table]
+        for name in self.config["evaluation"]["tables"]:
+            if evaluator_of(name).table is None:
+                raise DefSentError("config: evaluation.tables", f"evaluator {name!r} writes no table; expected one "
+                                                                f"of {tabled}")
 
     def check_published(self) -> None:
         """Every ``published.<run>`` names a run, one of the evaluated poolings and (``space``) one of the run's
@@ -288,10 +298,19 @@ class Plan:
         return rows + [Evaluated(c, f"step {last} {c.space} seed {c.seed}", f"step {last} {c.space}", last)
                        for c in self.candidates(run, last)]
 
-    def senteval_models(self, run: str) -> list[Evaluated]:
-        """SentEval transfer is slower: the starting model and the final dev-selected model only."""
+    def endpoints(self, run: str) -> list[Evaluated]:
+        """The starting model and the final dev-selected model (a slower evaluator's table: SentEval's)."""
         last = self.final_step(run)
         return [self._start_row(run), Evaluated(EncoderId.selected(run, last), "final best", "", last)]
+
+    def table_models(self, run: str, evaluator: str) -> list[Evaluated]:
+        """The models of a run's table of ``evaluator``: the set its declaration names."""
+        models = evaluator_of(evaluator, "rule score_table: evaluator").table.models
+        return {"evaluated": self.evaluated, "endpoints": self.endpoints}[models](run)
+
+    def tables(self) -> list[Evaluator]:
+        """The evaluators whose tables ``rule all`` builds for every run (``evaluation.tables``)."""
+        return [evaluator_of(name) for name in self.config["evaluation"]["tables"]]
 
     def _start_row(self, run: str) -> Evaluated:
         start = self.start(run)
@@ -323,12 +342,14 @@ class Plan:
                 and caches_last_layer(self.baseline_request(encoder, NO_TEMPLATE), pooling))
 
     def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
-        """One record per (model, pooling) of a table: its score file, label, seed group and step; STS also its
-        per-pair similarities (``pairs``)."""
+        """One record per (model, pooling) of a table: its score file, label, seed group and step; a paired
+        evaluator's (STS) also its per-pair similarities (``pairs``)."""
+        paired = evaluator_of(benchmark, "rule score_table: evaluator").paired
+
         def files(row: Evaluated, pooling: str) -> dict[str, str]:
             scores = {"scores": score_file(row.encoder, benchmark, pooling)}
-            return scores if benchmark != "sts" else {**scores, "pairs": score_file(row.encoder, benchmark, pooling,
-                                                                                     "pairs.parquet")}
+            pairs = {"pairs": score_file(row.encoder, benchmark, pooling, "pairs.parquet")} if paired else {}
+            return {**scores, **pairs}
 
         return [{**files(row, pooling), "label": row.label, "group": row.group, "step": row.step, "pooling": pooling}
                 for row in models for pooling in self.config["evaluation"]["poolings"]]
@@ -412,9 +433,10 @@ class Plan:
             targets += [pruned_record(run, step) for step in steps if self.keeps_selected_weights_only]
             if self.method(run).uses_entry_space:
                 targets += [isotropy_file(e, cfg["dataset"]) for e in self.analysed_encoders(run)]
-            targets += [run_file(run, "sts.tsv"), run_file(run, "steps.tsv")]
-        targets += [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
-        targets += self.mteb_checks()
+            targets += [run_file(run, f"{evaluator.name}.tsv") for evaluator in self.tables()]
+            targets.append(run_file(run, "steps.tsv"))
+        for evaluator in EVALUATORS.all().values():
+            targets += evaluator.targets(self) if evaluator.targets else []
         targets.append(compare_file("sts.tsv"))
         targets += [baselines_file(encoder, name) for encoder in self.baseline_encoders()
                     for name in ("scores.tsv", "summary.md", "layers.png")]
@@ -450,9 +472,17 @@ class Plan:
         """Per run, its method and the detail files the summary links to (those ``rule all`` builds for it)."""
         heldout = set(self.heldout_runs())
         return [{"run": run, "method": self.method(run).name,
-                 "files": [run_file(run, name) for name in ("sts.md", "steps.tsv", "sts_by_step.png",
+                 "files": [run_file(run, name) for name in (*self.table_files(), "steps.tsv",
                                                              *(["reverse_dictionary.md"] if run in heldout else []))]}
                 for run in self.config["runs"]]
+
+    def table_files(self) -> list[str]:
+        """A run's files of the tables ``rule all`` builds, as the summary links them."""
+        return [name for e in self.tables() for name in (f"{e.name}.md", f"{e.name}_by_step.png")]
+
+    def reverse_dictionary_targets(self) -> list[str]:
+        """Every held-out run's reverse dictionary."""
+        return [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
 
     def chain(self, run: str) -> list[str]:
         """The model a run comes from and the runs in between: ``[model, run1, ..., run]`` (000 Table 3's chain)."""

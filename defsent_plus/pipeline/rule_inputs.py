@@ -13,7 +13,7 @@ from typing import Any
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.pipeline.plan import Evaluated, Plan
+from defsent_plus.pipeline.plan import Plan
 
 InputFunction = Callable[[Any], "str | list[str]"]
 
@@ -114,13 +114,17 @@ class RuleInputs:
             base_space=lambda wildcards: [plan.space_of(wildcards.run, 1, "amp")],
         )
 
-    def score_table(self, models_of: Callable[[str], list[Evaluated]], benchmark: str) -> dict[str, InputFunction]:
-        """A run's score table: the score files of ``models_of(run)`` and the final selection."""
+    def score_table(self) -> dict[str, InputFunction]:
+        """A run's table of one ``{evaluator}``: the score files of the models its declaration names, their per-pair
+        similarities (paired evaluators) and the final selection."""
         plan = self.plan
+
+        def rows(wildcards) -> list[dict]:
+            return plan.score_rows(plan.table_models(wildcards.run, wildcards.evaluator), wildcards.evaluator)
+
         return {
-            "scores": lambda wildcards: [row["scores"] for row in plan.score_rows(models_of(wildcards.run), benchmark)],
-            "pairs": lambda wildcards: [row["pairs"] for row in plan.score_rows(models_of(wildcards.run), benchmark)
-                                        if "pairs" in row],
+            "scores": lambda wildcards: [row["scores"] for row in rows(wildcards)],
+            "pairs": lambda wildcards: [row["pairs"] for row in rows(wildcards) if "pairs" in row],
             "best": lambda wildcards: dag.best_json(wildcards.run, plan.final_step(wildcards.run)),
         }
 

@@ -1,19 +1,17 @@
-"""Snakemake script: score one encoder's stored embeddings on STS, SentEval transfer or STS-B dev."""
+"""Snakemake script: score one encoder's stored embeddings with one evaluator (STS, SentEval, STS-B dev, a plugin)."""
 
-from defsent_plus.evaluation.scoring import write_benchmark_scores
+from defsent_plus.evaluators.scoring import write_scores
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
-write_benchmark_scores(
+write_scores(
+    evaluator=snakemake.params.evaluator,
     embeddings=snakemake.input.embeddings,
     record=snakemake.input.record,
     senteval_dir=snakemake.input.senteval,
     out_json=snakemake.output.json,
     out_pairs=snakemake.output.get("pairs"),
-    benchmark=snakemake.params.benchmark,
+    options=snakemake.params.options,
     label=snakemake.wildcards.encoder,
-    n_jobs=snakemake.threads,
-    sts_aggregation=snakemake.params.sts_aggregation,
-    bootstrap=snakemake.params.get("bootstrap"),
-    protocol=snakemake.params.get("protocol", "sklearn"),
+    threads=snakemake.threads,
 )

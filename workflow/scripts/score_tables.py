@@ -1,4 +1,4 @@
-"""Snakemake script: the run's STS or SentEval table (TSV + markdown in the paper's layout, STS: a plot per step)."""
+"""Snakemake script: a run's table of one evaluator (TSV + markdown in the paper's layout, a plot per PST step)."""
 
 from defsent_plus.evaluation.report import write_score_tables
 from defsent_plus.pipeline.jobs import start_job
@@ -12,4 +12,6 @@ write_score_tables(
     title=snakemake.params.title,
     out_png=snakemake.output.get("png"),
     bootstrap=snakemake.params.bootstrap,
+    columns=snakemake.params.columns,
+    axis=snakemake.params.axis,
 )
