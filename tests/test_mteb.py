@@ -20,6 +20,7 @@ from defsent_plus.evaluation.mteb_eval import (
     model_meta,
     run_mteb,
     stored_vectors_encoder,
+    workflow_encode,
     write_mteb,
 )
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
@@ -95,3 +96,18 @@ def test_the_stored_vectors_serve_every_sts_sentence_and_others_are_encoded_once
 def test_an_unknown_local_task_is_refused():
     with pytest.raises(DefSentError, match="no local data for STS task 'STS17'"):
         local_sts_task("STS17", Path("."))
+
+
+def test_mtebs_mock_run_passes_every_text_task_through_the_workflows_encoder(tiny_bert):
+    """MTEB's own check of a model implementation (``mteb.mock_run``: a mock task of every text task type, offline)
+    on the wrapper rule ``mteb`` uses, with no stored vector: every sentence goes through the workflow's encoder and
+    pooling, as the tasks an online user adds to ``evaluation.mteb.tasks`` do."""
+    import mteb
+
+    model = stored_vectors_encoder({}, model_meta("defsent-plus/tiny.mean", "r", None, 32, 32),
+                                   workflow_encode(tiny_bert, "mean", 16, 32))
+    results = mteb.mock_run(model)
+    ran = {name for name, status in results.items() if status is not None}
+    assert results.all_passed, results.to_markdown()
+    assert {"MockSTSTask", "MockClassificationTask", "MockRetrievalTask", "MockClusteringTask"} <= ran
+    assert model.encoded > 0 and len(model.vectors) == model.encoded
