@@ -1,6 +1,9 @@
 """Calibrate the cost model: a config's rehearsal projects each rule's CPU seconds for the real config; a real run of
 that config on the same machine measures them. Prints, per rule, jobs, measured and projected seconds (sums over the
-rule's jobs, one thread a job) and the error, then the total.
+rule's jobs, one thread a job), the error and the rule's share of the run, then the total; and the measured CPU
+seconds over wall seconds (``load``: below 1, the jobs waited, e.g. for another process on their core). Snakemake's
+benchmarks sample CPU time every 0.5 s for 15 s, then every 30 s: the CPU seconds of a job of 15-45 s can miss
+most of its end, so the model projects wall seconds.
 
     .venv/bin/defsent-plus rehearse config.yaml                      # rehearsals/config/results/cost_sheet.tsv
     bash bin/run                                                     # the real run, with its benchmarks/
@@ -22,30 +25,35 @@ from defsent_plus.io import read_tsv_table
 from defsent_plus.rehearsal.costs import benchmark_of, executed_jobs
 
 
-def measured_seconds(workdir: Path) -> dict[str, tuple[int, float]]:
-    """Rule -> (jobs, wall seconds summed) of a real run's benchmarked jobs."""
-    totals: dict[str, list] = defaultdict(lambda: [0, 0.0])
+def measured_seconds(workdir: Path) -> dict[str, tuple[int, float, float]]:
+    """Rule -> (jobs, wall seconds summed, CPU seconds summed) of a real run's benchmarked jobs."""
+    totals: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])
     for job in executed_jobs(workdir):
         if (workdir / job.benchmark).is_file():
+            benchmark = benchmark_of(workdir, job)
             totals[job.rule][0] += 1
-            totals[job.rule][1] += benchmark_of(workdir, job)["seconds"]
-    return {rule: (jobs, seconds) for rule, (jobs, seconds) in totals.items()}
+            totals[job.rule][1] += benchmark["seconds"]
+            totals[job.rule][2] += benchmark["cpu_seconds"]
+    return {rule: tuple(values) for rule, values in totals.items()}
 
 
 def calibration(rehearsal: Path, real: Path) -> pd.DataFrame:
+    """Per rule of the rehearsal's cost sheet: the real run's jobs, measured and projected seconds, the error, the
+    rule's share of the measured run and its CPU load; then the total."""
     sheet = read_tsv_table(rehearsal / "results" / "cost_sheet.tsv")
     measured = measured_seconds(real)
     rows = []
     for row in sheet.itertuples():
-        jobs, seconds = measured.get(row.rule, (0, float("nan")))
-        projected = row.real_cpu_hours * 3600
+        jobs, seconds, cpu = measured.get(row.rule, (0, float("nan"), float("nan")))
         rows.append({"rule": row.rule, "real_jobs": jobs, "projected_jobs": row.real_jobs, "measured_s": seconds,
-                     "projected_s": projected, "error": projected / seconds - 1 if seconds else float("nan")})
+                     "projected_s": row.real_cpu_hours * 3600, "measured_cpu_s": cpu})
     table = pd.DataFrame(rows)
-    total = {"rule": "total", "real_jobs": table["real_jobs"].sum(), "projected_jobs": table["projected_jobs"].sum(),
-             "measured_s": table["measured_s"].sum(), "projected_s": table["projected_s"].sum()}
-    total["error"] = total["projected_s"] / total["measured_s"] - 1
-    return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    total = {"rule": "total", **{column: table[column].sum() for column in table.columns if column != "rule"}}
+    table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    table["error"] = table["projected_s"] / table["measured_s"] - 1
+    table["share"] = table["measured_s"] / total["measured_s"]
+    table["load"] = table.pop("measured_cpu_s") / table["measured_s"]
+    return table
 
 
 def main() -> None:

