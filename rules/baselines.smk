@@ -43,8 +43,8 @@ rule baseline_embed:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=projected_request("baseline_embed", "mem_mb"),
+        runtime=projected_request("baseline_embed", "runtime"),
     conda:
         "../envs/defsent.yaml"
     script:

@@ -14,7 +14,7 @@ from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
-from defsent_plus.pipeline.requests import requests_below_projection, training_request
+from defsent_plus.pipeline.requests import requests_below_projection, rule_request, training_request
 from defsent_plus.pipeline.resources import SENTEVAL_RUNTIME_MINUTES, threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
@@ -52,6 +52,21 @@ TRAIN_ON_GPU = int(TRAIN_OVERRIDES.get("gpu", GPU) or 0) > 0
 TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
 for problem in requests_below_projection(config, PLAN, TRAIN_ON_GPU, TRAIN_OVERRIDES):
     logger.warning(f"Request too small: {problem}")
+
+
+def on_gpu(rule):
+    """Whether ``rule``'s jobs get a GPU: the profile's or --set-resources' gpu for it, else config resources.gpu."""
+    asked = workflow.resource_settings.overwrite_resources.get(rule, {}).get("gpu", GPU)
+    return int(getattr(asked, "value", asked) or 0) > 0
+
+
+def projected_request(rule, key):
+    """A job's ``key`` (runtime or mem_mb) from its work in this config (defsent_plus/pipeline/requests.py
+    rule_request, with costs.margin); a retry (killed at its limit) asks for attempt x that."""
+    gpu = on_gpu(rule)
+    return lambda w, attempt: getattr(rule_request(config, PLAN, rule, dict(w.items()), gpu), key) * attempt
+
+
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
 # is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'

@@ -20,8 +20,8 @@ rule entry_space:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=projected_request("entry_space", "mem_mb"),
+        runtime=projected_request("entry_space", "runtime"),
     conda:
         "../envs/defsent.yaml"
     script:
@@ -47,8 +47,8 @@ rule transform_space:
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
         gpu=lambda w: GPU if w.transform in TORCH_TRANSFORMS else 0,  # ICA runs on the GPU when there is one
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=projected_request("transform_space", "mem_mb"),
+        runtime=projected_request("transform_space", "runtime"),
     conda:
         "../envs/defsent.yaml"
     script:

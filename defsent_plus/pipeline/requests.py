@@ -177,6 +177,108 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> TrainingRequ
                            mem_mb=math.ceil(margin * (memory + BASE_MEMORY_BYTES) / 1e6))
 
 
+EVALUATION_SENTENCES = {"sts": 26_083, "stsb-dev": 2_909, "senteval": 111_234}  # SentEval's sets (tests check them)
+BASELINE_EVALUATION_SENTENCES = 26_982  # the baselines' evaluation set: STS, STS-B train's alignment and uniformity
+ENCODING_BATCH_TOKENS = 128  # the longest sentence a sorted encoding batch pads to
+
+
+@dataclass(frozen=True)
+class Request:
+    """A job's projected seconds (without the margin) and what it asks for (runtime in minutes, mem_mb)."""
+
+    seconds: float
+    runtime: int
+    mem_mb: int
+
+
+def with_margin(config: dict, seconds: float, memory_bytes: float) -> Request:
+    """``seconds`` and ``memory_bytes`` (the base added) × ``costs.margin``, runtime at least its minimum."""
+    costs = config["costs"]
+    return Request(seconds, runtime=max(costs["min_runtime_minutes"], math.ceil(costs["margin"] * seconds / 60)),
+                   mem_mb=math.ceil(costs["margin"] * (memory_bytes + BASE_MEMORY_BYTES) / 1e6))
+
+
+def cpu_flops_per_second(config: dict) -> float:
+    threads = config["resources"]["threads"] if isinstance(config["resources"]["threads"], int) else 1
+    return config["costs"]["cpu"]["gflops_per_thread"] * 1e9 * threads
+
+
+def encoding_request(config: dict, model: str, sentences: float, on_gpu: bool,
+                     tokens: float = MEDIAN_DEFINITION_TOKENS) -> Request:
+    """A job encoding ``sentences`` with config model ``model`` (a forward pass, 2 × layer parameters FLOPs a
+    token): its start plus the FLOPs at the GPU's encoding rate or ``costs.cpu``'s; memory: fp32 weights (loaded
+    on the node before a GPU holds them), the sentences' vectors, on a CPU node a batch's activations. A model of
+    unknown architecture: ``UNKNOWN_MODEL_REQUEST``."""
+    try:
+        architecture = model_architecture(config["models"][model])
+    except (DefSentError, OSError):
+        return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
+    c = architecture.config
+    flops = sentences * 2.0 * layer_parameters(c) * tokens
+    rate = Gpu(**config["costs"]["gpu"]).flops_per_second if on_gpu else cpu_flops_per_second(config)
+    batch = config["evaluation"]["batch_size"] * ENCODING_BATCH_TOKENS * c["hidden_size"] * 4.0 * 8  # a few copies
+    memory = 4.0 * (layer_parameters(c) + embedding_parameters(c)) + sentences * c["hidden_size"] * 4.0 * 2
+    return with_margin(config, START_SECONDS + flops / rate, memory + (0.0 if on_gpu else batch))
+
+
+def transform_request(config: dict, model: str, entries: int, transform: str, on_gpu: bool) -> Request:
+    """A space transform of ``entries`` rows of model ``model``'s hidden size: FastICA, ``max_iter`` iterations of
+    4 × entries × hidden² FLOPs, at the GPU's float32 rate (``on_gpu``) or ``costs.cpu``'s on its threads (centring
+    and whitening: their start); memory: a few float64 copies of the rows and the hidden × hidden matrices."""
+    try:
+        hidden = model_architecture(config["models"][model]).config["hidden_size"]
+    except (DefSentError, OSError):
+        return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
+    seconds = START_SECONDS
+    if transform == "ica":
+        ica = config["entry_space"]["ica"]
+        flops = ica["max_iter"] * 4.0 * entries * hidden * hidden
+        seconds += Gpu(**config["costs"]["gpu"]).ica_seconds(flops) if on_gpu else flops / (
+            config["costs"]["cpu"]["gflops_per_thread"] * 1e9 * ica["threads"])
+    return with_margin(config, seconds, 8.0 * (4 * entries * hidden + 4 * hidden * hidden))
+
+
+def model_of_encoder(config: dict, encoder: str) -> str:
+    """The config model of an ``{encoder}`` wildcard (a base model, or the model its run trained)."""
+    from defsent_plus.pipeline.dag import EncoderId
+
+    parsed = EncoderId.parse(encoder)
+    return parsed.model if parsed.kind == "base" else model_of_run(config, parsed.run)
+
+
+def reverse_dictionary_sentences(config: dict, plan, run: str) -> float:
+    """Sentences a reverse-dictionary job encodes, with the trained and the base model: the held-out queries, and
+    every definition of the dataset where the method predicts headwords over the vocabulary (DefSent's protocol)."""
+    name = config["runs"][run]["dataset"]
+    definitions, entries = dataset_size(config, name)
+    held = config.get("subsets", {}).get(name, {}).get("heldout") or {"dev": 0.0, "test": 0.0}
+    every = plan.method(run).target == VOCABULARY_TARGET
+    return 2.0 * ((definitions if every else 0) + entries * (held["dev"] + held["test"]))
+
+
+def rule_request(config: dict, plan, rule: str, wildcards: dict, on_gpu: bool) -> Request:
+    """What a job of an encoding rule (embed, entry_space, reverse_dictionary, baseline_embed) or of
+    transform_space asks for: its work in the config through the cost model, with ``costs.margin``."""
+    if rule == "transform_space":
+        model = model_of_encoder(config, wildcards["encoder"])
+        entries = dataset_size(config, wildcards["dataset"])[1]
+        return transform_request(config, model, entries, wildcards["transform"], on_gpu)
+    if rule == "reverse_dictionary":
+        run = wildcards["run"]
+        return encoding_request(config, model_of_run(config, run), reverse_dictionary_sentences(config, plan, run),
+                                on_gpu)
+    model = model_of_encoder(config, wildcards["encoder"])
+    if rule == "embed":
+        sentences = EVALUATION_SENTENCES[wildcards["sentences"]]
+    elif rule == "entry_space":
+        sentences = sum(dataset_size(config, wildcards["dataset"]))
+    elif rule == "baseline_embed":
+        sentences = BASELINE_EVALUATION_SENTENCES + config["baselines"]["fit_corpus"]["max_sentences"]
+    else:
+        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/requests.py)")
+    return encoding_request(config, model, sentences, on_gpu)
+
+
 def requests_below_projection(config: dict, plan, on_gpu: bool, asked: dict) -> list[str]:
     """The runs whose train jobs would outlast or outgrow what the user set for rule train (``asked``: its
     ``--set-resources`` values), each with the projection, so they are flagged before anything is submitted."""
