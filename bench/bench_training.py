@@ -12,7 +12,7 @@ from common import load, parser, timed
 
 from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders.models import load_encoder
-from defsent_plus.methods.entry_projection import EntryProjection
+from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training.trainer import TrainConfig, train_epoch
 
 REFERENCE_PAD = 150

@@ -30,7 +30,7 @@ from gpu_throughput import device_and_shape, model_arguments, shaped_encoder, to
 
 from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
-from defsent_plus.methods.entry_projection import EntryProjection  # noqa: E402
+from defsent_plus.methods.defsent_plus.objective import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402
 

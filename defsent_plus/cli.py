@@ -48,7 +48,7 @@ def cmd_similarity(args: argparse.Namespace) -> None:
 
 
 def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
-    from defsent_plus.evaluation.reverse_dictionary import ReverseDictionary
+    from defsent_plus.methods.defsent_plus.reverse_dictionary import ReverseDictionary
 
     require_command(args.model, "reverse-dictionary")
     if not args.sentences or any(not s.strip() for s in args.sentences):
@@ -120,7 +120,7 @@ def require_command(model: str, command: str) -> None:
 
 
 def cmd_predict_words(args: argparse.Namespace) -> None:
-    from defsent_plus.methods.masked_lm import predict_words
+    from defsent_plus.methods.defsent.objective import predict_words
 
     if not args.definitions:
         raise DefSentError("input", "no definitions given (pass them as arguments)")

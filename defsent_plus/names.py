@@ -17,9 +17,12 @@ TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (D
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
 RANKING_METRICS = ("mrr", "mrr_at_10", "top1", "top3", "top10")  # the reverse dictionary's metrics, in table order
 SENTENCE_SETS = ("sts", "stsb-dev", "senteval")  # what the embedding stage encodes (evaluation.sentence_sets)
+SPLITS = ("train", "dev", "test")  # a subset's entry splits (dictionary.table); the last two are held out
+HELDOUT_SPLITS = ("dev", "test")  # the reverse dictionary's query splits
+COSINE = "cosine"  # the reverse dictionary's like-for-like protocol, every method's models alike
 STS_COLUMNS = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
                "STSB": "STS-B", "SICKR": "SICK-R", "avg": "Avg."}  # the STS tables' column headers
-# the contrastive methods' views, losses and corpora (defsent_plus.methods.contrastive, training.corpus)
+# the contrastive methods' views, losses and corpora (defsent_plus.methods.simcse.objective, training.corpus)
 AUGMENTATIONS = ("dropout", "token_cutoff", "feature_cutoff", "token_shuffle")  # the second view's
 FIRST_AUGMENTATIONS = ("none", "token_cutoff", "feature_cutoff", "token_shuffle")  # the loop's own forward pass
 CONTRASTIVE_LOSS_NAMES = ("info_nce", "nt_xent")  # SimCSE's InfoNCE, ConSERT's NT-Xent

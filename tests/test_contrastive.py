@@ -12,7 +12,7 @@ from defsent_plus.encoders.encoding import mean_pool
 from defsent_plus.encoders.models import family_of, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
-from defsent_plus.methods.contrastive import (
+from defsent_plus.methods.simcse.objective import (
     AUGMENTATIONS,
     UnsupervisedContrastive,
     feature_cutoff_mask,
@@ -144,7 +144,7 @@ def test_pooling_without_mlp_is_the_plain_pooled_vector(encoder):
 def test_simcse_applies_its_training_mlp_with_cls_pooling_only_unless_a_run_forces_it(encoder):
     """SimCSE's rule (simcse/models.py): the MLP runs for CLS, not for mean or max; ``mlp: true`` forces it and the
     training card records that as a deviation."""
-    from defsent_plus.methods.contrastive import mlp_card
+    from defsent_plus.methods.simcse.objective import mlp_card
 
     encoder.model.eval()
     batch = make_batch(encoder)

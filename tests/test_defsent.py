@@ -19,7 +19,7 @@ from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.io import write_json
-from defsent_plus.methods.masked_lm import (
+from defsent_plus.methods.defsent.objective import (
     HEAD_FILE,
     defsent_objective,
     headword_token_ids,
@@ -350,7 +350,7 @@ def test_a_partial_head_is_completed_and_its_bias_may_be_stored_on_the_decoder(t
 def test_a_dataset_without_single_token_headwords_is_refused_by_name(tiny_bert):
     import pandas as pd
 
-    from defsent_plus.methods.masked_lm import build_task
+    from defsent_plus.methods.defsent.objective import build_task
 
     encoder = load_encoder(tiny_bert)
     frame = pd.DataFrame({"entry": ["new york", "xyzzy"], "definitions": [["a city"], ["a word"]],
@@ -362,7 +362,7 @@ def test_a_dataset_without_single_token_headwords_is_refused_by_name(tiny_bert):
 def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert):
     import pandas as pd
 
-    from defsent_plus.methods.masked_lm import build_task
+    from defsent_plus.methods.defsent.objective import build_task
 
     encoder = load_encoder(tiny_bert)
     frame = pd.DataFrame({"entry": ["food", "new york"], "definitions": [["what you eat"], ["a city"]],
@@ -375,7 +375,7 @@ def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert)
 def test_defsents_reverse_dictionary_needs_a_held_out_split(tmp_path):
     from helpers import write_toy_dataset
 
-    from defsent_plus.evaluation.reverse_dictionary import evaluate_headwords
+    from defsent_plus.methods.defsent.reverse_dictionary import evaluate_headwords
 
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     with pytest.raises(DefSentError, match=r"toy\.parquet: no held-out split"):

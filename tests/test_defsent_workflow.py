@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from safetensors import safe_open
 
-from defsent_plus.methods.masked_lm import HEAD_FILE
+from defsent_plus.methods.defsent.objective import HEAD_FILE
 from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
 

@@ -29,7 +29,7 @@ from workflow_utils import snakemake, write_tiny_config
 from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders import encoding, runtime
 from defsent_plus.encoders.models import load_encoder
-from defsent_plus.methods.entry_projection import EntryProjection
+from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.spaces.entry_space import entry_embeddings
 from defsent_plus.spaces.transforms import apply_transform
 from defsent_plus.training import trainer

@@ -17,7 +17,7 @@ from conftest import REPO
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import REGISTRY, all_methods, declaration, load_plugins, method_of
-from defsent_plus.methods.base import ENTRY_SPACE, resolve
+from defsent_plus.methods.base import ENTRY_SPACE
 from defsent_plus.pipeline.config_schema import load_schema
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
@@ -47,23 +47,21 @@ def test_every_shared_optimisation_option_is_a_trainer_setting():
 @pytest.mark.parametrize("name", list(all_methods()))
 def test_every_declaration_resolves_and_says_what_it_trains_against(name):
     method = method_of(name)
-    assert callable(resolve(method.build_task))
+    assert callable(method.build_task)
     if method.reverse_dictionary is not None:
-        assert callable(resolve(method.reverse_dictionary.write))
-        assert callable(resolve(method.reverse_dictionary.splits))
+        assert callable(method.reverse_dictionary.write)
+        assert callable(method.reverse_dictionary.splits)
         assert method.reverse_dictionary.description
     assert method.uses_entry_space == (method.target == ENTRY_SPACE)
     assert method.training_card()["method"] == name and isinstance(method.training_card()["deviations"], list)
 
 
 def own_modules(name: str) -> set[Path]:
-    """The files that may name a method: its declaration module and the module of its training task."""
+    """The files that may name a method: its package (methods/<name>/: the declaration, its objective, its
+    reverse-dictionary protocol), or the one module that declares a method from elsewhere."""
     method = method_of(name)
-    declared = next(module for module in REGISTRY if declaration(module) is method)
-    files = {REPO / (declared.replace(".", "/") + ".py")}
-    if isinstance(method.build_task, str):
-        files.add(REPO / (method.build_task.partition(":")[0].replace(".", "/") + ".py"))
-    return files
+    declared = REPO / next(module for module in REGISTRY if declaration(module) is method).replace(".", "/")
+    return set(declared.rglob("*.py")) if declared.is_dir() else {declared.with_suffix(".py")}
 
 
 def string_literals(path: Path) -> list[tuple[int, str]]:
@@ -149,7 +147,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_package_has_no_import_cycles():
     graph = import_graph()
-    assert "defsent_plus.training.task" in graph["defsent_plus.methods.entry_projection"]
+    assert "defsent_plus.training.task" in graph["defsent_plus.methods.defsent_plus.objective"]
     assert not cycles(graph), cycles(graph)
 
 
@@ -175,6 +173,7 @@ def test_the_stage_folders_import_in_one_direction():
     folders = folder_graph(import_graph())
     assert {"encoders", "dictionary"} <= folders["training"] and "evaluation" not in folders["training"]
     assert "training" not in folders["evaluation"]
+    assert "methods" not in folders["evaluation"]  # each method's own protocol is in its package
     assert not cycles(folders), cycles(folders)
 
 
@@ -245,7 +244,7 @@ def test_overriding_defaults_of_options_a_method_does_not_have_is_refused():
 
 
 def test_an_entry_space_method_without_a_space_is_refused_naming_the_dataset():
-    from defsent_plus.methods.entry_projection import build_task
+    from defsent_plus.methods.defsent_plus.objective import build_task
     from defsent_plus.training.task import TaskInputs
 
     with pytest.raises(DefSentError, match="toy.parquet: this method trains against an entry space"):

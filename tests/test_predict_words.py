@@ -9,7 +9,13 @@ import pytest
 from defsent_plus.cli import main as cli
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.io import write_json
-from defsent_plus.methods.masked_lm import HEAD_FILE, defsent_objective, load_defsent_model, save_head, word_logits
+from defsent_plus.methods.defsent.objective import (
+    HEAD_FILE,
+    defsent_objective,
+    load_defsent_model,
+    save_head,
+    word_logits,
+)
 from defsent_plus.names import TRAINING_CARD
 
 DEFINITIONS = ["something you eat", "a group of young person that play a game with a ball", "to take food"]

@@ -26,17 +26,15 @@ from defsent_plus.dictionary import (
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_bootstrap
-from defsent_plus.evaluation.reverse_dictionary import (
+from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, read_queries
+from defsent_plus.io import write_json, write_npy
+from defsent_plus.methods.defsent_plus.reverse_dictionary import (
     ReverseDictionary,
-    cosine_ranks,
     entry_logits,
-    evaluate_baseline,
     evaluate_queries,
-    read_queries,
     trained_space,
     write_entry_ranking,
 )
-from defsent_plus.io import write_json, write_npy
 from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -329,7 +327,7 @@ def footers(text: str) -> tuple[str, str]:
 def test_the_reverse_dictionary_files_record_what_they_were_computed_with(tmp_path, trained_model, tiny_bert):
     from importlib.metadata import version
 
-    from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison
+    from defsent_plus.evaluators.reverse_dictionary import write_comparison
 
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
     record = json.loads(out["json"].read_text())["provenance"]
@@ -339,18 +337,18 @@ def test_the_reverse_dictionary_files_record_what_they_were_computed_with(tmp_pa
     assert f"torch {version('torch')}" in computed and "device cpu" in computed and "precision fp32" in computed
     assert "torch 9.9.9" in trained and "gpu NVIDIA H100" in trained and "precision bf16 autocast" in trained
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
-    write_reverse_dictionary_comparison([{"run": "r", "json": str(out["json"])}], compare["tsv"], compare["md"])
+    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"], out_md=compare["md"])
     assert footers(compare["md"].read_text()) == (computed, trained)
 
 
 def test_the_comparison_shows_every_metrics_interval(tmp_path, trained_model, tiny_bert):
-    from defsent_plus.evaluation.comparison import write_reverse_dictionary_comparison
+    from defsent_plus.evaluators.reverse_dictionary import write_comparison
     from defsent_plus.names import RANKING_METRICS
 
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
-    table = write_reverse_dictionary_comparison([{"run": "r", "json": str(out["json"])}], compare["tsv"],
-                                                compare["md"], tmp_path / "paired.tsv")
+    table = write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"],
+                             out_md=compare["md"], out_paired=tmp_path / "paired.tsv")
     paired = pd.read_csv(tmp_path / "paired.tsv", sep="\t")  # the markdown's trained − base rows, as numbers
     expected = json.loads(out["json"].read_text())["paired"]
     assert len(paired) == sum(len(tests) for splits in expected.values() for tests in splits.values()) > 0
@@ -379,8 +377,8 @@ def test_the_comparison_shows_every_metrics_interval(tmp_path, trained_model, ti
 
 
 def test_the_headword_protocol_records_its_provenance(tmp_path, tiny_bert):
-    from defsent_plus.evaluation.reverse_dictionary import write_headword_ranking
-    from defsent_plus.methods.masked_lm import defsent_objective, save_head
+    from defsent_plus.methods.defsent.objective import defsent_objective, save_head
+    from defsent_plus.methods.defsent.reverse_dictionary import write_headword_ranking
 
     encoder = load_encoder(tiny_bert)
     objective = defsent_objective(encoder, "mean", seed=5)
@@ -492,7 +490,7 @@ def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(methods_r
 
 
 def test_a_method_without_a_reverse_dictionary_protocol_is_refused_by_name(tmp_path):
-    from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
+    from defsent_plus.evaluators.reverse_dictionary import write_run_reverse_dictionary
 
     with pytest.raises(DefSentError, match="method 'simcse' declares no reverse-dictionary protocol"):
         write_run_reverse_dictionary(method="simcse", out_json=tmp_path / "rd.json")

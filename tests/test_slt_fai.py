@@ -12,7 +12,7 @@ from torch import nn
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
-from defsent_plus.methods.slt_fai_objective import (
+from defsent_plus.methods.slt_fai.objective import (
     RATE_KEY,
     Discriminator,
     SltFai,
@@ -300,7 +300,7 @@ def test_adversarial_loss_averages_both_views_as_the_released_code(encoder):
 
 
 def test_the_contrastive_objective_exposes_its_second_view_to_l_at(encoder):
-    from defsent_plus.methods.contrastive import UnsupervisedContrastive
+    from defsent_plus.methods.simcse.objective import UnsupervisedContrastive
 
     labels = frequency_labels(encoder.tokenizer, SENTENCES + CORPUS, rate=0.5)
     objective = SltFai(encoder, UnsupervisedContrastive(encoder, augmentation="token_shuffle"), labels)

@@ -16,8 +16,8 @@ import yaml
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
-from defsent_plus.methods.contrastive import UnsupervisedContrastive, nt_xent
-from defsent_plus.methods.slt_fai_objective import SltFai, discriminators_on, frequency_labels
+from defsent_plus.methods.simcse.objective import UnsupervisedContrastive, nt_xent
+from defsent_plus.methods.slt_fai.objective import SltFai, discriminators_on, frequency_labels
 from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.training.corpus import named_corpus, stssick_sentences

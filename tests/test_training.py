@@ -19,7 +19,7 @@ from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
-from defsent_plus.methods.entry_projection import EntryProjection
+from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training.selection import copy_model, select_best, write_selection
 from defsent_plus.training.task import Batch
 from defsent_plus.training.trainer import TrainConfig, learning_rate_schedule, train_on_space

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary.table import SPLITS
 from defsent_plus.errors import DefSentError
+from defsent_plus.names import HELDOUT_SPLITS
 
 log = logging.getLogger(__name__)
 
-HELDOUT_SPLITS = tuple(split for split in SPLITS if split != "train")  # dev, test
 HELDOUT_KEYS = ("dev", "test", "seed")
 
 

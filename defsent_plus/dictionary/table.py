@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.names import SPLITS  # a subset's held-out split (column ``split``), by headword
 
 DATASET_COLUMNS = ("entry", "definitions", "sources")
-SPLITS = ("train", "dev", "test")  # a subset's held-out split (column ``split``), by headword
 SOURCE_DATASET = "source_dataset"  # a subset's parquet metadata (``frame.attrs``): the dataset it was drawn from
 
 

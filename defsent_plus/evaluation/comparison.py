@@ -3,8 +3,9 @@ seeds and its dev-selected model) and one reverse-dictionary table with each met
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -26,8 +27,6 @@ from defsent_plus.evaluation.significance import (
     uncertainty_records,
 )
 from defsent_plus.io import read_json, read_tsv_table, write_page, write_tsv
-from defsent_plus.methods import method_of
-from defsent_plus.methods.base import resolve
 from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
 from defsent_plus.names import STS_COLUMNS, TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
@@ -223,11 +222,10 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     return table
 
 
-def reverse_dictionary_rows(run: str, result: dict) -> list[dict]:
-    """One row per (model, protocol, split) of a run's reverse_dictionary.json, whatever its method, with the
-    intervals' bounds where the run computed them."""
+def reverse_dictionary_rows(run: str, result: dict, splits_of: Callable[[dict], dict[str, dict]]) -> list[dict]:
+    """One row per (model, protocol, split) of a run's reverse_dictionary.json, read by its method's protocol
+    (``splits_of``), with the intervals' bounds where the run computed them."""
     method = result["method"]
-    splits_of = resolve(method_of(method, f"{run}: reverse_dictionary.json").reverse_dictionary.splits)
     rows = []
     for label in ("trained", "base"):
         model = result[label]
@@ -266,18 +264,21 @@ def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path,
-                                        out_paired: str | Path | None = None) -> pd.DataFrame:
+                                        out_paired: str | Path | None = None, *,
+                                        protocols: Mapping[str, Any]) -> pd.DataFrame:
     """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json); ``out_paired``: every run's
-    trained − base differences with their bounds and p, in columns."""
+    trained − base differences with their bounds and p, in columns; ``protocols``: each method's
+    :class:`defsent_plus.methods.base.ReverseDictionaryProtocol` (how its rows read, its description)."""
     results = {r["run"]: read_json(r["json"]) for r in runs}
-    table = pd.DataFrame([row for run, result in results.items() for row in reverse_dictionary_rows(run, result)])
+    table = pd.DataFrame([row for run, result in results.items()
+                          for row in reverse_dictionary_rows(run, result, protocols[result["method"]].splits)])
     write_tsv(out_tsv, table, float_format="%.4f")
     if out_paired is not None:
         paired_columns = ["run", "protocol", "split", "metric", "difference", "low", "high", "p", "distinguishable"]
         records = [{"run": run, **record} for run, result in results.items() for record in paired_records(result)]
         write_tsv(out_paired, pd.DataFrame(records, columns=paired_columns), float_format="%.4f")
     methods = dict.fromkeys(table["method"])
-    header = "\n".join(f"* {method_of(m).reverse_dictionary.description}" for m in methods)
+    header = "\n".join(f"* {protocols[m].description}" for m in methods)
     paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)
     text = ("# Reverse dictionary of every run\n\nThe methods rank different candidates (the `candidates` column), "
             "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "

@@ -1,30 +1,15 @@
-"""The reverse dictionary's tables, without torch (the comparison job reads them): which protocol rows a result
-holds, the like-for-like ``cosine`` protocol's description, the intervals' columns and the paired tests' rows."""
+"""The reverse dictionary's tables, without torch (the comparison job reads them): the like-for-like ``cosine``
+protocol's description, the intervals' columns and the paired tests' rows. Which protocol rows a method's result
+holds is the method's (``ReverseDictionaryProtocol.splits``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from defsent_plus.dictionary import HELDOUT_SPLITS
-
-HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
-
-COSINE = "cosine"
 COSINE_DESCRIPTION = (
     "`cosine` (every model, like for like): the model's mean-pooled query against the SAME entry embeddings for "
     "every model, the starting model's AMP space of the run's entries (no pooler, no head), so trained and base differ "
     "only in their sentence embeddings")
-
-
-def headword_ranking_splits(model: dict) -> dict[str, dict]:
-    """One model's part of a ``vocabulary``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
-    return {protocol: model[protocol] for protocol in (*HEADWORD_PROTOCOLS, COSINE) if protocol in model}
-
-
-def entry_ranking_splits(model: dict) -> dict[str, dict]:
-    """One model's part of an ``entries``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
-    return {"heldout_queries": {split: model[split] for split in HELDOUT_SPLITS},
-            **({COSINE: model[COSINE]} if COSINE in model else {})}
 
 
 def interval_columns(results: dict, label: str, protocol: str, split: str) -> dict[str, float]:

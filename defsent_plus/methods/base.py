@@ -1,12 +1,12 @@
 """What a training method declares about itself, as data: the one record the rest of the system asks.
 
 Light on purpose (no torch): the workflow reads every declaration while parsing. What needs torch (the training
-task, the reverse-dictionary protocol) is named as ``"module:function"`` and imported only when called.
+task, the reverse-dictionary protocol) lives in the method's own package (``methods/<name>/objective.py``,
+``reverse_dictionary.py``) and is imported by the declaration's functions when called.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,17 +17,6 @@ from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPO
 ENTRY_SPACE = "entry space"  # a method whose candidates train against a frozen entry space (their <space> part)
 COMMANDS = ("encode", "similarity", "export", "reverse-dictionary", "predict-words")  # the CLI's model commands
 SENTENCE_COMMANDS = ("encode", "similarity", "export")  # what every trained encoder answers
-
-Ref = Callable | str  # a callable, or "module:function" imported when first called
-
-
-def resolve(ref: Ref) -> Callable:
-    """The callable a :data:`Ref` names."""
-    if callable(ref):
-        return ref
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
-
 
 @dataclass(frozen=True)
 class ReverseDictionaryProtocol:
@@ -40,8 +29,8 @@ class ReverseDictionaryProtocol:
 
     name: str
     description: str  # the comparison table's header line for this protocol
-    write: Ref
-    splits: Ref
+    write: Callable[..., dict]
+    splits: Callable[[dict], dict[str, dict]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +54,7 @@ class Method:
     paper: str
     target: str  # ENTRY_SPACE, or the fixed name of its candidates' target (results/<run>/step1/<target>/seed<s>)
     options: dict  # JSON-schema properties of methods.<name> (the schema is built from these), defaults included
-    build_task: Ref  # (TaskInputs) -> TrainingTask (defsent_plus.training.task)
+    build_task: Callable  # (TaskInputs) -> TrainingTask (defsent_plus.training.task)
     options_source: str = ""  # where the defaults come from (the schema's description of the block)
     reverse_dictionary: ReverseDictionaryProtocol | None = None  # None: no reverse-dictionary target is planned
     commands: tuple[str, ...] = SENTENCE_COMMANDS  # the CLI commands its trained models support
@@ -100,7 +89,7 @@ class Method:
 
     def task(self, inputs):
         """This method's training task for ``inputs`` (a :class:`defsent_plus.training.task.TaskInputs`)."""
-        return resolve(self.build_task)(inputs)
+        return self.build_task(inputs)
 
     def config_key(self, option: str = "") -> str:
         """The config key users set for this method (``config: methods.<name>[.<option>]``)."""

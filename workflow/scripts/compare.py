@@ -1,10 +1,7 @@
 """Snakemake script: a table of every run side by side (STS, or the reverse dictionary)."""
 
-from defsent_plus.evaluation.comparison import (
-    pairs_by_run,
-    write_reverse_dictionary_comparison,
-    write_sts_comparison,
-)
+from defsent_plus.evaluation.comparison import pairs_by_run, write_sts_comparison
+from defsent_plus.evaluators.reverse_dictionary import write_comparison
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
@@ -14,5 +11,5 @@ if snakemake.rule == "compare_sts":
                          bootstrap=snakemake.params.bootstrap, published=snakemake.params.published,
                          out_uncertainty=snakemake.output.uncertainty)
 else:
-    write_reverse_dictionary_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv,
-                                        out_md=snakemake.output.md, out_paired=snakemake.output.paired)
+    write_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
+                     out_paired=snakemake.output.paired)

@@ -1,6 +1,6 @@
 """Snakemake script: reverse dictionary on a run's held-out entries (final dev-selected model, base reference)."""
 
-from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
+from defsent_plus.evaluators.reverse_dictionary import write_run_reverse_dictionary
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)

@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol
+from defsent_plus.methods.defsent_plus.ranking import entry_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
+
+
+def build_task(inputs):
+    """DefSent+'s training task: definitions projected onto their entries (objective.py; torch)."""
+    from defsent_plus.methods.defsent_plus.objective import build_task as entry_projection_task
+
+    return entry_projection_task(inputs)
+
+
+def write_entry_ranking(**job) -> dict:
+    """DefSent+'s ``entries`` protocol on a run's held-out queries (reverse_dictionary.py; torch)."""
+    from defsent_plus.methods.defsent_plus.reverse_dictionary import write_entry_ranking as write
+
+    return write(**job)
+
 
 REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     name="entries",
     description="DefSent+: each held-out definition (one per dev/test entry, in no entry embedding) ranks every "
                 "entry of the space the model was trained against (h · Eᵀ through its pooler).",
-    write="defsent_plus.evaluation.reverse_dictionary:write_entry_ranking",
-    splits="defsent_plus.evaluation.ranking_tables:entry_ranking_splits",
+    write=write_entry_ranking,
+    splits=entry_ranking_splits,
 )
 
 METHOD = Method(
@@ -19,7 +35,7 @@ METHOD = Method(
     target=ENTRY_SPACE,
     options=OPTIMISATION_OPTIONS,  # 000, Appendix A: AdamW eps 1e-6, linear decay to 0, no warm-up, clipping 1.0
     options_source="DefSent+'s optimisation (000, Appendix A)",
-    build_task="defsent_plus.methods.entry_projection:build_task",
+    build_task=build_task,
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "reverse-dictionary"),
     deviations=(

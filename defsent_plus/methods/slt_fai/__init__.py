@@ -10,6 +10,14 @@ from __future__ import annotations
 from defsent_plus.methods.base import Method, Variant, without_defaults
 from defsent_plus.methods.simcse import CONTRASTIVE_OPTIMISATION, CONTRASTIVE_OPTIONS
 
+
+def build_task(inputs):
+    """SLT-FAI's training task: SimCSE's objective with frequency-aware adversarial terms (objective.py; torch)."""
+    from defsent_plus.methods.slt_fai.objective import build_task as slt_fai_task
+
+    return slt_fai_task(inputs)
+
+
 SLT_FAI_OPTIONS = {
     "variant": {"enum": ["simcse", "consert"], "default": "simcse",
                 "description": "the backbone whose published settings are this block's defaults (004 §4.1)"},
@@ -84,7 +92,7 @@ METHOD = Method(
     options=without_defaults({**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS, **SLT_FAI_OPTIONS}, VARIANT_OPTIONS,
                              "Default: the variant's."),
     options_source="SLT-FAI (004, Section 4.1): each variant on its backbone's published settings",
-    build_task="defsent_plus.methods.slt_fai_objective:build_task",
+    build_task=build_task,
     deviations=(
         "low-frequency tokens are masked for incomplete sentences at epsilon = 0.2 (the paper's wording); the "
         "released code masks high-frequency tokens at 0.5",

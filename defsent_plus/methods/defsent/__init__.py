@@ -3,7 +3,23 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol, with_defaults
+from defsent_plus.methods.defsent.ranking import headword_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
+
+
+def build_task(inputs):
+    """DefSent's training task: headwords predicted through the frozen masked-LM head (objective.py; torch)."""
+    from defsent_plus.methods.defsent.objective import build_task as headword_task
+
+    return headword_task(inputs)
+
+
+def write_headword_ranking(**job) -> dict:
+    """DefSent's ``vocabulary`` protocol on a run's held-out entries (reverse_dictionary.py; torch)."""
+    from defsent_plus.methods.defsent.reverse_dictionary import write_headword_ranking as write
+
+    return write(**job)
+
 
 REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     name="vocabulary",
@@ -11,8 +27,8 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
                 "`all_definitions` = every definition of the split's entries (DefSent's protocol; train entries' "
                 "definitions were training examples), `heldout_queries` = the held-out definitions DefSent+ ranks. "
                 "mrr = over the full ranking; mrr_at_10 = only hits in the top 10 count (DefSent's reported 'MRR').",
-    write="defsent_plus.evaluation.reverse_dictionary:write_headword_ranking",
-    splits="defsent_plus.evaluation.ranking_tables:headword_ranking_splits",
+    write=write_headword_ranking,
+    splits=headword_ranking_splits,
 )
 
 METHOD = Method(
@@ -23,7 +39,7 @@ METHOD = Method(
                           bucket_by_length=False, schedule="constant", warmup_ratio=0.1,
                           warmup_rounding="none"),
     options_source="DefSent's defaults (001 and its experiments code): Adam, 10% warm-up then constant, no clipping",
-    build_task="defsent_plus.methods.masked_lm:build_task",
+    build_task=build_task,
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "predict-words"),
     deviations=(

@@ -56,7 +56,7 @@ from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import Encoder
 from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
-from defsent_plus.methods.contrastive import contrastive_corpus, contrastive_objective, corpus_card
+from defsent_plus.methods.simcse.objective import contrastive_corpus, contrastive_objective, corpus_card
 from defsent_plus.training.corpus import read_corpus_file
 from defsent_plus.training.task import TaskInputs, TrainingTask, unused_targets
 

@@ -6,6 +6,14 @@ from defsent_plus.methods.base import Method, with_defaults
 from defsent_plus.names import AUGMENTATIONS, CONTRASTIVE_LOSS_NAMES, CORPORA, FIRST_AUGMENTATIONS
 from defsent_plus.training.options import EPOCH_OPTIONS, OPTIMISATION_OPTIONS
 
+
+def build_task(inputs):
+    """SimCSE's training task: InfoNCE over two views of each sentence (objective.py; torch)."""
+    from defsent_plus.methods.simcse.objective import build_task as contrastive_task
+
+    return contrastive_task(inputs)
+
+
 CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (shared with SLT-FAI's R_USRL)
     "corpus": {"enum": list(CORPORA), "default": "definitions",
                "description": "definitions: the run's training definitions (or corpus_file); stssick: ConSERT's "
@@ -45,7 +53,7 @@ METHOD = Method(
     target="contrastive",
     options={**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS},
     options_source="unsupervised SimCSE's settings for BERT-base (run_unsup_example.sh, the HF Trainer defaults)",
-    build_task="defsent_plus.methods.contrastive:build_task",
+    build_task=build_task,
     max_steps=1,
     dev_in_training=True,
 )

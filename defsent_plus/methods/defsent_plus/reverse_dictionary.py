@@ -1,0 +1,282 @@
+"""DefSent+'s reverse dictionary (000; 001, Table 2's task): rank every entry of the entry space a model was trained
+against for a definition-like query, by h · Eᵀ through its pooler: the training objective's logits, computed by the
+objective itself (:meth:`defsent_plus.methods.defsent_plus.objective.EntryProjection.logits`).
+
+:class:`ReverseDictionary` is the CLI's ranker (``defsent-plus reverse-dictionary``); :func:`write_entry_ranking` is
+the method's ``entries`` protocol on a run's held-out queries (definitions of dev/test entries that no entry
+embedding and no training example has seen), beside every model's like-for-like ``cosine`` protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.encoders.encoding import tokenize_batch
+from defsent_plus.encoders.models import Encoder, load_encoder
+from defsent_plus.encoders.runtime import autocast_for, device_for_run
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
+from defsent_plus.evaluation.reverse_dictionary import (
+    cosine_ranks,
+    cosine_splits,
+    only,
+    query_ranks,
+    ranking_provenance,
+    ranks_by_split,
+    read_queries,
+    split_metrics,
+    unit_rows,
+    with_uncertainty,
+)
+from defsent_plus.io import read_json, write_json, write_page, write_tsv
+from defsent_plus.methods.defsent_plus.objective import EntryProjection
+from defsent_plus.methods.defsent_plus.ranking import entry_ranking_splits
+from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS, TRAINING_CARD
+from defsent_plus.provenance import provenance_footer
+from defsent_plus.spaces.entry_matrix import load_space
+from defsent_plus.spaces.extension import extended_space
+
+log = logging.getLogger(__name__)
+METRIC_COLUMNS = RANKING_METRICS
+
+
+@torch.inference_mode()
+def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str], pooling: str,
+                 batch_size: int = 128, max_length: int = 128) -> np.ndarray:
+    """``[n_sentences, n_entries]`` scores h · Eᵀ of the pooler-projected sentences (DefSent+'s training logits)."""
+    encoder.model.eval()
+    device = next(encoder.model.parameters()).device
+    projection = EntryProjection(space, encoder.pooler, pooling).to(device)
+    out = []
+    for start in range(0, len(sentences), batch_size):
+        batch = tokenize_batch(encoder.tokenizer, sentences[start : start + batch_size], max_length).to(device)
+        with autocast_for(device):
+            hidden = encoder.model(**batch).last_hidden_state.float()
+        out.append(projection.logits(hidden, batch["attention_mask"]).cpu().numpy())
+    return np.concatenate(out) if out else np.empty((0, len(space)), dtype=np.float32)
+
+
+SCORINGS = ("dot", "cosine")  # the trained pooler's h · Eᵀ; cosine of the mean-pooled sentence to an AMP space
+
+
+def chosen_scoring(card: dict, requested: str | None) -> tuple[str, str]:
+    """(scoring, why) for a model's training card: ``requested`` if given; else ``cosine`` when the training did
+    not fit its objective (the card's fit diagnostic: its pooler's scores are noise), else ``dot``."""
+    if requested is not None:
+        if requested not in SCORINGS:
+            raise DefSentError("--scoring", f"expected one of {SCORINGS}, got {requested!r}")
+        return requested, ""
+    fit = card.get("fit") or {}
+    if fit.get("fitted", True):
+        return "dot", ""
+    return "cosine", (f"the model's training did not fit its objective ({fit.get('note', 'chance level')}), so its "
+                      "pooler's entry scores are noise: ranking by cosine of the mean-pooled sentence to the AMP "
+                      "entry space instead (--scoring dot forces the pooler)")
+
+
+class ReverseDictionary:
+    """A trained model with the entry space and entries it was trained against. ``scoring``: ``dot`` (the pooler's
+    h · Eᵀ against that space), ``cosine`` (the mean-pooled sentence against ``cosine_space``, by default the AMP
+    space beside the trained one), or None: :func:`chosen_scoring` (``note`` says why). ``search``: a larger
+    dataset parquet whose every entry is ranked instead, in the trained space extended to it
+    (:mod:`defsent_plus.spaces.extension`, base vectors cached in ``cache_dir``)."""
+
+    def __init__(self, model_dir: str | Path, space_path: str | Path | None = None,
+                 dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
+                 cosine_space: str | Path | None = None, search: str | Path | None = None,
+                 cache_dir: str | Path | None = None):
+        card_path = Path(model_dir) / TRAINING_CARD
+        card = read_json(card_path) if card_path.is_file() else {}
+        dataset_path, space_path = dataset_path or card.get("dataset"), space_path or card.get("entry_space")
+        if not dataset_path or not space_path:
+            raise DefSentError(model_dir, f"no {TRAINING_CARD}: pass the entry space and the dataset explicitly")
+        self.pooling = pooling or card.get("pooling", "cls")
+        self.encoder = load_encoder(model_dir)
+        self.scoring, self.note = chosen_scoring(card, scoring)
+        self.space_path = space_path
+        if search is None:
+            self.frame = read_dataset(dataset_path)
+            self.dataset_path = dataset_path
+            self.searched = f"{len(self.frame):,} entries of {dataset_path}, the model's training dataset"
+            self.space = torch.from_numpy(load_space(space_path, len(self.frame)))
+            if self.scoring == "cosine":
+                self.cosine_space = unit_rows(amp_space(cosine_space, space_path, len(self.frame)))
+        else:
+            extended = extended_space(space_path, search, cache_dir)
+            self.frame, self.dataset_path, self.searched = extended.frame, extended.dataset, extended.description()
+            self.space = torch.from_numpy(extended.trained()) if self.scoring == "dot" else None
+            if self.scoring == "cosine":
+                self.cosine_space = unit_rows(extended.base("amp"))
+        self.entries = list(self.frame["entry"])
+
+    def scores(self, sentences: Sequence[str]) -> np.ndarray:
+        """``[n_sentences, n_entries]`` scores by the chosen scoring."""
+        if self.scoring == "dot":
+            return entry_logits(self.encoder, self.space, list(sentences), self.pooling)
+        return unit_rows(self.encoder.encode(list(sentences), "mean")) @ self.cosine_space.T
+
+    def query(self, sentences: Sequence[str], top_k: int = 10) -> list[list[tuple[str, float]]]:
+        """The ``top_k`` entries and scores for each sentence."""
+        if not sentences or any(not s.strip() for s in sentences):
+            raise DefSentError("query", "expected at least one non-empty sentence")
+        return self.top(self.scores(sentences), top_k)
+
+    def top(self, scores: np.ndarray, top_k: int = 10) -> list[list[tuple[str, float]]]:
+        """The ``top_k`` entries and scores of each row of :meth:`scores`."""
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
+        return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(scores, best, strict=True)]
+
+    def candidates(self) -> str:
+        """What a query ranks: the number of entries and the dataset they come from."""
+        return self.searched
+
+    def expected_ranks(self, scores: np.ndarray, entry: str) -> list[int] | None:
+        """The rank (1 = first) of ``entry`` in each row of :meth:`scores`; None when it is not a candidate."""
+        if entry not in self.entries:
+            return None
+        column = self.entries.index(entry)
+        return [int((row > row[column]).sum()) + 1 for row in scores]
+
+    def evaluate(self, entries: Sequence[str]) -> dict[str, float]:
+        """MRR and top-k accuracy of ranking each listed entry's definitions among all entries."""
+        index = {e: i for i, e in enumerate(self.entries)}
+        missing = [e for e in entries if e not in index]
+        if missing:
+            raise DefSentError("reverse dictionary", f"{len(missing)} entries not in the dataset, e.g. {missing[:3]}")
+        subset = self.frame.iloc[sorted(index[e] for e in entries)]
+        texts, local_ids = definition_pairs(subset.reset_index(drop=True))
+        targets = subset.index.to_numpy()[local_ids]
+        return ranking_metrics(ranks_of_targets(self.scores(texts), targets))
+
+
+def amp_space(path: str | Path | None, trained_space: str | Path, n_entries: int) -> np.ndarray:
+    """The AMP space for cosine scoring: ``path``, else ``amp.npy`` beside the trained space."""
+    path = Path(path or Path(trained_space).with_name("amp.npy"))
+    if not path.is_file():
+        raise DefSentError(path, "no AMP entry space for the cosine scoring: pass one (--cosine-space)")
+    return load_space(path, n_entries)
+
+
+def trained_space(model_dir: str | Path, spaces: Sequence[str | Path], dataset_path: str | Path) -> str:
+    """The entry space a trained model's pooler was trained against (its training card), checked to be one of
+    ``spaces`` and built on ``dataset_path``."""
+    card = read_json(Path(model_dir) / TRAINING_CARD)
+    space, dataset = card.get("entry_space"), card.get("dataset")
+    if space is None or Path(space).resolve() not in {Path(p).resolve() for p in spaces}:
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"trained on entry space {space!r}, not one of "
+                                                             f"{[str(p) for p in spaces]}")
+    if dataset is None or Path(dataset).resolve() != Path(dataset_path).resolve():
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"trained on dataset {dataset!r}, not {dataset_path}")
+    return str(space)
+
+
+def dot_ranks(rd: ReverseDictionary, queries: pd.DataFrame, batch_size: int = 128, max_length: int = 128
+              ) -> np.ndarray:
+    """Each query's entry rank by a trained model's pooler: h · Eᵀ against the space it was trained on."""
+    rd.encoder.to(device_for_run())
+    return query_ranks(lambda texts: entry_logits(rd.encoder, rd.space, texts, rd.pooling, batch_size, max_length),
+                       queries, batch_size)
+
+
+def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
+                     queries_path: str | Path, pooling: str | None = None, batch_size: int = 128,
+                     max_length: int = 128) -> dict:
+    """Held-out reverse dictionary of a trained model: its pooler's h · Eᵀ against the space it was trained on;
+    MRR and top-k accuracy (%) per split over all entries of the space."""
+    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling, scoring="dot")
+    queries = read_queries(queries_path, rd.frame)
+    ranks = dot_ranks(rd, queries, batch_size, max_length)
+    return {"model": str(model_dir), "entry_space": str(space_path), "pooling": rd.pooling, "scoring": "dot",
+            "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
+
+
+def results_table(results: dict[str, dict]) -> pd.DataFrame:
+    """One row per (model label, protocol, split): scoring, candidates, queries, MRR and top-k accuracy, and the
+    intervals' bounds where computed."""
+    rows = []
+    for label in ("trained", "base"):
+        result = results[label]
+        for protocol, splits in entry_ranking_splits(result).items():
+            scoring = result["scoring"] if protocol != COSINE else COSINE
+            candidates = result["candidates"] if protocol != COSINE else result["cosine_candidates"]
+            rows += [{"model": label, "protocol": protocol, "split": split, "scoring": scoring,
+                      "candidates": candidates, "queries": metrics["queries"],
+                      **{k: metrics[k] for k in METRIC_COLUMNS}, **interval_columns(results, label, protocol, split)}
+                     for split, metrics in splits.items()]
+    return pd.DataFrame(rows)
+
+
+def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
+    """The report page: a title, what is measured, the table with readable model labels, the paired tests and what
+    the numbers were computed with (``results['provenance']``)."""
+    shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
+                                                   "base": "starting model, untrained by this run"}))
+    return (f"# {title}\n\n{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
+            f"held-out definition's entry among all {results['trained']['candidates']} entries; `heldout_queries` "
+            f"rows: the trained model by its pooler (dot), the base by cosine.\n\n* {COSINE_DESCRIPTION}\n\n"
+            + shown.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+            + provenance_footer([results.get("provenance", {})]))
+
+
+def write_entry_ranking(
+    *,
+    method: str,
+    model_dir: str | Path,
+    spaces: Sequence[str | Path],
+    dataset: str | Path,
+    queries: str | Path,
+    base_model: str | Path,
+    base_space: Sequence[str | Path],
+    out_json: str | Path,
+    out_tsv: str | Path,
+    out_md: str | Path,
+    batch_size: int = 128,
+    max_length: int = 128,
+    title: str = "Reverse dictionary on held-out entries",
+    bootstrap: dict | None = None,
+    description: str = "",
+    **_unused,
+) -> dict:
+    """The ``entries`` protocol: score a run's final model against the space it was trained on (one of
+    ``spaces``), and the untrained ``base_model`` against its AMP space (``base_space``, one file) by cosine, on the
+    held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
+    with ``bootstrap`` the intervals and paired tests; JSON (with its provenance), TSV and markdown (with a
+    provenance footer; ``description``: the protocol's)."""
+    rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
+    held_out = read_queries(queries, rd.frame)
+    amp = load_space(only(base_space), len(rd.frame))
+    trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
+    trained_cosine = cosine_ranks(rd.encoder, amp, held_out, batch_size, max_length)
+    base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
+    common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
+    results = {
+        "trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
+                    "scoring": "dot", **common, **split_metrics(trained_ranks, held_out, rd.frame),
+                    COSINE: cosine_splits(trained_cosine, held_out)},
+        "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
+                 "scoring": "cosine", **common, **split_metrics(base_cosine, held_out, rd.frame),
+                 COSINE: cosine_splits(base_cosine, held_out)},
+    }
+    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out),
+                         COSINE: ranks_by_split(trained_cosine, held_out)},
+             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
+                      COSINE: ranks_by_split(base_cosine, held_out)}}
+    results = with_uncertainty(results, ranks, (COSINE,), bootstrap)
+    for label in ("trained", "base"):
+        log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
+                                   HELDOUT_SPLITS})
+    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
+    table = results_table(results)
+    write_json(out_json, {"method": method, **results})
+    write_tsv(out_tsv, table, float_format="%.4f")
+    write_page(out_md, results_markdown(results, table, title, description))
+    return results
+
