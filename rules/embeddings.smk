@@ -25,8 +25,8 @@ rule embed:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=6000,
-        runtime=120,
+        mem_mb=projected_request("embed", "mem_mb"),
+        runtime=projected_request("embed", "runtime"),
     conda:
         "../envs/defsent.yaml"
     script:

@@ -31,8 +31,8 @@ rule reverse_dictionary:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=6000,
-        runtime=120,
+        mem_mb=projected_request("reverse_dictionary", "mem_mb"),
+        runtime=projected_request("reverse_dictionary", "runtime"),
     conda:
         "../envs/defsent.yaml"
     script:
