@@ -49,10 +49,25 @@ def test_a_job_measured_at_two_sizes_projects_from_its_own_start_and_rate():
 
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
     fixed = job("score", 0, 4.0, 0, larger_units=0, larger_seconds=6.0)
-    barely = job("isotropy", 100, 4.0, 1000, larger_units=110, larger_seconds=9.0)
-    assert costs.job_line(fixed) is None and costs.job_line(barely) is None
+    same = job("isotropy", 100, 4.0, 1000, larger_units=100, larger_seconds=9.0)
+    assert costs.job_line(fixed) is None and costs.job_line(same) is None
     assert projected_seconds([fixed])["score"] == pytest.approx(6.0)
-    assert projected_seconds([fixed, barely])["isotropy"] > 0
+    assert projected_seconds([fixed, same])["isotropy"] > 0
+
+
+def test_a_rules_rate_is_pooled_over_its_jobs_so_a_job_whose_work_hardly_grew_weighs_little():
+    """STS-B dev's 6 and 43 sentences against every STS sentence's 152 and 1,177: a second of noise on the small job
+    would make its own line's rate several times too large."""
+    rate = 0.005
+    large = job("embed", 152, 6.0 + 152 * rate, 26_000, larger_units=1177, larger_seconds=6.0 + 1177 * rate)
+    noisy = job("embed", 6, 5.0 + 6 * rate, 2_900, larger_units=43, larger_seconds=5.0 + 43 * rate + 1.0)
+    noisy["benchmark"] = "benchmarks/embed_dev.tsv"
+    alone = costs.job_line(noisy)[1]
+    lines = costs.job_lines([large, noisy], start=0.0)
+    assert alone > 5 * rate and lines[0][1] == lines[1][1] < 1.1 * rate
+    assert lines[0][0] == pytest.approx(6.0, abs=0.5) and lines[1][0] == pytest.approx(5.5, abs=0.5)
+    other_model = {**noisy, "model": "another"}  # another model's jobs get their own rate
+    assert costs.job_lines([large, other_model], start=0.0)[1][1] == pytest.approx(alone)
 
 
 def test_a_rate_that_falls_with_the_work_is_not_negative():
@@ -75,7 +90,8 @@ def test_the_second_size_is_matched_to_the_first_by_benchmark_file():
 def test_larger_caps_multiply_the_work_and_keep_the_rest():
     caps = capping.caps_for("full", [384])
     larger = capping.larger_caps(caps, 8)
-    assert larger.training_examples == 8 * caps.training_examples and larger.sts_pairs == 8 * caps.sts_pairs
+    assert larger.training_examples == 8 * caps.training_examples
+    assert larger.sts_pairs == 8 * capping.LARGER_STS * caps.sts_pairs
     assert larger.entries == capping.LARGER_ENTRIES * caps.entries
     assert (larger.seeds, larger.epochs, larger.ica_max_iter) == (caps.seeds, caps.epochs, caps.ica_max_iter)
 
@@ -85,8 +101,8 @@ def test_the_second_size_is_the_largest_factor_the_time_budget_allows():
     rows = [job("embed", u, start + 0.01 * u, 0) for u in (100, 1000)]  # work beyond the start: 1 + 10 s
     fixed, work = 2 * start, 11.0
 
-    def needs(factor: int, cores: int) -> float:
-        return (fixed + factor * work) / cores
+    def needs(factor: int, cores: int) -> float:  # the STS pairs grow LARGER_STS times more
+        return (fixed + factor * capping.LARGER_STS * work) / cores
 
     largest, smallest = max(capping.LARGER_FACTORS), min(capping.LARGER_FACTORS)
     assert runner.factor_within_budget(rows, needs(largest, 1), 1) == largest

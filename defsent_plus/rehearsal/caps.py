@@ -52,14 +52,17 @@ SIZES = {
 
 LARGER_FACTORS = (8, 4, 2)  # the second work size, the largest one the rehearsal's time budget allows (runner)
 LARGER_ENTRIES = 2  # entries grow less: every definition of a dataset is encoded (entry spaces, DefSent's protocol)
+LARGER_STS = 4  # STS pairs grow this many times more: a sentence costs little beside an encoding job's start
+STS_RULES = ("embed", "baseline_embed", "baseline_grid")  # the rules whose work the STS pairs set
 
 
 def larger_caps(caps: Caps, factor: int) -> Caps:
-    """The caps of a rehearsal's second work size: ``factor`` times the training examples and STS pairs, twice the
-    entries (at most ``factor``); everything else the same, so that each job's seconds at the two sizes give its
-    own start and rate (defsent_plus.rehearsal.costs)."""
+    """The caps of a rehearsal's second work size: ``factor`` times the training examples, ``LARGER_STS`` ×
+    ``factor`` the STS pairs, twice the entries (at most ``factor``); everything else the same, so that each job's
+    seconds at the two sizes give its start and its rule's rate (defsent_plus.rehearsal.costs)."""
     return Caps(**{**asdict(caps), "training_examples": caps.training_examples * factor,
-                   "sts_pairs": caps.sts_pairs * factor, "entries": caps.entries * min(factor, LARGER_ENTRIES)})
+                   "sts_pairs": caps.sts_pairs * factor * LARGER_STS,
+                   "entries": caps.entries * min(factor, LARGER_ENTRIES)})
 
 
 def caps_for(size: str, hidden_sizes: list[int]) -> Caps:

@@ -4,9 +4,9 @@ config: hours on this CPU, GPU-hours on the stated GPU, peak GPU memory of train
 maximum length, and disk.
 
 The model, per job: ``seconds = start + units × seconds_per_unit``. A full-size rehearsal runs twice, at two work
-sizes (``runner.LARGER``): each job's ``start`` (Python, imports, loading the model, reading its data) and
-``seconds_per_unit`` are the line through its two measurements, so every rule and job has its own. With one size
-(``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
+sizes (``runner.LARGER``): each job has its own ``start`` (Python, imports, loading the model, reading its data),
+and each rule its own ``seconds_per_unit`` per model, fitted by least squares over its jobs' two measurements. With
+one size (``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
 ``seconds_per_unit`` each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
 evaluation sentences; the baselines' forward pass: its evaluation and corpus sentences, and its grid scores them
 per template), examples trained (× epochs), entries × FastICA iterations; every other rule costs its seconds at the
@@ -44,7 +44,6 @@ from defsent_plus.rehearsal import models as building
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
-MIN_GROWTH = 1.5  # a job's work at the larger size, at least this many times the first: else one size
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
 
@@ -283,18 +282,32 @@ def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
     return paired
 
 
-def job_line(row: dict) -> tuple[float, float] | None:
-    """(start seconds, seconds per unit) of a job measured at two work sizes: the least-squares line through its
-    wall seconds (rate at least 0, start at least 0); None where it has one size or its work did not grow."""
+def measured_twice(row: dict) -> bool:
+    """Whether a job was measured at two work sizes, its work grown between them."""
+    return bool(row["units"]) and row.get("larger_units", 0.0) > row["units"]
+
+
+def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
+    """(start seconds, seconds per unit) of jobs measured at two work sizes: one rate fitted by least squares over
+    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew (STS-B dev's few
+    sentences) weighs little beside one whose work grew much; rate and starts at least 0."""
     import numpy as np
 
-    small, large = row["units"], row.get("larger_units", 0.0)
-    if not small or large < MIN_GROWTH * small:
-        return None
-    units, seconds = np.array([small, large]), np.array([row["seconds"], row["larger_seconds"]])
-    rate, _ = np.polyfit(units, seconds, 1)
-    rate = max(float(rate), 0.0)
-    return max(float(np.mean(seconds - rate * units)), 0.0), rate
+    design, seconds = [], []
+    for i, row in enumerate(jobs):
+        for units, measured in ((row["units"], row["seconds"]), (row["larger_units"], row["larger_seconds"])):
+            design.append([*(1.0 if j == i else 0.0 for j in range(len(jobs))), units])
+            seconds.append(measured)
+    solution, *_ = np.linalg.lstsq(np.array(design), np.array(seconds), rcond=None)
+    rate = max(float(solution[-1]), 0.0)
+    return [(max((row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2, 0.0),
+             rate) for row in jobs]
+
+
+def job_line(row: dict) -> tuple[float, float] | None:
+    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
+    measurements; None where it was not."""
+    return pooled_lines([row])[0] if measured_twice(row) else None
 
 
 def fixed_seconds(row: dict) -> float:
@@ -338,14 +351,20 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
 
 
 def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
-    """(start, seconds per unit) of each job of a rule: its own line where it was measured at two sizes, else the
-    common ``start`` and the rule's median rate over its one-size jobs (a job without work: its seconds, rate 0)."""
-    lines = [job_line(r) for r in jobs]
-    rates = [(r["seconds"] - start) / r["units"] for r, line in zip(jobs, lines, strict=True)
-             if line is None and r["units"] > 0]
+    """(start, seconds per unit) of each job of a rule: where it was measured at two sizes, the rule's rate for its
+    model pooled over those jobs (pooled_lines) and its own start; else the common ``start`` and the rule's median
+    rate over its one-size jobs; a job without work: its seconds, rate 0."""
+    lines: dict[int, tuple[float, float]] = {}
+    by_model: dict[str | None, list[int]] = defaultdict(list)
+    for i, row in enumerate(jobs):
+        if measured_twice(row):
+            by_model[row["model"]].append(i)
+    for indices in by_model.values():
+        lines.update(zip(indices, pooled_lines([jobs[i] for i in indices]), strict=True))
+    rates = [(r["seconds"] - start) / r["units"] for i, r in enumerate(jobs) if i not in lines and r["units"] > 0]
     rate = max(statistics.median(rates), 0.0) if rates else 0.0
-    return [line if line is not None else (start, rate) if rate and r["units"] else (fixed_seconds(r), 0.0)
-            for r, line in zip(jobs, lines, strict=True)]
+    return [lines[i] if i in lines else (start, rate) if rate and r["units"] else (fixed_seconds(r), 0.0)
+            for i, r in enumerate(jobs)]
 
 
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
@@ -370,7 +389,7 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
             "rehearsal_units": sum(r["units"] for r in jobs),
             "real_units": sum(r["real_jobs"] * r["real_units"] for r in jobs),
             "rehearsal_seconds": sum(r["seconds"] + r.get("larger_seconds", 0.0) for r in jobs),
-            "sizes": 2 if any(job_line(r) for r in jobs) else 1,
+            "sizes": 2 if any(measured_twice(r) for r in jobs) else 1,
             "start_seconds": statistics.median(line[0] for line in lines),
             "seconds_per_unit": statistics.median(line[1] for line in lines),
             "peak_rss_mb": max(max(r["max_rss_mb"], r.get("larger_rss_mb", 0.0)) for r in jobs),
@@ -529,7 +548,7 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
             "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
             f"* **Work sizes**: {work_sizes(workdir)}\n"
             f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
-            f"{totals['real_cpu_hours']:.0f} hours\n"
+            f"{totals['real_cpu_hours']:.3g} hours\n"
             f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
             f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of a "
             f"step's candidates at once), embeddings {disk['embeddings_gb']:.2f} GB, "

@@ -163,11 +163,15 @@ def larger_factor(workdir: Path, first_wall_seconds: float) -> int | None:
 
 def factor_within_budget(rows: list[dict], seconds_left: float, cores: int) -> int | None:
     """The largest factor of ``caps.LARGER_FACTORS`` whose second run ends within ``seconds_left`` on ``cores``,
-    estimated from the first run's jobs (each job's start, plus its work beyond the start times the factor); None
-    if none does."""
+    estimated from the first run's jobs (each job's start, plus its work beyond the start times its growth: the
+    factor, × ``caps.LARGER_STS`` for the STS rules); None if none does."""
     from defsent_plus.rehearsal.costs import start_seconds
 
     start = start_seconds(rows)
     fixed = sum(min(r["seconds"], start) if r["units"] else r["seconds"] for r in rows)
-    work = sum(max(r["seconds"] - start, 0.0) for r in rows if r["units"])
-    return next((f for f in capping.LARGER_FACTORS if (fixed + f * work) / cores <= seconds_left), None)
+    work = [(max(r["seconds"] - start, 0.0), r["rule"] in capping.STS_RULES) for r in rows if r["units"]]
+
+    def seconds(factor: int) -> float:
+        return (fixed + sum(w * factor * (capping.LARGER_STS if sts else 1) for w, sts in work)) / cores
+
+    return next((f for f in capping.LARGER_FACTORS if seconds(f) <= seconds_left), None)
