@@ -96,18 +96,20 @@ def test_a_rule_without_a_request_model_is_refused():
 
 @pytest.mark.workflow
 def test_the_dag_gives_each_encoding_job_its_projected_request(tmp_path):
-    """The default DAG's entry_space, transform_space and baseline_embed jobs ask what rule_request projects."""
+    """The default DAG's embed, entry_space, transform_space, reverse_dictionary and baseline_embed jobs ask what
+    rule_request projects."""
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2",
                           "--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile"),
                           "--configfile", str(REPO / "config.yaml")],
                          cwd=REPO, capture_output=True, text=True, check=True).stdout
     config, plan = config_and_plan(REPO / "config.yaml")
-    seen = 0
+    seen = set()
     for rule, wildcards, resources in re.findall(
-            r"^rule (entry_space|transform_space|baseline_embed):\n(?:    .*\n)*?    wildcards: (.*)\n(?:    .*\n)*?"
+            r"^rule (embed|entry_space|transform_space|reverse_dictionary|baseline_embed):\n"
+            r"(?:    .*\n)*?    wildcards: (.*)\n(?:    .*\n)*?"
             r"    resources: (.*)\n", out, flags=re.M):
         asked = dict(part.split("=", 1) for part in resources.split(", "))
         request = rule_request(config, plan, rule, dict(p.split("=", 1) for p in wildcards.split(", ")), False)
         assert (int(asked["runtime"]), int(asked["mem_mb"])) == (request.runtime, request.mem_mb)
-        seen += 1
-    assert seen >= 3
+        seen.add(rule)
+    assert seen == {"embed", "entry_space", "transform_space", "reverse_dictionary", "baseline_embed"}
