@@ -1,4 +1,6 @@
-"""What a training job asks its scheduler for (runtime, mem_mb), from the config's work and the cost model.
+"""What a job asks its scheduler for (runtime, mem_mb), from the config's work and the cost model: training here in
+detail; the encoding rules (embed, entry_space, reverse_dictionary, baseline_embed) and transform_space through
+``rule_request`` (a forward pass of their sentences, FastICA's iterations), with the same rates and margin.
 
 A fixed request (the train rule asked 240 minutes and 8,000 MB for any model) either kills a long job at its limit or
 queues a short one for resources it never uses. A train job's work is known from the config: examples per epoch
@@ -6,7 +8,8 @@ queues a short one for resources it never uses. A train job's work is known from
 of the run's architecture at the median definition length. Its runtime is that work's FLOPs at ``costs.gpu``'s rate
 (or, without a GPU, ``costs.cpu``'s measured rate per thread), or the GPU's per-step floor, plus a start; its memory
 is fp32 weights, gradients and Adam's moments, activations and a base. Both get ``costs.margin``. Light on purpose
-(no torch, no pandas): the DAG evaluates it for every train job. docs/rehearsal.md compares it with measured jobs.
+(no torch, no pandas): the DAG evaluates it for every job of these rules. docs/rehearsal.md compares it with measured
+jobs.
 """
 
 from __future__ import annotations
