@@ -354,7 +354,7 @@ def test_baseline_encoders_grids_and_fit_corpus_are_checked_against_the_config()
     from defsent_plus.pipeline.plan import Plan
 
     def plan_with(baselines: dict) -> None:
-        config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"}, "methods": {},
+        config = {"models": {"m": "dir"}, "dictionary": {"tokenizer": "m"}, "methods": {}, "evaluation": {"tables": []},
                   "runs": {"r": {"method": "defsent_plus", "model": "m", "dataset": "a", "seeds": [0],
                                  "batch_size": 8, "steps": [{"lr": 1e-5, "spaces": ["amp"]}]}},
                   "baselines": {"encoders": {}, "grids": {"g": {**GRID}}, "fit_corpus": {"dataset": "a"},

@@ -484,7 +484,7 @@ def rehearsal_config(workdir: Path) -> dict:
     import yaml
 
     from defsent_plus.pipeline.config_schema import validated_config
-    from defsent_plus.rehearsal.runner import REPO
+    from defsent_plus.rehearsal import REPO
 
     return validated_config(yaml.safe_load((workdir / "config.yaml").read_text()),
                             REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -494,7 +494,7 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     import yaml
 
     from defsent_plus.pipeline.config_schema import validated_config
-    from defsent_plus.rehearsal.runner import REPO
+    from defsent_plus.rehearsal import REPO
 
     schema = REPO / "workflow" / "schemas" / "config.schema.yaml"
     rehearsal = validated_config(yaml.safe_load((workdir / "config.yaml").read_text()), schema)

@@ -21,13 +21,12 @@ from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline.model_architectures import architecture_of
+from defsent_plus.rehearsal import REPO, standins
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
-from defsent_plus.rehearsal import standins
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]
 LARGER = "larger"  # the second work size's working directory, inside the first one's
 BUDGET_SECONDS = 20 * 60  # a rehearsal's two runs together, on an idle machine
 DRY_RUN = {"-n", "--dry-run", "--dryrun", "--summary", "--detailed-summary", "--lint", "--list-rules"}
