@@ -391,6 +391,23 @@ def test_mteb_checks_every_model_of_the_sts_tables_once_and_only_when_enabled(se
     assert set(plan.mteb_checks()) <= set(plan.targets())
 
 
+@pytest.mark.parametrize(("name", "message"), [("uniformty", "unknown evaluator 'uniformty'"),
+                                                ("mteb", "evaluator 'mteb' writes no table")])
+def test_a_table_of_an_unknown_or_tableless_evaluator_is_refused_naming_the_key(selection, name, message):
+    config = tiny_config()
+    config["evaluation"]["tables"] = ["sts", name]
+    with pytest.raises(DefSentError, match=f"config: evaluation.tables: {message}"):
+        Plan(config, selection)
+
+
+def test_evaluation_tables_decide_which_run_tables_rule_all_builds(selection):
+    config = tiny_config()
+    assert dag.run_file("tiny", "sts.tsv") in Plan(config, selection).targets()
+    config["evaluation"]["tables"] = ["sts", "senteval"]
+    targets = Plan(config, selection).targets()
+    assert {dag.run_file("tiny", "sts.tsv"), dag.run_file("tiny", "senteval.tsv")} <= set(targets)
+
+
 def test_mteb_revisions_tell_models_and_configs_apart(selection):
     from defsent_plus.pipeline.params import digest
 
