@@ -15,7 +15,7 @@ from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRAN
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
 from defsent_plus.pipeline.requests import requests_below_projection, rule_request, training_request
-from defsent_plus.pipeline.resources import SENTEVAL_RUNTIME_MINUTES, threads_per_job
+from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")

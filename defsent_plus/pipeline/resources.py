@@ -13,9 +13,3 @@ def threads_per_job(setting: int | str, cores: int | None) -> int:
         return int(setting)
     return max(1, (cores or 2) // 2)
 
-
-SENTEVAL_RUNTIME_MINUTES = {"sklearn": 60, "pytorch": 180}
-"""The SentEval job's time limit per classifier protocol (``evaluation.senteval_protocol``). The PyTorch protocol's
-nested cross-validation fits 41 classifiers per outer fold: CR took 8 CPU minutes on one thread (2026-11-24), MR, SUBJ
-and MPQA are each about three times CR, so the seven tasks need about 90 minutes on one core; 180 leaves room for a
-slower core."""
