@@ -31,10 +31,10 @@ class Registry(Generic[T]):
         try:
             declared = getattr(importlib.import_module(module), self.attribute)
         except (ImportError, AttributeError) as err:
-            raise DefSentError(where, f"{module!r} does not declare a {self.kind} (a module with "
-                                      f"{self.attribute}): {err}") from None
+            raise DefSentError(where, f"{module!r} does not declare a declaration of this kind ({self.kind}: a "
+                                      f"module with {self.attribute}): {err}") from None
         if not isinstance(declared, self.declared):
-            raise DefSentError(where, f"{module}.{self.attribute} is a {type(declared).__name__}, not a "
+            raise DefSentError(where, f"{module}.{self.attribute} is of type {type(declared).__name__}, expected "
                                       f"{self.declared.__name__}")
         return declared
 

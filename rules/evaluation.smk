@@ -68,7 +68,7 @@ use rule score as dev_score with:
     threads: 1
     resources:
         mem_mb=evaluator_of("dev").mem_mb,
-        runtime=evaluator_of("dev").runtime({}),
+        runtime=evaluator_of("dev").runtime(evaluator_of("dev").options(config)),
     priority: CHAIN_PRIORITY
 
 

@@ -204,7 +204,7 @@ def test_a_plugin_registers_beside_the_built_in_methods_and_bad_ones_are_named(m
     assert "mirror" in load_schema(SCHEMA, ["toy_mirror"])["properties"]["methods"]["properties"]
     with pytest.raises(DefSentError, match="config: method_plugins.*'no_such_module' does not declare"):
         load_plugins(["no_such_module"])
-    with pytest.raises(DefSentError, match="not a Method"):
+    with pytest.raises(DefSentError, match="is of type int, expected Method"):
         load_plugins(["not_a_method"])
     (tmp_path / "second_mirror.py").write_text("from toy_mirror import METHOD as FIRST\n"
                                                "import dataclasses\nMETHOD = dataclasses.replace(FIRST)\n")
