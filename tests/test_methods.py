@@ -227,12 +227,20 @@ def test_method_plugins_must_be_a_list_of_module_names():
     ({"target": "amp.ica"}, "must be a plain name and not an entry space"),
     ({"target": "Two words"}, "must be a plain name"),
     ({"commands": ("encode", "translate")}, r"unknown commands \['translate'\]"),
+    ({"encoder_passes": 0}, "encoder_passes must be an integer >= 1"),
 ])
 def test_a_declaration_that_the_system_could_not_use_is_refused(change, message):
     import dataclasses
 
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(method_of("simcse"), **change)
+
+
+def test_each_method_declares_the_encoder_passes_of_its_step():
+    """What the cost model's step latency and activations count (docs/gpu.md, "H100 (2026-11-26)"): SimCSE's second
+    view is a second forward pass, SLT-FAI's incomplete sentences a third."""
+    passes = {name: method.encoder_passes for name, method in all_methods().items()}
+    assert passes == {"defsent": 1, "defsent_plus": 1, "simcse": 2, "slt_fai": 3}
 
 
 def test_overriding_defaults_of_options_a_method_does_not_have_is_refused():

@@ -67,6 +67,9 @@ class Method:
     # named sets of option defaults (``variant`` in its block picks one): the options without a schema default
     # take the variant's; ``run`` holds the run-level settings (lr, batch_size, pooling) its authors published
     variants: dict[str, Variant] | None = None
+    # forward (and backward) passes of the encoder over the batch's sentences per optimiser step: each pass adds its
+    # layers' launches to a GPU step's latency and its activations to the peak memory (pipeline/requests.py)
+    encoder_passes: int = 1
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -74,6 +77,8 @@ class Method:
         if self.target != ENTRY_SPACE and (not re.fullmatch(TARGET_PATTERN, self.target)
                                            or re.fullmatch(SPACE_PATTERN, self.target)):
             raise ValueError(f"method {self.name}: target {self.target!r} must be a plain name and not an entry space")
+        if not (isinstance(self.encoder_passes, int) and self.encoder_passes >= 1):
+            raise ValueError(f"method {self.name}: encoder_passes must be an integer >= 1, got {self.encoder_passes!r}")
         unknown = set(self.commands) - set(COMMANDS)
         if unknown:
             raise ValueError(f"method {self.name}: unknown commands {sorted(unknown)}; expected some of {COMMANDS}")

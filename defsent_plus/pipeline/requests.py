@@ -46,11 +46,12 @@ class Gpu:
     def flops_per_second(self) -> float:
         return self.bf16_tflops * 1e12 * self.utilisation
 
-    def seconds(self, flops: float, steps: float, layers: int) -> float:
-        """GPU seconds of ``flops`` in ``steps`` optimiser steps of a ``layers``-layer encoder: the FLOPs at the
-        encoding rate, or the steps' latency floor where small batches leave the GPU waiting (every shipped
-        config's training: a step of 32 definitions is far from the FLOPs bound)."""
-        floor = steps * (self.step_ms_fixed + layers * self.step_ms_per_layer) / 1000
+    def seconds(self, flops: float, steps: float, layers: int, passes: int = 1) -> float:
+        """GPU seconds of ``flops`` in ``steps`` optimiser steps of a ``layers``-layer encoder that each run
+        ``passes`` passes of the encoder (the method's ``encoder_passes``): the FLOPs at the encoding rate, or the
+        steps' latency floor where small batches leave the GPU waiting (every shipped config's training: a step of
+        32 definitions is far from the FLOPs bound), each pass adding its layers' launches."""
+        floor = steps * (self.step_ms_fixed + passes * layers * self.step_ms_per_layer) / 1000
         return max(flops / self.flops_per_second, floor)
 
     def ica_seconds(self, flops: float) -> float:
@@ -107,24 +108,24 @@ def output_classes(config: dict, run: str, method, architecture: Architecture) -
     return 0
 
 
-def train_flops(architecture: Architecture, examples: float, classes: int, tokens: float = MEDIAN_DEFINITION_TOKENS
-                ) -> float:
-    """Forward and backward FLOPs of ``examples`` training examples: 3 × (2 × layer parameters × tokens + the
-    objective's output layer)."""
+def train_flops(architecture: Architecture, examples: float, classes: int, tokens: float = MEDIAN_DEFINITION_TOKENS,
+                passes: int = 1) -> float:
+    """Forward and backward FLOPs of ``examples`` training examples: 3 × (2 × layer parameters × tokens × the
+    encoder's ``passes`` + the objective's output layer)."""
     hidden = architecture.config["hidden_size"]
-    return examples * 3.0 * (2.0 * layer_parameters(architecture.config) * tokens + 2.0 * hidden * classes)
+    return examples * 3.0 * (2.0 * layer_parameters(architecture.config) * tokens * passes + 2.0 * hidden * classes)
 
 
 def training_memory_bytes(architecture: Architecture, batch: int, length: int, classes: int,
-                          parameters: int | None = None) -> float:
+                          parameters: int | None = None, passes: int = 1) -> float:
     """Peak memory of training: fp32 weights, gradients and Adam's two moments (16 bytes a parameter), bf16
-    activations of every layer (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a layer) and the objective's
-    logits (fp32, with their gradient and softmax). ``parameters``: the whole model's (default: encoder and
-    embeddings)."""
+    activations of every layer for each of the encoder's ``passes`` over the batch, all kept for the one backward
+    (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a layer) and the objective's logits (fp32, with their
+    gradient and softmax). ``parameters``: the whole model's (default: encoder and embeddings)."""
     c = architecture.config
     parameters = parameters or layer_parameters(c) + embedding_parameters(c)
     h, a, layers = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
-    activations = layers * length * batch * h * (34 + 5 * a * length / h)
+    activations = passes * layers * length * batch * h * (34 + 5 * a * length / h)
     return 16.0 * parameters + activations + 3 * 4.0 * batch * classes
 
 
@@ -161,19 +162,19 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> TrainingRequ
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)
     steps = examples / block["batch_size"]
-    flops = train_flops(architecture, examples, classes)
+    passes = method.encoder_passes
+    flops = train_flops(architecture, examples, classes, passes=passes)
     if on_gpu:
-        seconds = Gpu(**costs["gpu"]).seconds(flops, steps, architecture.config["num_hidden_layers"])
+        seconds = Gpu(**costs["gpu"]).seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
     else:
         threads = config["resources"]["threads"] if isinstance(config["resources"]["threads"], int) else 1
         seconds = flops / (costs["cpu"]["gflops_per_thread"] * 1e9 * threads)
     seconds += START_SECONDS
-    views = 2 if options.get("corpus") is not None else 1  # contrastive methods encode two views of a sentence
     if on_gpu:  # the GPU holds the training state; the node's memory loads the checkpoint and the data
         memory = 8.0 * (layer_parameters(architecture.config) + embedding_parameters(architecture.config))
     else:
-        memory = training_memory_bytes(architecture, block["batch_size"] * views, options.get("max_length", 128),
-                                       classes)
+        memory = training_memory_bytes(architecture, block["batch_size"], options.get("max_length", 128), classes,
+                                       passes=passes)
     margin = costs["margin"]
     return TrainingRequest(examples, steps, flops, seconds,
                            runtime=max(costs["min_runtime_minutes"], math.ceil(margin * seconds / 60)),

@@ -228,14 +228,15 @@ class Context:
         return 0.0, 0
 
 
-def flops_per_unit(rule: str, architecture, tokens: float, classes: int) -> float:
-    """FLOPs of one unit of a rule's work with a model of ``architecture``."""
+def flops_per_unit(rule: str, architecture, tokens: float, classes: int, passes: int = 1) -> float:
+    """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
+    step, its method's ``encoder_passes``)."""
     hidden = architecture.config["hidden_size"]
     if rule == "transform_space":
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = 2.0 * layer_parameters(architecture.config) * tokens
     if rule == "train":
-        return 3.0 * (forward + 2.0 * hidden * classes)  # forward + backward, the objective's output layer
+        return 3.0 * (passes * forward + 2.0 * hidden * classes)  # forward + backward, the output layer
     return forward
 
 
@@ -330,15 +331,23 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     architecture = context.architectures.get(row["model"])
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
+    passes = encoder_passes(context, row["run"]) if row["rule"] == "train" else 1
     flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"],
-                                               classes_of(context, row["run"]))
+                                               classes_of(context, row["run"]), passes)
     steps = 0.0
     if row["rule"] == "train":
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
         flops += dev_scoring_flops(context, row["run"], steps, architecture)
     if row["rule"] == "transform_space":
         return flops, gpu.ica_seconds(flops)
-    return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"])
+    return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
+
+
+def encoder_passes(context: Context, run: str) -> int:
+    """The encoder passes per optimiser step of a real run's method (its declaration's ``encoder_passes``)."""
+    from defsent_plus.methods import method_of
+
+    return method_of(context.real["runs"][run]["method"]).encoder_passes
 
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
@@ -445,11 +454,10 @@ def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     for run, block in context.real["runs"].items():
         architecture = context.architectures[context.model_of_run(run)]
         options = context.method_options(run)
-        views = 2 if options.get("corpus") is not None else 1  # contrastive methods encode two views of a sentence
-        batch, length = block["batch_size"] * views, options.get("max_length", 128)
+        batch, length, passes = block["batch_size"], options.get("max_length", 128), encoder_passes(context, run)
         whole = building.parameter_count(architecture, encoder_only=False)  # the masked-LM head included
-        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run), whole) / 1e9
-        rows.append({"run": run, "model": architecture.name, "batch": batch, "max_length": length,
+        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run), whole, passes) / 1e9
+        rows.append({"run": run, "model": architecture.name, "batch": batch, "passes": passes, "max_length": length,
                      "peak_gpu_gb": peak, "fits": peak <= gpu.memory_gb})
     return pd.DataFrame(rows)
 

@@ -56,4 +56,5 @@ METHOD = Method(
     build_task=build_task,
     max_steps=1,
     dev_in_training=True,
+    encoder_passes=2,  # the loop's pass and the second view's (objective.py: second_view)
 )

@@ -104,4 +104,7 @@ METHOD = Method(
     max_steps=1,
     dev_in_training=True,
     variants=VARIANTS,
+    # the contrastive objective's two views, and L_ISF's incomplete sentences through the encoder again (004 §3.3;
+    # objective.py: incomplete_loss), once the discriminators' warm-up is over
+    encoder_passes=3,
 )
