@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +27,6 @@ from workflow_utils import (
     validated,
     wait_for,
     workflow_env,
-    write_tiny_config,
 )
 
 from defsent_plus.pipeline import dag
@@ -332,13 +332,19 @@ def keep_selected_only(config: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def selected_only_run(tmp_path_factory, tiny_bert) -> Path:
-    """The tiny DAG run from scratch with ``selection.keep_weights: selected``."""
-    workdir = tmp_path_factory.mktemp("keep_selected") / "run"
-    workdir.mkdir()
-    write_tiny_config(workdir, tiny_bert)
+def selected_only_run(tmp_path_factory, tiny_run) -> Path:
+    """The tiny run trained from scratch with ``selection.keep_weights: selected``: a copy of the session's tiny DAG
+    without anything its trained models wrote, so every training, selection, pruning and later step runs in one
+    invocation, while the jobs of the starting model (data, dictionary, its entry space and scores) are kept."""
+    workdir = copy_run(tiny_run, tmp_path_factory.mktemp("keep_selected") / "run")
+    results = workdir / "results"
+    for trained in [results / "tiny", *results.glob("*/tiny.step*")]:
+        shutil.rmtree(trained)
     edit_config(workdir, keep_selected_only)
-    snakemake(workdir)
+    result = snakemake(workdir)
+    jobs = parse_jobs(result.stdout + result.stderr)
+    assert "train" in counts(jobs) and "dictionary" not in counts(jobs)  # the starting model's jobs did not run again
+    assert "tiny" not in values(jobs, "entry_space", "encoder")
     return workdir
 
 

@@ -71,11 +71,11 @@ def write_tiny_config(workdir: Path, model: Path, **overrides) -> dict:
 # The train summary of step 1's first candidate: as a target, only the dictionary, the base entry space and this
 # training run (the interruption tests of test_incremental and test_slurm).
 TRAIN_TARGET = dag.train_summary(EncoderId.candidate("tiny", 1, "amp", 0))
-BULK_DEFINITIONS = 2000
+BULK_DEFINITIONS = 1000
 
 
 def one_sentence_batches(workdir: Path, model: Path, definitions: int = BULK_DEFINITIONS,
-                         every_steps: int = 200) -> None:
+                         every_steps: int = 100) -> None:
     """The tiny config plus ``definitions`` seeded definitions, trained with batch size 1 (about one optimizer step
     per definition, so an interruption lands mid-epoch even on a loaded machine), its state saved every
     ``every_steps`` steps."""
