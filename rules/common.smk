@@ -14,7 +14,12 @@ from defsent_plus.pipeline.model_store import model_identity
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
-from defsent_plus.pipeline.requests import requests_below_projection, rule_request, training_request
+from defsent_plus.pipeline.requests import (
+    requests_below_projection,
+    rule_request,
+    rule_requests_below_projection,
+    training_request,
+)
 from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 
@@ -44,20 +49,24 @@ GPU = config["resources"]["gpu"]
 CANDIDATE_WEIGHTS = temp if PLAN.keeps_selected_weights_only else (lambda path: path)
 # What each train job asks its scheduler for: its run's projected work (defsent_plus/pipeline/requests.py), on a GPU
 # when the profile or config gives rule train one; a retry (a job killed at its time limit) asks for attempt x that.
-TRAIN_OVERRIDES = {  # --set-resources train:... (a profile's set-resources too), as values
-    key: getattr(value, "value", value)
-    for key, value in workflow.resource_settings.overwrite_resources.get("train", {}).items()
+OVERRIDES = {  # rule -> its --set-resources (a profile's set-resources too), as values
+    name: {key: getattr(value, "value", value) for key, value in asked.items()}
+    for name, asked in workflow.resource_settings.overwrite_resources.items()
 }
-TRAIN_ON_GPU = int(TRAIN_OVERRIDES.get("gpu", GPU) or 0) > 0
-TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
-for problem in requests_below_projection(config, PLAN, TRAIN_ON_GPU, TRAIN_OVERRIDES):
-    logger.warning(f"Request too small: {problem}")
 
 
 def on_gpu(rule):
     """Whether ``rule``'s jobs get a GPU: the profile's or --set-resources' gpu for it, else config resources.gpu."""
-    asked = workflow.resource_settings.overwrite_resources.get(rule, {}).get("gpu", GPU)
-    return int(getattr(asked, "value", asked) or 0) > 0
+    return int(OVERRIDES.get(rule, {}).get("gpu", GPU) or 0) > 0
+
+
+TRAIN_ON_GPU = on_gpu("train")
+TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
+# A user's runtime or mem_mb below a job's projection (train, and every rule asking projected_request) is flagged
+# now, before anything is submitted: such a job would die at its limit.
+for problem in [*requests_below_projection(config, PLAN, TRAIN_ON_GPU, OVERRIDES.get("train", {})),
+                *rule_requests_below_projection(config, PLAN, OVERRIDES, on_gpu)]:
+    logger.warning(f"Request too small: {problem}")
 
 
 def projected_request(rule, key):

@@ -1,9 +1,11 @@
 """What the encoding rules and transform_space ask their scheduler for: their job's work in the config through the
-cost model (defsent_plus.pipeline.requests.rule_request), with the margin; the DAG gives each job its own."""
+cost model (defsent_plus.pipeline.requests.rule_request), with the margin; the DAG gives each job its own, and a
+user's request below a job's projection is flagged before anything runs."""
 
 from __future__ import annotations
 
 import copy
+import math
 import re
 import subprocess
 import sys
@@ -11,14 +13,17 @@ import sys
 import pytest
 import yaml
 from conftest import REPO
-from workflow_utils import validated
+from workflow_utils import snakemake, validated, write_tiny_config
 
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import (
     BASELINE_EVALUATION_SENTENCES,
     EVALUATION_SENTENCES,
+    RULE_JOBS,
     dataset_size,
+    projection,
     rule_request,
+    rule_requests_below_projection,
 )
 
 PAPER_CONFIG = REPO / "configs" / "defsent-bert-large.yaml"
@@ -113,3 +118,46 @@ def test_the_dag_gives_each_encoding_job_its_projected_request(tmp_path):
         assert (int(asked["runtime"]), int(asked["mem_mb"])) == (request.runtime, request.mem_mb)
         seen.add(rule)
     assert seen == {"embed", "entry_space", "transform_space", "reverse_dictionary", "baseline_embed"}
+
+
+def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
+    rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(RULE_JOBS)
+
+
+def largest_projection(config, plan, rule, key):
+    """(the largest projection of ``key`` among ``rule``'s jobs, the first job that has it)."""
+    return max(((projection(config, rule_request(config, plan, rule, job, on_gpu=False))[key], job)
+                for job in RULE_JOBS[rule](plan)), key=lambda pair: pair[0])
+
+
+def test_a_request_below_a_rules_largest_projection_is_flagged_with_its_job_and_one_at_it_is_not():
+    config, plan = config_and_plan(REPO / "config.yaml")
+    for rule in RULE_JOBS:
+        for key in ("runtime", "mem_mb"):
+            top, job = largest_projection(config, plan, rule, key)
+            named = ", ".join(f"{name}={value}" for name, value in job.items())
+            assert not rule_requests_below_projection(config, plan, {rule: {key: top}}, lambda rule: False)
+            problems = rule_requests_below_projection(config, plan, {rule: {key: top - 0.5}}, lambda rule: False)
+            assert len(problems) == 1 and problems[0].startswith(f"rule {rule}: {key}={top - 0.5} is below the "
+                                                                 "projection "), problems
+            assert f"of its job {named} (" in problems[0]
+
+
+@pytest.mark.workflow
+def test_the_dag_flags_a_user_request_below_an_encoding_rules_projection(tmp_path, tiny_bert):
+    """--set-resources below a projection (entry_space's runtime, embed's mem_mb) is warned about when the DAG is
+    built, naming the rule and the projection; requests at the projections are not."""
+    write_tiny_config(tmp_path, tiny_bert)
+    config = validated(yaml.safe_load((tmp_path / "config.yaml").read_text()))
+    plan = Plan(config, selection=lambda run, step: {})
+    runtime, _ = largest_projection(config, plan, "entry_space", "runtime")
+    mem_mb, _ = largest_projection(config, plan, "embed", "mem_mb")
+    out = snakemake(tmp_path, "--dry-run", "--set-resources", "entry_space:runtime=1", "embed:mem_mb=100")
+    log = out.stdout + out.stderr
+    assert (f"Request too small: rule entry_space: runtime=1 is below the projection {math.ceil(runtime * 10) / 10} "
+            "min of its job encoder=tiny") in log
+    assert f"Request too small: rule embed: mem_mb=100 is below the projection {math.ceil(mem_mb)} MB" in log
+    out = snakemake(tmp_path, "--dry-run", "--set-resources", f"entry_space:runtime={math.ceil(runtime)}",
+                    f"embed:mem_mb={math.ceil(mem_mb)}")
+    assert "Request too small" not in out.stdout + out.stderr
