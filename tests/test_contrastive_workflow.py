@@ -32,10 +32,10 @@ def test_simcse_keeps_the_weights_of_its_best_dev_score(methods_run):
 
 
 def test_slt_fai_logs_each_sub_loss_and_its_frequency_labels(methods_run):
-    log = (methods_run / dag.log_file("slt", "step1", "contrastive", "seed0", "train")).read_text()
-    for part in ("'usrl'", "'adversarial'", "'incomplete'", "'info_nce'"):
+    log = (methods_run / dag.log_file("slt_c", "step1", "contrastive", "seed0", "train")).read_text()
+    for part in ("'usrl'", "'adversarial'", "'incomplete'", "'nt_xent'"):
         assert part in log
-    card = read(methods_run, dag.candidate_file("slt", 1, "contrastive", 0, "model") + "/" + TRAINING_CARD)
+    card = read(methods_run, dag.candidate_file("slt_c", 1, "contrastive", 0, "model") + "/" + TRAINING_CARD)
     assert card["method"] == "slt_fai" and card["low_frequency_types"] > 0
 
 
@@ -65,4 +65,4 @@ def test_consert_slt_fai_trains_as_its_variant_and_every_table_marks_it_transduc
     sts = pd.read_csv(methods_run / dag.compare_file("sts.tsv"), sep="\t")
     methods = dict(zip(sts["model"], sts["method"], strict=True))
     assert methods["slt_c, dev-selected"] == "slt_fai †" and "† transductive" in compare
-    assert methods["slt, dev-selected"] == "slt_fai"  # the inductive SimCSE-variant run is not marked
+    assert methods["sim, dev-selected"] == "simcse"  # an inductive run is not marked

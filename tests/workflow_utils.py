@@ -22,13 +22,13 @@ MIRROR_VARIABLES = ("DEFSENT_SENTEVAL", "DEFSENT_OXFORD")
 PLUGINS = Path(__file__).parent / "plugins"  # plugins from outside the package: toy_mirror.py, toy_uniformity.py
 
 # The runs of every method beside the tiny config's DefSent+ run, in one DAG (conftest.methods_run); each test module
-# reads its own runs. test_contrastive_workflow: SimCSE, both SLT-FAI variants and DefSent+ started from SimCSE's
-# selected model.
+# reads its own runs. test_contrastive_workflow: SimCSE, SLT-FAI (its ConSERT variant: the rules and the trainer are
+# the same for both variants, which tests/test_slt_fai*.py and tests/test_resume.py train) and DefSent+ started from
+# SimCSE's selected model.
 CONTRASTIVE = {"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0], "batch_size": 8,
                "steps": [{"lr": 1.0e-3}]}
 CONTRASTIVE_RUNS = {
     "sim": {**CONTRASTIVE, "method": "simcse"},
-    "slt": {**CONTRASTIVE, "method": "slt_fai"},
     # ConSERT + SLT-FAI on ConSERT's stssick corpus (transductive), two short epochs with early stopping
     "slt_c": {**CONTRASTIVE, "method": "slt_fai", "training_pooling": "mean",
               "options": {"variant": "consert", "epochs": 2, "patience": 2, "select_every": 3, "max_sentences": 40}},
