@@ -125,6 +125,18 @@ def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
     assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(RULE_JOBS)
 
 
+@pytest.mark.workflow
+def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
+    """The enumeration is the plan's own reading of the DAG: it must list what Snakemake ran, no more, no less."""
+    from defsent_plus.rehearsal.costs import executed_jobs
+
+    config, plan = config_and_plan(tiny_run / "config.yaml")
+    ran = executed_jobs(tiny_run)
+    for rule, jobs_of in RULE_JOBS.items():
+        enumerated = {tuple(sorted(job.items())) for job in jobs_of(plan)}
+        assert enumerated == {tuple(sorted(job.wildcards.items())) for job in ran if job.rule == rule}, rule
+
+
 def largest_projection(config, plan, rule, key):
     """(the largest projection of ``key`` among ``rule``'s jobs, the first job that has it)."""
     return max(((projection(config, rule_request(config, plan, rule, job, on_gpu=False))[key], job)
