@@ -1,0 +1,73 @@
+"""Every shipped config (configs/*.yaml and config.yaml) executes end to end at tiny size: one config of each class
+(defsent_plus.rehearsal.classes: equal up to names, hub model sizes, learning rates and published numbers) runs its
+whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
+
+The executions are the ``shipped_configs`` tier, outside ``bash bin/test``'s 15 minutes (about 17 minutes more on
+the 2-core machine: docs/rehearsal.md); run it with ``bash bin/test -m shipped_configs``. The class tests below run in
+both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from workflow_utils import planned_jobs, snakemake
+
+from defsent_plus import banner
+from defsent_plus.rehearsal.classes import shape_classes, tiny_shape
+
+SHIPPED = [*sorted((REPO / "configs").glob("*.yaml")), REPO / "config.yaml"]
+CLASSES = shape_classes(SHIPPED)
+
+
+def read(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def test_the_base_and_large_paper_configs_share_a_class_and_each_other_config_is_its_own():
+    named = sorted(sorted(p.stem for p in members) for members in CLASSES if len(members) > 1)
+    assert named == [["bert-base", "bert-large"], ["defsent-bert-base", "defsent-bert-large"],
+                     ["defsent-roberta-base", "defsent-roberta-large"], ["roberta-base", "roberta-large"]]
+    assert sum(map(len, CLASSES)) == len(SHIPPED)
+
+
+def test_names_learning_rates_and_published_numbers_do_not_change_a_shape_anything_else_does():
+    config = read(REPO / "configs" / "bert-base.yaml")
+    renamed = yaml.safe_load(yaml.safe_dump(config).replace("bert_base", "other_name"))
+    renamed["runs"]["other_name"]["steps"][0]["lr"] = 1.0
+    renamed.pop("published")
+    assert tiny_shape(renamed) == tiny_shape(config)
+    for change in (lambda c: c["runs"]["bert_base"]["steps"].pop(),
+                   lambda c: c["runs"]["bert_base"].update(training_pooling="mean"),
+                   lambda c: c["evaluation"].update(poolings=["mean"]),
+                   lambda c: c["models"].update(bert_base="hub:FacebookAI/roberta-base")):
+        changed = read(REPO / "configs" / "bert-base.yaml")
+        change(changed)
+        assert tiny_shape(changed) != tiny_shape(config)
+
+
+@pytest.fixture(scope="module")
+def rehearsal_root(tmp_path_factory) -> Path:
+    """Where the tiny rehearsals' models and stand-ins are built once and each config's working directory lies."""
+    return tmp_path_factory.mktemp("shipped_configs")
+
+
+@pytest.mark.shipped_configs
+@pytest.mark.parametrize("members", CLASSES, ids=[members[0].stem for members in CLASSES])
+def test_every_shipped_config_executes_at_tiny_size(members, rehearsal_root, senteval_dir):
+    from defsent_plus.rehearsal.runner import prepare
+
+    first, *others = members
+    workdir = prepare(first, "tiny", root=rehearsal_root, senteval=senteval_dir)
+    jobs = planned_jobs(workdir)
+    snakemake(workdir)
+    assert planned_jobs(workdir) == {}, "a second run would still run jobs: the first left some undone"
+    config = read(workdir / "config.yaml")
+    summary = (workdir / "results" / "compare" / "summary.md").read_text(encoding="utf-8")
+    assert banner.banner_text(config["rehearsal"]) in summary
+    assert {run for run in config["runs"] if (workdir / "results" / run).is_dir()} == set(config["runs"])
+    for other in others:  # same class: the same jobs of every rule, under other names and learning rates
+        assert planned_jobs(prepare(other, "tiny", root=rehearsal_root, senteval=senteval_dir)) == jobs
