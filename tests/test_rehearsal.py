@@ -139,7 +139,7 @@ def derived(path: Path, size: str = "full", model: Path | None = None) -> dict:
     models = {name: model or Path(f"/models/{name}") for name in capping.hub_models(real)}
     blocks = {name: {"mirror": f"/standins/{name}", "link": "copy", "checksums": None}
               for name in ("senteval", "oxford", "wiki1m")}
-    return capping.derive(real, models=models, standins=blocks, caps=capping.caps_for(size, hidden), repo=REPO,
+    return capping.derive(real, models=models, standins=blocks, caps=capping.caps_for(size, hidden, real), repo=REPO,
                           source=str(path.relative_to(REPO)), size=size)
 
 
@@ -156,6 +156,17 @@ def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
     assert config["resources"]["gpu"] == 0 and not config["published"]
     hidden = [model_architecture(spec).config["hidden_size"] for spec in real["models"].values()]
     assert config["rehearsal"]["caps"]["entries"] > max(hidden)  # whitening and FastICA need more rows
+
+
+@pytest.mark.parametrize("size", ["full", "tiny"])
+def test_whitening_fitted_on_each_task_keeps_more_sts_sentences_than_dimensions(size):
+    """baselines-full fits whitening on each STS task's own sentences (``fit: eval``): with 3 or 4 pairs a file,
+    STS12's 40 sentences stopped its rehearsal at MiniLM's 384 dimensions (found by tests/test_shipped_configs.py)."""
+    real = yaml.safe_load((REPO / "configs" / "baselines-full.yaml").read_text())
+    caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real)
+    assert 2 * caps.sts_pairs > 384  # STS-B test and SICK-R: one file a task
+    corpus_only = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert capping.caps_for(size, [384], corpus_only).sts_pairs == capping.SIZES[size].sts_pairs
 
 
 def test_the_consert_variant_trains_at_most_the_capped_epochs():

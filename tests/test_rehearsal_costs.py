@@ -70,6 +70,16 @@ def test_a_rules_rate_is_pooled_over_its_jobs_so_a_job_whose_work_hardly_grew_we
     assert costs.job_lines([large, other_model], start=0.0)[1][1] == pytest.approx(alone)
 
 
+def test_each_training_method_of_a_model_gets_its_own_rate():
+    """An example of SLT-FAI costs three encoder passes, of DefSent+ one: one rate pooled over both projected
+    contrastive-minilm's DefSent+ steps twice and its SLT-FAI runs 20% low."""
+    fast, slow = 0.015, 0.075
+    rows = [job("train", 64, 7.0 + 64 * rate, 5000, larger_units=256, larger_seconds=7.0 + 256 * rate, method=method,
+                benchmark=f"benchmarks/{method}.tsv") for method, rate in (("defsent_plus", fast), ("slt_fai", slow))]
+    lines = costs.job_lines(rows, start=0.0)
+    assert [rate for _, rate in lines] == pytest.approx([fast, slow])
+
+
 def test_a_rate_that_falls_with_the_work_is_not_negative():
     noisy = job("embed", 100, 10.0, 10_000, larger_units=800, larger_seconds=9.0)
     start, rate = costs.job_line(noisy)

@@ -21,6 +21,7 @@ from defsent_plus.pipeline.requests import (
     embedding_parameters,
     layer_parameters,
     train_flops,
+    training_examples,
     training_request,
 )
 from defsent_plus.rehearsal import models as building
@@ -44,6 +45,20 @@ def test_the_stssick_corpus_size_is_the_local_datas(senteval_dir):
     from defsent_plus.training.corpus import stssick_sentences
 
     assert len(stssick_sentences(senteval_dir)) == STSSICK_SENTENCES
+
+
+def test_a_contrastive_runs_examples_are_its_corpus_sample_not_its_whole_corpus():
+    """contrastive-minilm trains SimCSE, SLT-FAI and ConSERT + SLT-FAI each on a 5,000-sentence sample
+    (``max_sentences``): the projection counted every definition of a5k and all 79,192 stssick sentences (its
+    ConSERT run projected 7.3 times its measured seconds)."""
+    plan, config = plan_and_config(REPO / "configs" / "contrastive-minilm.yaml")
+    for run in ("simcse", "slt_fai", "slt_fai_consert"):
+        options = plan.method(run).resolved_options(plan.method_options(run))
+        assert options["max_sentences"] == 5000
+        assert training_examples(config, run, options) == (5000, 1)
+    whole = {**options, "max_sentences": None}
+    assert training_examples(config, "slt_fai_consert", whole) == (STSSICK_SENTENCES, 1)
+    assert training_examples(config, "slt_fai_consert", {**whole, "max_sentences": 10 ** 6}) == (STSSICK_SENTENCES, 1)
 
 
 def test_a_train_request_grows_with_the_work_and_the_model_and_keeps_its_margin():

@@ -92,17 +92,22 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
 
 def training_examples(config: dict, run: str, options: dict, built: dict | None = None) -> tuple[float, int]:
     """(examples per epoch, epochs) of a run's training, ``options`` its method's resolved options (``built``: as
-    :func:`dataset_size`)."""
-    epochs = options.get("epochs", 1)
+    :func:`dataset_size`): its corpus (the run's training definitions, a corpus file, ConSERT's stssick), at most
+    ``max_sentences`` of it (the seeded sample defsent_plus.training.corpus draws)."""
+    examples = min(corpus_sentences(config, run, options, built), options.get("max_sentences") or math.inf)
+    return examples, options.get("epochs", 1)
+
+
+def corpus_sentences(config: dict, run: str, options: dict, built: dict | None = None) -> float:
+    """Sentences of a run's whole training corpus, before any ``max_sentences`` sample."""
     if options.get("corpus") == "stssick":
-        return STSSICK_SENTENCES, epochs
+        return STSSICK_SENTENCES
     if options.get("corpus_file"):
-        return options.get("max_sentences") or WIKI1M_SENTENCES, epochs
+        return WIKI1M_SENTENCES
     name = config["runs"][run]["dataset"]
     definitions, _ = dataset_size(config, name, built)
     heldout = config.get("subsets", {}).get(name, {}).get("heldout")
-    share = 1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"]
-    return definitions * share, epochs
+    return definitions * (1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"])
 
 
 def output_classes(config: dict, run: str, method, architecture: Architecture) -> int:

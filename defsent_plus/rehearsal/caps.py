@@ -13,6 +13,7 @@ puts a banner on every table and plot.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -65,10 +66,23 @@ def larger_caps(caps: Caps, factor: int) -> Caps:
                    "entries": caps.entries * min(factor, LARGER_ENTRIES)})
 
 
-def caps_for(size: str, hidden_sizes: list[int]) -> Caps:
-    """The size's caps, with at least ``ENTRY_MARGIN`` more entries than the widest of the rehearsal's models."""
+def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None) -> Caps:
+    """The size's caps, with at least ``ENTRY_MARGIN`` more entries than the widest of the rehearsal's models, and
+    as many STS pairs a file as ``config``'s baselines need (:func:`eval_fit_sentences`)."""
     caps = SIZES[size]
-    return Caps(**{**asdict(caps), "entries": max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN)})
+    pairs = math.ceil(eval_fit_sentences(config or {}, hidden_sizes) / 2)  # STS-B test, SICK-R: one file a task
+    return Caps(**{**asdict(caps), "entries": max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN),
+                   "sts_pairs": max(caps.sts_pairs, pairs)})
+
+
+def eval_fit_sentences(config: dict, hidden_sizes: list[int]) -> int:
+    """Sentences every STS task must keep for the config's baselines: whitening fitted on a task's own sentences
+    (a grid of a baseline encoder with ``fit: eval``) needs more than the widest hidden size; 0 without one."""
+    baselines = config.get("baselines", {})
+    grids = [baselines.get("grids", {}).get(name, {}) for name in baselines.get("encoders", {}).values()]
+    whitens = any("eval" in grid.get("fit", []) and any("whiten" in chain.split("+")
+                                                          for chain in grid.get("postprocess", [])) for grid in grids)
+    return max(hidden_sizes, default=0) + 1 if whitens else 0
 
 
 def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:

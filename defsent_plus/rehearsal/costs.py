@@ -266,6 +266,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
+                     "method": context.real["runs"][job.wildcards["run"]]["method"] if job.rule == "train" else None,
                      "benchmark": job.benchmark})
     return rows
 
@@ -361,13 +362,14 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
 
 def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
     """(start, seconds per unit) of each job of a rule: where it was measured at two sizes, the rule's rate for its
-    model pooled over those jobs (pooled_lines) and its own start; else the common ``start`` and the rule's median
-    rate over its one-size jobs; a job without work: its seconds, rate 0."""
+    model (and training method: an example of SimCSE costs two encoder passes, of SLT-FAI three, of DefSent+ one)
+    pooled over those jobs (pooled_lines) and its own start; else the common ``start`` and the rule's median rate
+    over its one-size jobs; a job without work: its seconds, rate 0."""
     lines: dict[int, tuple[float, float]] = {}
-    by_model: dict[str | None, list[int]] = defaultdict(list)
+    by_model: dict[tuple[str | None, str | None], list[int]] = defaultdict(list)
     for i, row in enumerate(jobs):
         if measured_twice(row):
-            by_model[row["model"]].append(i)
+            by_model[row["model"], row.get("method")].append(i)
     for indices in by_model.values():
         lines.update(zip(indices, pooled_lines([jobs[i] for i in indices]), strict=True))
     rates = [(r["seconds"] - start) / r["units"] for i, r in enumerate(jobs) if i not in lines and r["units"] > 0]
