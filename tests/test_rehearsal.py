@@ -20,6 +20,7 @@ from defsent_plus.pipeline.model_architectures import Architecture, architecture
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal import standins
+from defsent_plus.rehearsal.runner import senteval_dir as shared_senteval
 from defsent_plus.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 
 NLTK_DATA = REPO / "nltk_data"
@@ -139,7 +140,8 @@ def derived(path: Path, size: str = "full", model: Path | None = None) -> dict:
     models = {name: model or Path(f"/models/{name}") for name in capping.hub_models(real)}
     blocks = {name: {"mirror": f"/standins/{name}", "link": "copy", "checksums": None}
               for name in ("senteval", "oxford", "wiki1m")}
-    return capping.derive(real, models=models, standins=blocks, caps=capping.caps_for(size, hidden, real), repo=REPO,
+    caps = capping.caps_for(size, hidden, real, shared_senteval())
+    return capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO,
                           source=str(path.relative_to(REPO)), size=size)
 
 
@@ -158,15 +160,18 @@ def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
     assert config["rehearsal"]["caps"]["entries"] > max(hidden)  # whitening and FastICA need more rows
 
 
-@pytest.mark.parametrize("size", ["full", "tiny"])
-def test_whitening_fitted_on_each_task_keeps_more_sts_sentences_than_dimensions(size):
-    """baselines-full fits whitening on each STS task's own sentences (``fit: eval``): with 3 or 4 pairs a file,
-    STS12's 40 sentences stopped its rehearsal at MiniLM's 384 dimensions (found by tests/test_shipped_configs.py)."""
+def test_whitening_fitted_on_each_task_keeps_more_distinct_sts_sentences_than_dimensions(tmp_path, senteval_dir):
+    """baselines-full fits whitening on each STS task's own sentences (``fit: eval``): with 4 pairs a file, STS12's
+    40 sentences stopped its tiny rehearsal at MiniLM's 384 dimensions, and with 193 (386 sentences) STS-B's 337
+    distinct ones (found by tests/test_shipped_configs.py)."""
     real = yaml.safe_load((REPO / "configs" / "baselines-full.yaml").read_text())
-    caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real)
-    assert 2 * caps.sts_pairs > 384  # STS-B test and SICK-R: one file a task
+    caps = capping.caps_for("tiny", capping.rehearsal_hidden_sizes(real, "tiny"), real, senteval_dir)
+    standin = standins.write_senteval(tmp_path / "senteval", senteval_dir, caps.sts_pairs)
+    for task in STS_TASKS:
+        parts = load_sts_parts(standin, task)
+        assert len({s for part in parts for s in (*part.sentences1, *part.sentences2)}) > 384, task
     corpus_only = yaml.safe_load((REPO / "config.yaml").read_text())
-    assert capping.caps_for(size, [384], corpus_only).sts_pairs == capping.SIZES[size].sts_pairs
+    assert capping.caps_for("tiny", [384], corpus_only).sts_pairs == capping.SIZES["tiny"].sts_pairs
 
 
 def test_the_consert_variant_trains_at_most_the_capped_epochs():

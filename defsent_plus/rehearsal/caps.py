@@ -66,13 +66,35 @@ def larger_caps(caps: Caps, factor: int) -> Caps:
                    "entries": caps.entries * min(factor, LARGER_ENTRIES)})
 
 
-def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None) -> Caps:
+def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None, senteval: Path | None = None) -> Caps:
     """The size's caps, with at least ``ENTRY_MARGIN`` more entries than the widest of the rehearsal's models, and
-    as many STS pairs a file as ``config``'s baselines need (:func:`eval_fit_sentences`)."""
+    as many STS pairs a file as ``config``'s baselines need (:func:`eval_fit_sentences`, counted in the SentEval
+    data at ``senteval``)."""
     caps = SIZES[size]
-    pairs = math.ceil(eval_fit_sentences(config or {}, hidden_sizes) / 2)  # STS-B test, SICK-R: one file a task
+    needed = eval_fit_sentences(config or {}, hidden_sizes)
+    pairs = pairs_for_distinct_sentences(senteval, needed, caps.sts_pairs) if needed else caps.sts_pairs
     return Caps(**{**asdict(caps), "entries": max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN),
-                   "sts_pairs": max(caps.sts_pairs, pairs)})
+                   "sts_pairs": pairs})
+
+
+def pairs_for_distinct_sentences(senteval: Path | None, sentences: int, start: int) -> int:
+    """The fewest first scored pairs a file (at least ``start``) that give every STS task at least ``sentences``
+    distinct sentences (STS-B test and SICK-R are one file each and repeat sentences)."""
+    from defsent_plus.sts import STS_TASKS, load_sts_parts
+
+    if senteval is None:
+        raise ValueError("counting STS sentences needs the SentEval data")
+    parts = {task: load_sts_parts(senteval, task) for task in STS_TASKS}
+
+    def distinct(task: str, pairs: int) -> int:
+        return len({s for part in parts[task] for s in (*part.sentences1[:pairs], *part.sentences2[:pairs])})
+
+    pairs = max(start, math.ceil(sentences / 2))
+    while any(distinct(task, pairs) < sentences for task in STS_TASKS):
+        if all(distinct(task, pairs) == distinct(task, 10 ** 9) for task in STS_TASKS):
+            raise ValueError(f"the STS data at {senteval} has fewer than {sentences} distinct sentences in a task")
+        pairs += max(1, pairs // 10)
+    return pairs
 
 
 def eval_fit_sentences(config: dict, hidden_sizes: list[int]) -> int:

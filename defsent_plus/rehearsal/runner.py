@@ -96,7 +96,7 @@ def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsa
     senteval = senteval or senteval_dir()
     real = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
     hubs = capping.hub_models(real)
-    caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real)
+    caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real, senteval)
     if factor:
         caps = capping.larger_caps(caps, factor)
     models = {name: rehearsal_model(root, hub, size, nltk_data, senteval) for name, hub in hubs.items()}
