@@ -5,9 +5,12 @@ seconds over wall seconds (``load``: below 1, the jobs waited, e.g. for another 
 benchmarks sample CPU time every 0.5 s for 15 s, then every 30 s: the CPU seconds of a job of 15-45 s can miss
 most of its end, so the model projects wall seconds.
 
-    .venv/bin/defsent-plus rehearse config.yaml                      # rehearsals/config/results/cost_sheet.tsv
-    bash bin/run                                                     # the real run, with its benchmarks/
-    .venv/bin/python bench/cost_calibration.py rehearsals/config .   # the rehearsal's directory, the real one's
+    taskset -c 0 .venv/bin/defsent-plus rehearse config.yaml -- --cores 1   # rehearsals/config/results/cost_sheet.tsv
+    taskset -c 1 bash bin/run --cores 1                                      # the real run, with its benchmarks/
+    .venv/bin/python bench/cost_calibration.py rehearsals/config .           # the rehearsal's directory, the real one's
+
+One job at a time, each run on a core of its own: two jobs sharing a core measure how the scheduler interleaved them,
+not their work (docs/rehearsal.md).
 
 The real run's jobs are read from its Snakemake logs (every invocation's), each with its benchmark file; a job run
 twice counts once (its last benchmark).
