@@ -2,8 +2,8 @@
 (defsent_plus.rehearsal.classes: equal up to names, hub model sizes, learning rates and published numbers) runs its
 whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
 
-The executions are the ``shipped_configs`` tier, outside ``bash bin/test``'s 15 minutes (about 17 minutes more on
-the 2-core machine: docs/rehearsal.md); run it with ``bash bin/test -m shipped_configs``. The class tests below run in
+The executions are the ``shipped_configs`` tier, outside ``bash bin/test``'s 15 minutes (about an hour on the
+2-core machine: docs/rehearsal.md); run it with ``bash bin/test -m shipped_configs``. The class tests below run in
 both.
 """
 
