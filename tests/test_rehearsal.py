@@ -170,6 +170,8 @@ def test_whitening_fitted_on_each_task_keeps_more_distinct_sts_sentences_than_di
     for task in STS_TASKS:
         parts = load_sts_parts(standin, task)
         assert len({s for part in parts for s in (*part.sentences1, *part.sentences2)}) > 384, task
+    with pytest.raises(DefSentError, match=rf"{standin}: STS tasks .* fewer than 100000 distinct sentences"):
+        capping.pairs_for_distinct_sentences(standin, 100_000, caps.sts_pairs)
     corpus_only = yaml.safe_load((REPO / "config.yaml").read_text())
     assert capping.caps_for("tiny", [384], corpus_only).sts_pairs == capping.SIZES["tiny"].sts_pairs
 
