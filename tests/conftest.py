@@ -65,19 +65,54 @@ def slurm_scenarios(request, tmp_path_factory, tiny_bert):
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, tiny_bert) -> Path:
+def warm_python(tmp_path_factory):
+    """The interpreter the shared DAGs' script jobs start from warm (tests/warm_python.py): a fresh fork of a
+    process that has imported torch and transformers, instead of ~4 s of imports a job."""
+    from warm_python import WarmPython
+    from workflow_utils import workflow_env
+
+    server = WarmPython(tmp_path_factory.mktemp("warm_python"), workflow_env())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
     changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it."""
     from workflow_utils import snakemake, write_tiny_config
 
     workdir = tmp_path_factory.mktemp("tiny_run")
     write_tiny_config(workdir, tiny_bert)
+    snakemake(workdir, python=warm_python)
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def rehearsal_root(tmp_path_factory) -> Path:
+    """Where tiny rehearsals' models, tokenizers and stand-ins are built once and each config's working directory
+    lies (tests/test_rehearsal.py, tests/test_shipped_configs.py)."""
+    return tmp_path_factory.mktemp("rehearsals")
+
+
+@pytest.fixture(scope="session")
+def tiny_rehearsal(rehearsal_root, senteval_dir) -> Path:
+    """The tiny rehearsal of RoBERTa-base's DefSent config (three poolings on the single-token entries of the
+    Oxford stand-in, byte-level BPE, held-out reverse dictionary): a RoBERTa family model through the whole
+    workflow, and its class's run in tests/test_shipped_configs.py. Fresh interpreters: its cost sheet reads the
+    jobs' benchmark files, whose memory a warm interpreter's client does not measure."""
+    from workflow_utils import snakemake
+
+    from defsent_plus.rehearsal.runner import prepare
+
+    workdir = prepare(REPO / "configs" / "defsent-roberta-base.yaml", "tiny", root=rehearsal_root,
+                      senteval=senteval_dir)
     snakemake(workdir)
     return workdir
 
 
 @pytest.fixture(scope="session")
-def methods_run(tmp_path_factory, tiny_run, tiny_bert) -> Path:
+def methods_run(tmp_path_factory, tiny_run, tiny_bert, warm_python) -> Path:
     """Every other method's runs in one DAG (``workflow_utils.METHODS_CONFIG``), run on a copy of ``tiny_run`` so
     the jobs they share with it (data, dictionary, the starting model's entry space and scores) do not run again."""
     from workflow_utils import METHODS_CONFIG, PLUGINS, copy_run, snakemake, write_tiny_config
@@ -86,5 +121,5 @@ def methods_run(tmp_path_factory, tiny_run, tiny_bert) -> Path:
     config = write_tiny_config(workdir, tiny_bert, **METHODS_CONFIG)
     config["entry_space"]["analyse"] = ["amp"]  # isotropy of the new spaces, but no whitening or ICA just for it
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    snakemake(workdir, pythonpath=[PLUGINS])
+    snakemake(workdir, pythonpath=[PLUGINS], python=warm_python)
     return workdir

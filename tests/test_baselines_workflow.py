@@ -36,12 +36,12 @@ TARGETS = [dag.baselines_file(encoder, name) for encoder in ("tiny", TRAINED)
 
 
 @pytest.fixture(scope="module")
-def baselines_run(tmp_path_factory, tiny_run, tiny_bert) -> Path:
+def baselines_run(tmp_path_factory, tiny_run, tiny_bert, warm_python) -> Path:
     """The baselines stage added to a copy of the session's finished tiny DAG (its models, data and scores are
     reused; these tests change the copy's config and outputs)."""
     workdir = copy_run(tiny_run, tmp_path_factory.mktemp("baselines_workflow") / "run")
     write_tiny_config(workdir, tiny_bert, baselines=BASELINES)
-    snakemake(workdir, *TARGETS, dag.score_file(TRAINED, "sts", "mean"))
+    snakemake(workdir, *TARGETS, dag.score_file(TRAINED, "sts", "mean"), python=warm_python)
     return workdir
 
 

@@ -299,7 +299,7 @@ def add_seed(config: dict) -> None:
     config["runs"]["tiny"]["seeds"].append(max(config["runs"]["tiny"]["seeds"]) + 1)
 
 
-def test_adding_a_seed_trains_only_the_new_seed_unless_a_selection_changes(complete_run, tmp_path):
+def test_adding_a_seed_trains_only_the_new_seed_unless_a_selection_changes(complete_run, tmp_path, warm_python):
     # A real run, not a dry run: selection is a checkpoint, so a dry run cannot know which candidate wins and
     # lists every later job as pending; after each re-selection Snakemake keeps only what the outcome changed.
     workdir = copy_run(complete_run, tmp_path / "run")
@@ -309,7 +309,7 @@ def test_adding_a_seed_trains_only_the_new_seed_unless_a_selection_changes(compl
     steps = len(config["runs"]["tiny"]["steps"])
     before = best_candidates(workdir, steps)
     edit_config(workdir, add_seed)
-    result = snakemake(workdir)
+    result = snakemake(workdir, python=warm_python)
     jobs = parse_jobs(result.stdout + result.stderr)
     after = best_candidates(workdir, steps)
     expected = set()
@@ -332,7 +332,7 @@ def keep_selected_only(config: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def selected_only_run(tmp_path_factory, tiny_run) -> Path:
+def selected_only_run(tmp_path_factory, tiny_run, warm_python) -> Path:
     """The tiny run trained from scratch with ``selection.keep_weights: selected``: a copy of the session's tiny DAG
     without anything its trained models wrote, so every training, selection, pruning and later step runs in one
     invocation, while the jobs of the starting model (data, dictionary, its entry space and scores) are kept."""
@@ -341,7 +341,7 @@ def selected_only_run(tmp_path_factory, tiny_run) -> Path:
     for trained in [results / "tiny", *results.glob("*/tiny.step*")]:
         shutil.rmtree(trained)
     edit_config(workdir, keep_selected_only)
-    result = snakemake(workdir)
+    result = snakemake(workdir, python=warm_python)
     jobs = parse_jobs(result.stdout + result.stderr)
     assert "train" in counts(jobs) and "dictionary" not in counts(jobs)  # the starting model's jobs did not run again
     assert "tiny" not in values(jobs, "entry_space", "encoder")

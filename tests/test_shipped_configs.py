@@ -1,10 +1,10 @@
 """Every shipped config (configs/*.yaml and config.yaml) executes end to end at tiny size: one config of each class
-(defsent_plus.rehearsal.classes: equal up to names, hub model sizes, learning rates and published numbers) runs its
+(defsent_plus.rehearsal.classes: equal up to names, model sizes, learning rates and published numbers) runs its
 whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
 
-The executions are the ``shipped_configs`` tier, outside ``bash bin/test``'s 15 minutes (about an hour on the
-2-core machine: docs/rehearsal.md); run it with ``bash bin/test -m shipped_configs``. The class tests below run in
-both.
+The DAGs' script jobs start from the warm interpreter (tests/warm_python.py), except defsent-roberta-base's, which is
+conftest's ``tiny_rehearsal``, run with fresh interpreters for its cost sheet. ``bash bin/test -m shipped_configs``
+runs these tests alone.
 """
 
 from __future__ import annotations
@@ -49,25 +49,24 @@ def test_names_learning_rates_and_published_numbers_do_not_change_a_shape_anythi
         assert tiny_shape(changed) != tiny_shape(config)
 
 
-@pytest.fixture(scope="module")
-def rehearsal_root(tmp_path_factory) -> Path:
-    """Where the tiny rehearsals' models and stand-ins are built once and each config's working directory lies."""
-    return tmp_path_factory.mktemp("shipped_configs")
-
-
+@pytest.mark.workflow
 @pytest.mark.shipped_configs
 @pytest.mark.parametrize("members", CLASSES, ids=[members[0].stem for members in CLASSES])
-def test_every_shipped_config_executes_at_tiny_size(members, rehearsal_root, senteval_dir):
+def test_every_shipped_config_executes_at_tiny_size(members, request, rehearsal_root, senteval_dir):
     from defsent_plus.rehearsal.runner import prepare
 
     first, *others = members
-    workdir = prepare(first, "tiny", root=rehearsal_root, senteval=senteval_dir)
-    jobs = planned_jobs(workdir)
-    snakemake(workdir)
+    if first.stem == "defsent-roberta-base":
+        workdir = request.getfixturevalue("tiny_rehearsal")
+    else:
+        workdir = prepare(first, "tiny", root=rehearsal_root, senteval=senteval_dir)
+        snakemake(workdir, python=request.getfixturevalue("warm_python"))
     assert planned_jobs(workdir) == {}, "a second run would still run jobs: the first left some undone"
     config = read(workdir / "config.yaml")
     summary = (workdir / "results" / "compare" / "summary.md").read_text(encoding="utf-8")
     assert banner.banner_text(config["rehearsal"]) in summary
     assert {run for run in config["runs"] if (workdir / "results" / run).is_dir()} == set(config["runs"])
-    for other in others:  # same class: the same jobs of every rule, under other names and learning rates
-        assert planned_jobs(prepare(other, "tiny", root=rehearsal_root, senteval=senteval_dir)) == jobs
+    if others:  # same class: the same jobs of every rule, under other names and learning rates
+        jobs = planned_jobs(workdir, "--forceall")
+        for other in others:
+            assert planned_jobs(prepare(other, "tiny", root=rehearsal_root, senteval=senteval_dir)) == jobs

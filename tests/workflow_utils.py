@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from conftest import FIXTURES, REPO
+from warm_python import WarmPython
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
@@ -113,11 +114,13 @@ def validated(config: dict) -> dict:
     return validated_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = ()
-              ) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = (),
+              python: WarmPython | None = None) -> subprocess.CompletedProcess:
     """Run Snakemake on the repository's workflow with ``workdir`` as working directory; ``pythonpath``: folders
-    every job can import from (as a user's own installed package), e.g. ``PLUGINS``."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+    every job can import from (as a user's own installed package), e.g. ``PLUGINS``; ``python``: the warm
+    interpreter its script jobs start from (conftest's ``warm_python``), else a fresh one each."""
+    start = python.snakemake_command() if python else [sys.executable, "-m", "snakemake"]
+    command = [*start, "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))
     if check and result.returncode != 0:

@@ -30,9 +30,11 @@ class Architecture:
     def model_class(self) -> str:
         return self.config["architectures"][0]
 
-    def tiny(self) -> Architecture:
-        """The same family, vocabulary and positions with the tests' tiny dimensions."""
-        return Architecture(f"{self.name}-tiny", {**self.config, **TINY_DIMS})
+    def tiny(self, real_depth: bool = False) -> Architecture:
+        """The same family, vocabulary and positions with the tests' tiny dimensions (``real_depth``: and the real
+        number of layers)."""
+        dims = {**TINY_DIMS, "num_hidden_layers": self.config["num_hidden_layers"]} if real_depth else TINY_DIMS
+        return Architecture(f"{self.name}-tiny" + ("-deep" if real_depth else ""), {**self.config, **dims})
 
 
 def architecture_names() -> list[str]:
@@ -52,10 +54,12 @@ def architecture_of(hub_id: str) -> Architecture:
 
 
 def model_architecture(spec: str) -> Architecture:
-    """The real architecture behind a config's model spec (a hub id's shipped one, else the model's config.json)."""
+    """The real architecture behind a config's model spec (a hub id's shipped one, else the model's config.json),
+    named after its hub id, package or folder."""
     kind, value = spec_kind(spec)
     if kind == "hub":
         return architecture_of(value)
     path = Path(resolve_model(spec))
     config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    return Architecture(path.name, {**config, "architectures": config.get("architectures") or ["AutoModel"]})
+    return Architecture(value if kind == "package" else path.name,
+                        {**config, "architectures": config.get("architectures") or ["AutoModel"]})

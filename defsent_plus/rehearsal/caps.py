@@ -112,25 +112,44 @@ def eval_fit_sentences(config: dict, hidden_sizes: list[int]) -> int:
 
 
 def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:
-    """Hidden sizes of the models a rehearsal of ``config`` runs: hub models at the size's dimensions, the others
-    (local or packaged models, run as they are) their own."""
+    """Hidden sizes of the models a rehearsal of ``config`` runs: every model at the tiny size's dimensions, or at
+    full size each model's own (hub models as their shipped architectures)."""
     from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
 
-    hubs = hub_models(config)
-    return [TINY_DIMS["hidden_size"] if name in hubs and size != "full" else
-            model_architecture(spec).config["hidden_size"] for name, spec in config.get("models", {}).items()]
+    return [TINY_DIMS["hidden_size"] if size != "full" else model_architecture(spec).config["hidden_size"]
+            for spec in config.get("models", {}).values()]
+
+
+def names_layers(config: dict) -> bool:
+    """Whether a baselines grid names a layer by a number the tiny two layers do not have apart from the last: a
+    tiny rehearsal's models then keep their real depth, which the grid is written for ([5, last] is MiniLM's last
+    two)."""
+    from defsent_plus.pipeline.model_architectures import TINY_DIMS
+
+    return any(isinstance(layer, int) and layer >= TINY_DIMS["num_hidden_layers"]
+               for grid in config.get("baselines", {}).get("grids", {}).values()
+               for layer_set in grid.get("layers", []) for layer in layer_set)
 
 
 def hub_models(config: dict) -> dict[str, str]:
-    """Model name -> hub id of the config's hub models (the ones a rehearsal replaces)."""
+    """Model name -> hub id of the config's hub models."""
     return {name: value for name, spec in config.get("models", {}).items()
             for kind, value in [spec_kind(spec, f"config: models.{name}")] if kind == "hub"}
 
 
+def replaced_models(config: dict, size: str) -> dict[str, str]:
+    """Model name -> spec of the models a rehearsal replaces by random ones of their architecture: the hub models
+    (not to be had offline) at full size, where local and packaged models run as they are; every model at tiny
+    size (tiny architectures)."""
+    hubs = hub_models(config)
+    return {name: spec for name, spec in config.get("models", {}).items() if name in hubs or size != "full"}
+
+
 def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], caps: Caps, repo: Path,
            source: str, size: str) -> dict:
-    """The rehearsal config of ``real`` (a config as read, before validation): ``models`` replaces hub models by
-    local directories, ``standins`` are ``data.<name>`` blocks pointing at the stand-ins."""
+    """The rehearsal config of ``real`` (a config as read, before validation): ``models`` replaces models by local
+    directories of random ones (:func:`replaced_models`), ``standins`` are ``data.<name>`` blocks pointing at the
+    stand-ins."""
     config = copy.deepcopy(real)
     config["models"] = {**config.get("models", {}), **{name: str(path) for name, path in models.items()}}
     config["data"] = {**config.get("data", {}), **standins}
@@ -152,7 +171,7 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     space["isotropy"] = {**space.get("isotropy", {}), "n_pairs": caps.isotropy_pairs}
     config.pop("published", None)  # published numbers are not compared with random weights
     config["rehearsal"] = {"config": source, "size": size, "caps": asdict(caps),
-                           "models": hub_models(real)}
+                           "models": {name: real["models"][name] for name in models}}
     return config
 
 

@@ -1,5 +1,5 @@
 """Shipped configs that execute the same code at tiny size: two configs are of one class when they are equal up to
-their model and run names, their hub models' sizes (a tiny rehearsal gives every hub model of a family the same tiny
+their model and run names, their models' sizes (a tiny rehearsal gives every model of a family the same tiny
 dimensions), their learning rates and their published numbers. Executing one config of a class at tiny size executes
 every job the others' tiny DAGs have, with other names and learning rates (tests/test_shipped_configs.py).
 """
@@ -13,17 +13,19 @@ from pathlib import Path
 import yaml
 
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.pipeline.model_architectures import architecture_of
+from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.model_store import spec_kind
+from defsent_plus.rehearsal.caps import names_layers
 
 
 def tiny_shape(config: dict) -> str:
-    """``config`` (as read) with its models and runs renamed in order, each hub model as its tiny architecture,
+    """``config`` (as read) with its models and runs renamed in order, each model as its tiny architecture,
     learning rates and ``published`` dropped, as canonical JSON."""
     config = copy.deepcopy(config)
     models = {name: f"model{i}" for i, name in enumerate(config.get("models", {}))}
     runs = {name: f"run{i}" for i, name in enumerate(config.get("runs", {}))}
-    config["models"] = {models[name]: tiny_model(spec, name) for name, spec in config.get("models", {}).items()}
+    deep = names_layers(config)
+    config["models"] = {models[name]: tiny_model(spec, name, deep) for name, spec in config.get("models", {}).items()}
     config["dictionary"]["tokenizer"] = models.get(config["dictionary"].get("tokenizer"))
     config["runs"] = {runs[name]: renamed_run(run, models, runs) for name, run in config.get("runs", {}).items()}
     encoders = config.get("baselines", {}).get("encoders")
@@ -33,10 +35,10 @@ def tiny_shape(config: dict) -> str:
     return json.dumps(config, sort_keys=True)
 
 
-def tiny_model(spec: str, name: str) -> str | dict:
-    """A hub model as the architecture a tiny rehearsal builds for it; any other model as it is."""
-    kind, value = spec_kind(spec, f"config: models.{name}")
-    return architecture_of(value).tiny().config if kind == "hub" else spec
+def tiny_model(spec: str, name: str, real_depth: bool) -> dict:
+    """A model as the architecture a tiny rehearsal builds for it (every model: hub, local or packaged)."""
+    spec_kind(spec, f"config: models.{name}")  # a clear error for a malformed spec
+    return model_architecture(spec).tiny(real_depth).config
 
 
 def renamed_run(run: dict, models: dict[str, str], runs: dict[str, str]) -> dict:

@@ -20,7 +20,8 @@ import yaml
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
-from defsent_plus.pipeline.model_architectures import architecture_of
+from defsent_plus.pipeline.model_architectures import model_architecture
+from defsent_plus.pipeline.model_store import resolve_model, spec_kind
 from defsent_plus.rehearsal import REPO, standins
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
@@ -48,14 +49,19 @@ def tokenizer_dir(root: Path, family: str, vocab_size: int, nltk_data: Path, sen
     return building.roberta_tokenizer(out, vocab_size, building.local_texts(nltk_data, senteval))
 
 
-def rehearsal_model(root: Path, hub_id: str, size: str, nltk_data: Path, senteval: Path) -> Path:
-    """The random model standing in for ``hub_id``, built once under ``root/models``."""
-    architecture = architecture_of(hub_id)
+def rehearsal_model(root: Path, spec: str, size: str, nltk_data: Path, senteval: Path,
+                    real_depth: bool = False) -> Path:
+    """The random model standing in for the model ``spec`` (at tiny size, its tiny architecture, ``real_depth``:
+    with its real number of layers), built once under ``root/models``: a hub model with its family's tokenizer at
+    the real vocabulary size, a local or packaged one with its own tokenizer."""
+    kind, _ = spec_kind(spec)
+    architecture = model_architecture(spec)
     if size != "full":
-        architecture = architecture.tiny()
+        architecture = architecture.tiny(real_depth)
     out = root / "models" / f"{architecture.name}-seed0"
     if not out.is_dir():
-        tokenizer = tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval)
+        tokenizer = (tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval)
+                     if kind == "hub" else Path(resolve_model(spec)))
         building.build_model(architecture, tokenizer, out)
     return out
 
@@ -95,11 +101,12 @@ def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsa
 
     senteval = senteval or senteval_dir()
     real = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-    hubs = capping.hub_models(real)
+    replaced = capping.replaced_models(real, size)
     caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real, senteval)
     if factor:
         caps = capping.larger_caps(caps, factor)
-    models = {name: rehearsal_model(root, hub, size, nltk_data, senteval) for name, hub in hubs.items()}
+    deep = capping.names_layers(real)
+    models = {name: rehearsal_model(root, spec, size, nltk_data, senteval, deep) for name, spec in replaced.items()}
     blocks = standin_blocks(root, caps, size, nltk_data, senteval)
     shown = os.path.relpath(Path(config_path).resolve(), REPO) if Path(config_path).resolve().is_relative_to(
         REPO) else str(config_path)

@@ -1,0 +1,171 @@
+"""A Python interpreter for workflow scripts that starts warm: a server imports torch, transformers and the package
+once, then forks a fresh child for every ``python script.py`` a job runs (the child gets the job's arguments,
+working directory, environment, standard streams and thread count, and its exit status goes back to the job).
+
+Snakemake runs a ``script:`` job as ``sys.executable <script>``; ``WarmPython.snakemake_command`` starts Snakemake
+with ``sys.executable`` set to this module's client, so each job skips the ~4 s of imports that dominate a tiny
+job. The rules, scripts and package code are the ones a user's run executes; only how the interpreter starts
+differs. Test-only: a job's benchmark file then measures the client (its wall seconds are right, its memory and CPU
+are not), so the cost model's measurements (tests/test_rehearsal*.py) keep the plain interpreter. Anything the
+client is not given as ``python <file.py> [args]`` runs the real interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# What every job of the tier would import by itself; the server imports it once before the first fork.
+PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "scipy.stats", "sklearn.decomposition", "torch", "transformers",
+           "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
+           "snakemake.script", "defsent_plus.pipeline.jobs", "defsent_plus.evaluation.embeddings",
+           "defsent_plus.evaluators.scoring", "defsent_plus.training.trainer")
+MESSAGE_BYTES = 1 << 20
+CHILD: dict = {}  # in a child: the connection to its client and the script's exit status
+BASE_PATH: list[str] = []  # the server's sys.path without its own folders: a child's, after its script's
+
+CLIENT = '''#!{python} -IS
+import json, os, signal, socket, sys
+args = sys.argv[1:]
+if len(args) < 1 or not args[0].endswith(".py") or not os.path.isfile(args[0]):
+    os.execv({python!r}, [{python!r}, *args])
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+conn.connect({socket!r})
+request = json.dumps({{"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
+socket.send_fds(conn, [request], [0, 1, 2])
+pid = conn.recv(64)
+if not pid:
+    sys.exit(1)
+
+def forward(signum, frame):
+    try:
+        os.kill(int(pid), signum)
+    except ProcessLookupError:
+        pass
+
+for signum in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(signum, forward)
+status = conn.recv(64)
+sys.exit(int(status) if status else 1)
+'''
+
+
+def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
+    """Import ``preload``, then fork one child per request on the Unix socket ``path`` until terminated."""
+    import atexit
+    import importlib
+
+    global BASE_PATH
+    BASE_PATH = [entry for entry in sys.path if entry not in ("", str(Path(__file__).parent))]
+    atexit.register(report_exit)  # registered before any module's handler: a child runs it after all of theirs
+    for module in preload:
+        importlib.import_module(module)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel; each reports to its client
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(path)
+    server.listen(64)
+    while True:
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            CHILD.update(conn=conn, status=run_request(conn))
+            sys.exit(CHILD["status"])  # an interpreter's exit: the atexit handlers run, report_exit last
+        conn.close()
+
+
+def run_request(conn: socket.socket) -> int:
+    """In a fresh child: take over the client's streams, directory, environment and threads, run its script as
+    ``__main__``; returns its exit status."""
+    import runpy
+
+    message, fds, _, _ = socket.recv_fds(conn, MESSAGE_BYTES, 3)
+    request = json.loads(message)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    status = 1
+    conn.send(str(os.getpid()).encode())
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    limit_threads(os.environ.get("OMP_NUM_THREADS"))
+    sys.argv = request["argv"]
+    sys.path[:] = [os.path.dirname(os.path.abspath(sys.argv[0])),
+                   *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)), *BASE_PATH]
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        status = 0
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - a script's failure is its exit status, as in a fresh interpreter
+        import traceback
+
+        traceback.print_exc()
+    return status
+
+
+def report_exit() -> None:
+    """A child's last exit handler: flush its streams, send its status to the client and end without tearing down
+    torch's and transformers' modules (seconds of work a job does not need)."""
+    if CHILD:
+        import logging
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        CHILD["conn"].send(str(CHILD["status"]).encode())
+        os._exit(CHILD["status"])
+
+
+def limit_threads(threads: str | None) -> None:
+    """The job's thread count (Snakemake's OMP_NUM_THREADS) for BLAS, OpenMP and torch, already loaded here."""
+    if not threads:
+        return
+    import threadpoolctl
+    import torch
+
+    threadpoolctl.threadpool_limits(int(threads))
+    torch.set_num_threads(int(threads))
+
+
+class WarmPython:
+    """The server and its client for one test session; ``stop()`` ends the server."""
+
+    def __init__(self, folder: Path, env: dict[str, str], timeout: float = 120.0) -> None:
+        self.socket = str(folder / "warm.sock")
+        self.executable = folder / "python"
+        self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket))
+        self.executable.chmod(0o755)
+        code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import warm_python; " \
+               f"warm_python.serve({self.socket!r})"
+        self.log = tempfile.TemporaryFile()
+        server_env = {key: value for key, value in env.items() if key != "PYTHONPATH"}  # each job brings its own
+        self.server = subprocess.Popen([sys.executable, "-c", code], env=server_env, stdout=self.log,
+                                       stderr=self.log)
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.socket):
+            if self.server.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                raise RuntimeError(f"the warm Python server did not start:\n{self.log.read().decode()[-3000:]}")
+            time.sleep(0.05)
+
+    def snakemake_command(self) -> list[str]:
+        """``python -m snakemake`` whose script jobs run on this server."""
+        code = f"import sys; sys.executable = {str(self.executable)!r}; sys.argv[0] = 'snakemake'; " \
+               "from snakemake.cli import main; main()"
+        return [sys.executable, "-c", code]
+
+    def stop(self) -> None:
+        self.server.terminate()
+        self.server.wait(timeout=30)
+        self.log.close()
