@@ -193,6 +193,12 @@ def cmd_rehearse(args: argparse.Namespace) -> None:
         print(f"cost sheet: {write_cost_sheet(workdir, senteval_dir())}")
 
 
+def cmd_estimate(args: argparse.Namespace) -> None:
+    from defsent_plus.rehearsal.estimate import estimate, markdown_table, read_config
+
+    print(markdown_table({Path(path).name: estimate(read_config(Path(path))) for path in args.configs}))
+
+
 def add_sentence_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentences", nargs="*", help="sentences (or use --file)")
     parser.add_argument("--file", help="a UTF-8 file with one sentence a line")
@@ -269,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     rehearse.add_argument("--prepare-only", action="store_true", help="build models, stand-ins and the config only")
     rehearse.add_argument("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")
     rehearse.set_defaults(func=cmd_rehearse)
+
+    costs = commands.add_parser("estimate", help="a config's GPU-hours, peak GPU memory of training and disk, "
+                                                 "counted without running it (docs/rehearsal.md)")
+    costs.add_argument("configs", nargs="+", help="config files, e.g. configs/*.yaml")
+    costs.set_defaults(func=cmd_estimate)
     return parser
 
 

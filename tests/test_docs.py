@@ -202,4 +202,4 @@ def test_the_checks_accept_what_exists():
     assert missing_path("configs/defsent-{bert-base,roberta-large}.yaml") is None
     assert {"train", "select_best", "dev_score", "all"} <= defined_rules()
     assert {"encode", "similarity", "reverse-dictionary", "predict-words", "export", "setup-wordnet",
-            "rehearse"} == cli_commands()
+            "rehearse", "estimate"} == cli_commands()

@@ -9,6 +9,7 @@ runs these tests alone.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,18 +50,35 @@ def test_names_learning_rates_and_published_numbers_do_not_change_a_shape_anythi
         assert tiny_shape(changed) != tiny_shape(config)
 
 
+@pytest.fixture(scope="module")
+def tiny_runs(request, rehearsal_root, senteval_dir):
+    """Every shipped config prepared for its tiny rehearsal (one after another: they share models and stand-ins),
+    then the first config of each class run, two classes at a time (a class's serial jobs, its dictionary first,
+    leave a core idle): config name -> working directory, and name -> future of the run."""
+    from defsent_plus.rehearsal.runner import prepare
+
+    workdirs = {path.stem: prepare(path, "tiny", root=rehearsal_root, senteval=senteval_dir)
+                for members in CLASSES for path in members if path.stem != "defsent-roberta-base"}
+    python = request.getfixturevalue("warm_python")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = {first.stem: pool.submit(snakemake, workdirs[first.stem], python=python)
+                for first, *_ in CLASSES if first.stem in workdirs}
+        yield workdirs, runs
+        for run in runs.values():
+            run.cancel()
+
+
 @pytest.mark.workflow
 @pytest.mark.shipped_configs
 @pytest.mark.parametrize("members", CLASSES, ids=[members[0].stem for members in CLASSES])
-def test_every_shipped_config_executes_at_tiny_size(members, request, rehearsal_root, senteval_dir):
-    from defsent_plus.rehearsal.runner import prepare
-
+def test_every_shipped_config_executes_at_tiny_size(members, request, tiny_runs):
     first, *others = members
+    workdirs, runs = tiny_runs
     if first.stem == "defsent-roberta-base":
         workdir = request.getfixturevalue("tiny_rehearsal")
     else:
-        workdir = prepare(first, "tiny", root=rehearsal_root, senteval=senteval_dir)
-        snakemake(workdir, python=request.getfixturevalue("warm_python"))
+        workdir = workdirs[first.stem]
+        runs[first.stem].result()  # its Snakemake's error, if any
     assert planned_jobs(workdir) == {}, "a second run would still run jobs: the first left some undone"
     config = read(workdir / "config.yaml")
     summary = (workdir / "results" / "compare" / "summary.md").read_text(encoding="utf-8")
@@ -69,4 +87,5 @@ def test_every_shipped_config_executes_at_tiny_size(members, request, rehearsal_
     if others:  # same class: the same jobs of every rule, under other names and learning rates
         jobs = planned_jobs(workdir, "--forceall")
         for other in others:
-            assert planned_jobs(prepare(other, "tiny", root=rehearsal_root, senteval=senteval_dir)) == jobs
+            assert planned_jobs(workdirs[other.stem]) == jobs
+

@@ -422,17 +422,20 @@ def directory_bytes(path: Path) -> int:
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     """The real config's disk: checkpoints (each step's selected copy, and every candidate's unless
     ``selection.keep_weights: selected`` deletes them: then at most one step's candidates at once), the embeddings,
-    the spaces. A checkpoint's size is the rehearsal's copy of its run's selected model (same architecture)."""
-    checkpoint = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best"}
+    the spaces. A checkpoint's size is the rehearsal's copy of its run's selected model (same architecture), or
+    where the rehearsal's log has no ``keep_best`` job of the run (a sheet re-written from an older rehearsal) its
+    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best"}
+    trained = {r["run"] for r in rows if r["rule"] == "train"}
+    checkpoint = {run: measured.get(run) or counted_checkpoint_bytes(context, run) for run in trained}
     candidates_by_step: dict[tuple, float] = defaultdict(float)
-    selected = embeddings = spaces = 0.0
+    selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
+    embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
         if r["rule"] == "train":
-            candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint.get(r["run"], 0)
-        elif r["rule"] == "keep_best":
-            selected += checkpoint[r["run"]]
+            candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint[r["run"]]
         elif r["rule"] == "embed":
             embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
         elif r["rule"] == "entry_space":
@@ -448,6 +451,15 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
                                                                                          default=0.0) / 1e9,
             "keep_weights": context.real["selection"]["keep_weights"],
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
+
+
+def counted_checkpoint_bytes(context: Context, run: str) -> float:
+    """A run's checkpoint from its model's parameters (fp32, the class its method saves)."""
+    from defsent_plus.methods import method_of
+    from defsent_plus.rehearsal.estimate import saved_weights_bytes
+
+    method = method_of(context.real["runs"][run]["method"])
+    return saved_weights_bytes(context.architectures[context.model_of_run(run)], method)
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:

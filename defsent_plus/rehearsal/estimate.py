@@ -1,0 +1,153 @@
+"""A config's cost without a rehearsal: ``defsent-plus estimate``. The analytic half of the cost model only
+(:mod:`defsent_plus.pipeline.requests`, the same numbers the jobs' SLURM requests come from, without the margin):
+
+* GPU-hours: every candidate's training and every job of the rules with a projected request (entry spaces, space
+  transforms, embeddings, reverse dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s
+  rates; the CPU rules (scores, tables, selection) are not counted;
+* peak GPU memory of each run's training job at its batch size and maximum length;
+* disk: checkpoints (fp32 weights of the saved class: the encoder, with the masked-LM head for DefSent's methods),
+  each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
+  that exist at once; the embeddings and the entry spaces.
+
+What it cannot know without running the config (this CPU's hours, the jobs' measured starts, the checkpoint files
+as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.pipeline import requests
+from defsent_plus.pipeline.model_architectures import model_architecture
+from defsent_plus.rehearsal import REPO
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+FLOAT32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A config's projected GPU-hours (per rule), peak GPU memory of training (per run) and disk (GB)."""
+
+    gpu_hours: dict[str, float]
+    training_memory_gb: dict[str, float]
+    checkpoints_gb: float  # what stays: each step's selected copy, and every candidate's with keep_weights: all
+    every_candidate_gb: float
+    transient_gb: float  # with keep_weights: selected, the most candidates' weights that exist at once
+    embeddings_gb: float
+    spaces_gb: float
+
+
+def read_config(path: Path) -> dict:
+    """A config file as the workflow sees it: validated, with the schema's defaults."""
+    from defsent_plus.pipeline.config_schema import validated_config
+
+    if not Path(path).is_file():
+        raise DefSentError(path, "no such config file")
+    return validated_config(yaml.safe_load(Path(path).read_text(encoding="utf-8")), SCHEMA)
+
+
+def estimate(config: dict) -> Estimate:
+    """The analytic costs of a validated ``config`` (module docstring)."""
+    from defsent_plus.pipeline.plan import Plan
+
+    plan = Plan(config, lambda run, step: {})
+    return Estimate(gpu_hours=gpu_hours(config, plan), training_memory_gb=training_memory_gb(config, plan),
+                    **disk_gb(config, plan))
+
+
+def candidates_of(plan, run: str) -> int:
+    return sum(len(plan.candidates(run, step)) for step in range(1, plan.final_step(run) + 1))
+
+
+def gpu_hours(config: dict, plan) -> dict[str, float]:
+    """GPU-hours per rule: train's candidates and each distinct job of ``requests.RULE_JOBS``."""
+    hours = {"train": sum(candidates_of(plan, run) * requests.training_request(config, plan, run, True).seconds
+                          for run in config["runs"]) / 3600}
+    for rule, jobs_of in requests.RULE_JOBS.items():
+        hours[rule] = sum(requests.rule_request(config, plan, rule, job, True).seconds
+                          for job in distinct(jobs_of(plan))) / 3600
+    return hours
+
+
+def training_memory_gb(config: dict, plan) -> dict[str, float]:
+    """Per run: the peak GPU memory of its training job (weights, gradients, Adam, activations, logits)."""
+    from defsent_plus.rehearsal.models import parameter_count
+
+    memory = {}
+    for run, block in config["runs"].items():
+        method = plan.method(run)
+        options = method.resolved_options(plan.method_options(run))
+        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
+        classes = requests.output_classes(config, run, method, architecture)
+        memory[run] = requests.training_memory_bytes(
+            architecture, block["batch_size"], options.get("max_length", 128), classes,
+            parameter_count(architecture, encoder_only=False), method.encoder_passes) / 1e9
+    return memory
+
+
+def checkpoint_bytes(config: dict, plan, run: str) -> float:
+    """A saved candidate of ``run`` (:func:`saved_weights_bytes` of its model and method)."""
+    architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
+    return saved_weights_bytes(architecture, plan.method(run))
+
+
+def saved_weights_bytes(architecture, method) -> float:
+    """fp32 weights of the class a method saves: the encoder, with the masked-LM head where the method predicts
+    headwords over the vocabulary (DefSent)."""
+    from defsent_plus.rehearsal.models import parameter_count
+
+    with_head = method.target == requests.VOCABULARY_TARGET
+    return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not with_head)
+
+
+def disk_gb(config: dict, plan) -> dict[str, float]:
+    """Checkpoints, every candidate's weights, the transient candidates, embeddings and entry spaces, in GB."""
+    selected = every = transient = 0.0
+    for run in config["runs"]:
+        size = checkpoint_bytes(config, plan, run)
+        steps = plan.final_step(run)
+        selected += steps * size
+        per_step = [len(plan.candidates(run, step)) * size for step in range(1, steps + 1)]
+        every += sum(per_step)
+        transient = max(transient, *per_step)
+    keep_all = config["selection"]["keep_weights"] == "all"
+    embeddings = sum(requests.EVALUATION_SENTENCES[job["sentences"]] * hidden_of(config, job["encoder"])
+                     for job in distinct(requests.embed_jobs(plan))) * FLOAT32_BYTES
+    spaces = sum(2 * entries_of(config, job) * hidden_of(config, job["encoder"])  # AMP and AC
+                 for job in distinct(requests.entry_space_jobs(plan))) * FLOAT32_BYTES
+    spaces += sum(entries_of(config, job) * hidden_of(config, job["encoder"])
+                  for job in distinct(requests.transform_space_jobs(plan))) * FLOAT32_BYTES
+    return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
+            "transient_gb": 0.0 if keep_all else transient / 1e9, "embeddings_gb": embeddings / 1e9,
+            "spaces_gb": spaces / 1e9}
+
+
+def distinct(jobs: list[dict]) -> list[dict]:
+    """Each job once (runs that share a starting model and dataset share its entry space and its vectors)."""
+    return list({tuple(job.items()): job for job in jobs}.values())
+
+
+def hidden_of(config: dict, encoder: str) -> int:
+    model = requests.model_of_encoder(config, encoder)
+    return model_architecture(config["models"][model]).config["hidden_size"]
+
+
+def entries_of(config: dict, job: dict) -> int:
+    return requests.dataset_size(config, job["dataset"])[1]
+
+
+def markdown_table(estimates: dict[str, Estimate]) -> str:
+    """One row per config: GPU-hours (train's share), the largest training peak and the disk figures."""
+    lines = ["| config | GPU-hours | of which train | peak GPU memory of training | checkpoints kept / every "
+             "candidate / transient | embeddings | spaces |", "|---|---|---|---|---|---|---|"]
+    for name, e in estimates.items():
+        run, peak = max(e.training_memory_gb.items(), key=lambda item: item[1])
+        lines.append(f"| {name} | {sum(e.gpu_hours.values()):.1f} | {e.gpu_hours['train']:.1f} | {peak:.1f} GB "
+                     f"({run}) | {e.checkpoints_gb:.1f} / {e.every_candidate_gb:.1f} / {e.transient_gb:.1f} GB | "
+                     f"{e.embeddings_gb:.2f} GB | {e.spaces_gb:.2f} GB |")
+    return "\n".join(lines)
