@@ -19,12 +19,14 @@ BERT_BASE_ENCODER = 109_482_240  # parameters with the pooler (tests/test_rehear
 
 
 def test_the_estimate_agrees_with_the_cost_sheet_of_the_configs_tiny_rehearsal(tiny_rehearsal, senteval_dir):
-    """The sheet counts real jobs from the rehearsal's log (× real seeds), the estimate from the plan."""
+    """The sheet counts the real jobs from the rehearsal's log (× real seeds), the estimate from the plan: the same
+    vectors, spaces and checkpoints (a tiny rehearsal's are counted from the real model), and each run's training
+    peak from the same batch, length, classes and passes (one formula, each reading them its own way)."""
     _, memory, disk, _ = costs.cost_sheet(tiny_rehearsal, senteval_dir)
     counted = estimate(read_config(REPO / "configs" / "defsent-roberta-base.yaml"))
     assert counted.training_memory_gb == pytest.approx(dict(zip(memory["run"], memory["peak_gpu_gb"], strict=True)))
-    assert counted.embeddings_gb == pytest.approx(disk["embeddings_gb"])
-    assert counted.spaces_gb == pytest.approx(disk["spaces_gb"])
+    for key in ("embeddings_gb", "spaces_gb", "checkpoints_gb", "every_candidate_gb", "transient_gb"):
+        assert getattr(counted, key) == pytest.approx(disk[key]), key
     assert counted.gpu_hours["train"] > 0 and counted.gpu_hours["reverse_dictionary"] > 0
 
 
@@ -37,13 +39,28 @@ def test_checkpoints_count_every_candidate_and_each_steps_selected_copy():
     assert counted.transient_gb == pytest.approx(20 * checkpoint)  # step 3's candidates before its selection
     config["selection"]["keep_weights"] = "all"
     assert estimate(config).checkpoints_gb == pytest.approx(43 * checkpoint)
+    defsent = estimate(read_config(REPO / "configs" / "defsent-bert-base.yaml"))  # 3 runs of 10 seeds, one step each
+    with_head = 4 * parameter_count(architecture_of("bert-base-uncased"), encoder_only=False) / 1e9
+    assert defsent.transient_gb == pytest.approx(30 * with_head)  # each run prunes its own: all may train at once
+
+
+def test_centring_and_whitening_are_not_gpu_hours_fastica_is():
+    config = read_config(REPO / "configs" / "bert-base.yaml")  # analyses amp, amp.center, amp.whiten, amp.ica
+
+    def transform_hours(analyse: list[str]) -> float:
+        return estimate({**config, "entry_space": {**config["entry_space"], "analyse": analyse}}).gpu_hours[
+            "transform_space"]
+
+    assert transform_hours(["amp", "amp.ica"]) == pytest.approx(transform_hours(config["entry_space"]["analyse"]))
+    assert transform_hours(["amp"]) < transform_hours(["amp", "amp.ica"])
 
 
 def test_a_sheet_of_a_rehearsal_without_keep_best_jobs_counts_its_checkpoints(tmp_path):
     """A cost sheet re-written from a rehearsal older than rule keep_best reported 0.0 GB of checkpoints."""
     real = validated(yaml.safe_load((REPO / "configs" / "bert-base.yaml").read_text()))
     architecture = architecture_of("bert-base-uncased")
-    context = costs.Context(real=real, rehearsal=real, architectures={"bert_base": architecture}, real_sets={})
+    rehearsal = {**real, "rehearsal": {"size": "full"}}
+    context = costs.Context(real=real, rehearsal=rehearsal, architectures={"bert_base": architecture}, real_sets={})
     rows = [{"rule": "train", "run": "bert_base", "step": "1", "real_jobs": 10.0, "model": "bert_base",
              "outputs": []}]
     disk = costs.disk_gb(rows, context, tmp_path)

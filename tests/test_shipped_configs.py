@@ -60,6 +60,7 @@ def tiny_runs(request, rehearsal_root, senteval_dir):
     workdirs = {path.stem: prepare(path, "tiny", root=rehearsal_root, senteval=senteval_dir)
                 for members in CLASSES for path in members if path.stem != "defsent-roberta-base"}
     python = request.getfixturevalue("warm_python")
+    request.getfixturevalue("tiny_rehearsal")  # before the pool: its cost sheet reads its jobs' benchmarks
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {first.stem: pool.submit(snakemake, workdirs[first.stem], python=python)
                 for first, *_ in CLASSES if first.stem in workdirs}

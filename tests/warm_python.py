@@ -7,7 +7,10 @@ with ``sys.executable`` set to this module's client, so each job skips the ~4 s 
 job. The rules, scripts and package code are the ones a user's run executes; only how the interpreter starts
 differs. Test-only: a job's benchmark file then measures the client (its wall seconds are right, its memory and CPU
 are not), so the cost model's measurements (tests/test_rehearsal*.py) keep the plain interpreter. Anything the
-client is not given as ``python <file.py> [args]`` runs the real interpreter.
+client is not given as ``python <file.py> [args]`` runs the real interpreter, and so does a job whose environment sets
+what an interpreter or a preloaded library reads when it starts (``started_differently``). Unlike a fresh
+interpreter's end, a child's skips the teardown of modules: an object a module's globals keep (an open file's
+unwritten buffer) is not finalized; the workflow's scripts close what they write.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "scipy.stats", "sklearn.decompo
            "snakemake.script", "defsent_plus.pipeline.jobs", "defsent_plus.evaluation.embeddings",
            "defsent_plus.evaluators.scoring", "defsent_plus.training.trainer")
 MESSAGE_BYTES = 1 << 20
-CHILD: dict = {}  # in a child: the connection to its client and the script's exit status
+CHILD: dict = {}  # in a child: the connection to its client, the job's pid and the script's exit status
+START_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "TORCH", "OMP_SCHEDULE",
+                  "CUBLAS_", "KMP_", "MKL_CBWR")
+SERVER_ENV: dict[str, str] = {}
 BASE_PATH: list[str] = []  # the server's sys.path without its own folders: a child's, after its script's
 
 CLIENT = '''#!{python} -IS
@@ -39,7 +45,10 @@ if len(args) < 1 or not args[0].endswith(".py") or not os.path.isfile(args[0]):
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 conn.connect({socket!r})
 request = json.dumps({{"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
-socket.send_fds(conn, [request], [0, 1, 2])
+try:
+    socket.send_fds(conn, [request], [0, 1, 2])
+except OSError:  # an environment past the socket's buffer: a fresh interpreter
+    os.execv({python!r}, [{python!r}, *args])
 pid = conn.recv(64)
 if not pid:
     sys.exit(1)
@@ -62,8 +71,9 @@ def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
     import atexit
     import importlib
 
-    global BASE_PATH
+    global BASE_PATH, SERVER_ENV
     BASE_PATH = [entry for entry in sys.path if entry not in ("", str(Path(__file__).parent))]
+    SERVER_ENV = dict(os.environ)
     atexit.register(report_exit)  # registered before any module's handler: a child runs it after all of theirs
     for module in preload:
         importlib.import_module(module)
@@ -76,7 +86,7 @@ def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
         if os.fork() == 0:
             server.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            CHILD.update(conn=conn, status=run_request(conn))
+            CHILD.update(conn=conn, pid=os.getpid(), status=run_request(conn))
             sys.exit(CHILD["status"])  # an interpreter's exit: the atexit handlers run, report_exit last
         conn.close()
 
@@ -94,8 +104,11 @@ def run_request(conn: socket.socket) -> int:
     status = 1
     conn.send(str(os.getpid()).encode())
     os.chdir(request["cwd"])
+    if started_differently(request["env"]):
+        return subprocess.call([sys.executable, *request["argv"]], env=request["env"])
     os.environ.clear()
     os.environ.update(request["env"])
+    tempfile.tempdir = None  # the job's TMPDIR
     limit_threads(os.environ.get("OMP_NUM_THREADS"))
     sys.argv = request["argv"]
     sys.path[:] = [os.path.dirname(os.path.abspath(sys.argv[0])),
@@ -114,10 +127,19 @@ def run_request(conn: socket.socket) -> int:
     return status
 
 
+def started_differently(env: dict[str, str]) -> bool:
+    """Whether the job's environment sets what an interpreter or the preloaded libraries read when they start
+    (PYTHONWARNINGS, PYTHONHASHSEED, HF_HUB_OFFLINE, ...) otherwise than the server's: then it runs fresh."""
+    def read_at_start(variables: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in variables.items() if k.startswith(START_PREFIXES) and k != "PYTHONPATH"}
+
+    return read_at_start(env) != read_at_start(SERVER_ENV)
+
+
 def report_exit() -> None:
     """A child's last exit handler: flush its streams, send its status to the client and end without tearing down
     torch's and transformers' modules (seconds of work a job does not need)."""
-    if CHILD:
+    if CHILD.get("pid") == os.getpid():  # not a process the job forked
         import logging
 
         logging.shutdown()

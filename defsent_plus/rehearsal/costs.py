@@ -422,10 +422,11 @@ def directory_bytes(path: Path) -> int:
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     """The real config's disk: checkpoints (each step's selected copy, and every candidate's unless
     ``selection.keep_weights: selected`` deletes them: then at most one step's candidates at once), the embeddings,
-    the spaces. A checkpoint's size is the rehearsal's copy of its run's selected model (same architecture), or
-    where the rehearsal's log has no ``keep_best`` job of the run (a sheet re-written from an older rehearsal) its
-    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
-    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best"}
+    the spaces. A checkpoint's size is a full-size rehearsal's copy of its run's selected model (same
+    architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
+    ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
+    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best" and full}
     trained = {r["run"] for r in rows if r["rule"] == "train"}
     checkpoint = {run: measured.get(run) or counted_checkpoint_bytes(context, run) for run in trained}
     candidates_by_step: dict[tuple, float] = defaultdict(float)
@@ -445,10 +446,11 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
             entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
             spaces += entries * hidden * 4
     every = sum(candidates_by_step.values())
+    largest_step = {run: max(v for (r, _), v in candidates_by_step.items() if r == run) for run in trained}
     keep_all = context.real["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0)) / 1e9,
-            "every_candidate_gb": every / 1e9, "transient_gb": 0.0 if keep_all else max(candidates_by_step.values(),
-                                                                                         default=0.0) / 1e9,
+            "every_candidate_gb": every / 1e9,  # each run prunes its own steps: their largest may train at once
+            "transient_gb": 0.0 if keep_all else sum(largest_step.values()) / 1e9,
             "keep_weights": context.real["selection"]["keep_weights"],
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
 
@@ -572,8 +574,8 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
             f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
             f"{totals['real_cpu_hours']:.3g} hours\n"
             f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
-            f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of a "
-            f"step's candidates at once), embeddings {disk['embeddings_gb']:.2f} GB, "
+            f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of "
+            f"candidates at once, each run's largest step), embeddings {disk['embeddings_gb']:.2f} GB, "
             f"entry spaces {disk['spaces_gb']:.2f} GB\n"
             f"* **Peak GPU memory of training** (fp32 weights, gradients, Adam; bf16 activations at the max length):"
             f" {', '.join(f'{r.run} {r.peak_gpu_gb:.1f} GB' for r in memory.itertuples())} "

@@ -3,11 +3,11 @@
 
 * GPU-hours: every candidate's training and every job of the rules with a projected request (entry spaces, space
   transforms, embeddings, reverse dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s
-  rates; the CPU rules (scores, tables, selection) are not counted;
+  rates; the CPU jobs (scores, tables, selection, centring and whitening) are not counted;
 * peak GPU memory of each run's training job at its batch size and maximum length;
 * disk: checkpoints (fp32 weights of the saved class: the encoder, with the masked-LM head for DefSent's methods),
   each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
-  that exist at once; the embeddings and the entry spaces.
+  that may exist at once (each run's largest step, all runs at the same time); the embeddings and the entry spaces.
 
 What it cannot know without running the config (this CPU's hours, the jobs' measured starts, the checkpoint files
 as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares both).
@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.names import TORCH_TRANSFORMS
 from defsent_plus.pipeline import requests
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.rehearsal import REPO
@@ -37,7 +38,7 @@ class Estimate:
     training_memory_gb: dict[str, float]
     checkpoints_gb: float  # what stays: each step's selected copy, and every candidate's with keep_weights: all
     every_candidate_gb: float
-    transient_gb: float  # with keep_weights: selected, the most candidates' weights that exist at once
+    transient_gb: float  # with keep_weights: selected, the most candidates' weights that may exist at once
     embeddings_gb: float
     spaces_gb: float
 
@@ -70,8 +71,13 @@ def gpu_hours(config: dict, plan) -> dict[str, float]:
                           for run in config["runs"]) / 3600}
     for rule, jobs_of in requests.RULE_JOBS.items():
         hours[rule] = sum(requests.rule_request(config, plan, rule, job, True).seconds
-                          for job in distinct(jobs_of(plan))) / 3600
+                          for job in distinct(jobs_of(plan)) if on_gpu(rule, job)) / 3600
     return hours
+
+
+def on_gpu(rule: str, job: dict) -> bool:
+    """Whether a job of a projected rule runs on a GPU: all but centring and whitening (numpy, on a CPU)."""
+    return rule != "transform_space" or job["transform"] in TORCH_TRANSFORMS
 
 
 def training_memory_gb(config: dict, plan) -> dict[str, float]:
@@ -114,7 +120,7 @@ def disk_gb(config: dict, plan) -> dict[str, float]:
         selected += steps * size
         per_step = [len(plan.candidates(run, step)) * size for step in range(1, steps + 1)]
         every += sum(per_step)
-        transient = max(transient, *per_step)
+        transient += max(per_step)  # each run prunes its own steps: their largest may train at once
     keep_all = config["selection"]["keep_weights"] == "all"
     embeddings = sum(requests.EVALUATION_SENTENCES[job["sentences"]] * hidden_of(config, job["encoder"])
                      for job in distinct(requests.embed_jobs(plan))) * FLOAT32_BYTES

@@ -8,6 +8,7 @@ Layout under ``rehearsals/`` (git-ignored): ``models/`` and ``standins-<size>-<c
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import subprocess
@@ -58,12 +59,17 @@ def rehearsal_model(root: Path, spec: str, size: str, nltk_data: Path, senteval:
     architecture = model_architecture(spec)
     if size != "full":
         architecture = architecture.tiny(real_depth)
-    out = root / "models" / f"{architecture.name}-seed0"
+    out = root / "models" / f"{architecture.name}{local_suffix(spec) if kind == 'local' else ''}-seed0"
     if not out.is_dir():
         tokenizer = (tokenizer_dir(root, architecture.family, architecture.config["vocab_size"], nltk_data, senteval)
                      if kind == "hub" else Path(resolve_model(spec)))
         building.build_model(architecture, tokenizer, out)
     return out
+
+
+def local_suffix(spec: str) -> str:
+    """A local model's folder, hashed: two local models of one folder name are two models."""
+    return "-" + hashlib.sha256(str(Path(resolve_model(spec)).resolve()).encode()).hexdigest()[:8]
 
 
 def standin_blocks(root: Path, caps: capping.Caps, size: str, nltk_data: Path, senteval: Path) -> dict[str, dict]:
