@@ -42,6 +42,16 @@ def test_every_hub_model_of_a_shipped_config_has_a_shipped_architecture():
         architecture_of("someone/gpt-9")
 
 
+def test_two_local_models_of_one_folder_name_get_two_rehearsal_models(tmp_path):
+    from defsent_plus.rehearsal.runner import local_suffix
+
+    first, second = tmp_path / "a" / "final", tmp_path / "b" / "final"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+    assert local_suffix(str(first)) != local_suffix(str(second))
+    assert local_suffix(str(first)) == local_suffix(str(tmp_path / "a" / ".." / "a" / "final"))
+
+
 def test_a_tiny_model_keeps_its_real_depth_when_a_baselines_grid_names_layers():
     """baselines-full's grid takes MiniLM's layers 1, 5 and last: a two-layer tiny model stopped its tiny rehearsal,
     and a five-layer one made [5, last] one layer twice."""

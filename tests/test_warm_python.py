@@ -52,3 +52,11 @@ def test_what_is_not_a_script_runs_on_the_real_interpreter(warm_python):
     result = subprocess.run([str(warm_python.executable), "-c", "import sys; print(sys.executable)"],
                             capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == sys.executable
+
+
+def test_an_environment_too_large_for_the_socket_runs_on_a_fresh_interpreter(warm_python, tmp_path):
+    large = {f"LARGE{i}": "x" * 100_000 for i in range(3)}  # past the socket's 212,992-byte buffer
+    script = "import os\nprint(os.getppid(), sum(len(v) for k, v in os.environ.items() if k.startswith('LARGE')))\n"
+    result = run(warm_python, script, tmp_path, **large)
+    parent, size = map(int, result.stdout.split())
+    assert result.returncode == 0 and size == 300_000 and parent != warm_python.server.pid

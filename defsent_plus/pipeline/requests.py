@@ -376,6 +376,11 @@ def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
             for template in plan.baseline_grid(encoder)["templates"]]
 
 
+def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
+    """Each job once (runs that share a starting model and dataset share its entry space and its vectors)."""
+    return list({tuple(job.items()): job for job in jobs}.values())
+
+
 RULE_JOBS: dict[str, Callable[[Plan], list[Wildcards]]] = {  # every rule that asks for rule_request's projection
     "entry_space": entry_space_jobs,
     "transform_space": transform_space_jobs,
@@ -395,7 +400,7 @@ def rule_requests_below_projection(config: dict, plan: Plan, asked: dict[str, di
         keys = [key for key in ("runtime", "mem_mb") if isinstance(asked.get(rule, {}).get(key), int | float)]
         if not keys:
             continue
-        jobs = {tuple(job.items()): job for job in jobs_of(plan)}.values()  # each job once
+        jobs = distinct_jobs(jobs_of(plan))
         projected = [(projection(config, rule_request(config, plan, rule, job, on_gpu(rule))), job) for job in jobs]
         for key in keys:
             value = asked[rule][key]

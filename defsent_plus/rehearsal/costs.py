@@ -505,26 +505,18 @@ def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
 
 
 def rehearsal_config(workdir: Path) -> dict:
-    import yaml
+    from defsent_plus.rehearsal.estimate import read_config
 
-    from defsent_plus.pipeline.config_schema import validated_config
-    from defsent_plus.rehearsal import REPO
-
-    return validated_config(yaml.safe_load((workdir / "config.yaml").read_text()),
-                            REPO / "workflow" / "schemas" / "config.schema.yaml")
+    return read_config(workdir / "config.yaml")
 
 
 def build_context(workdir: Path, senteval: Path) -> Context:
-    import yaml
-
-    from defsent_plus.pipeline.config_schema import validated_config
     from defsent_plus.rehearsal import REPO
+    from defsent_plus.rehearsal.estimate import read_config
 
-    schema = REPO / "workflow" / "schemas" / "config.schema.yaml"
-    rehearsal = validated_config(yaml.safe_load((workdir / "config.yaml").read_text()), schema)
+    rehearsal = read_config(workdir / "config.yaml")
     real_path = Path(rehearsal["rehearsal"]["config"])
-    real = validated_config(yaml.safe_load((real_path if real_path.is_absolute() else REPO / real_path).read_text()),
-                            schema)
+    real = read_config(real_path if real_path.is_absolute() else REPO / real_path)
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built_datasets(workdir, real))
 

@@ -71,7 +71,7 @@ def gpu_hours(config: dict, plan) -> dict[str, float]:
                           for run in config["runs"]) / 3600}
     for rule, jobs_of in requests.RULE_JOBS.items():
         hours[rule] = sum(requests.rule_request(config, plan, rule, job, True).seconds
-                          for job in distinct(jobs_of(plan)) if on_gpu(rule, job)) / 3600
+                          for job in requests.distinct_jobs(jobs_of(plan)) if on_gpu(rule, job)) / 3600
     return hours
 
 
@@ -123,19 +123,14 @@ def disk_gb(config: dict, plan) -> dict[str, float]:
         transient += max(per_step)  # each run prunes its own steps: their largest may train at once
     keep_all = config["selection"]["keep_weights"] == "all"
     embeddings = sum(requests.EVALUATION_SENTENCES[job["sentences"]] * hidden_of(config, job["encoder"])
-                     for job in distinct(requests.embed_jobs(plan))) * FLOAT32_BYTES
+                     for job in requests.distinct_jobs(requests.embed_jobs(plan))) * FLOAT32_BYTES
     spaces = sum(2 * entries_of(config, job) * hidden_of(config, job["encoder"])  # AMP and AC
-                 for job in distinct(requests.entry_space_jobs(plan))) * FLOAT32_BYTES
+                 for job in requests.distinct_jobs(requests.entry_space_jobs(plan))) * FLOAT32_BYTES
     spaces += sum(entries_of(config, job) * hidden_of(config, job["encoder"])
-                  for job in distinct(requests.transform_space_jobs(plan))) * FLOAT32_BYTES
+                  for job in requests.distinct_jobs(requests.transform_space_jobs(plan))) * FLOAT32_BYTES
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
             "transient_gb": 0.0 if keep_all else transient / 1e9, "embeddings_gb": embeddings / 1e9,
             "spaces_gb": spaces / 1e9}
-
-
-def distinct(jobs: list[dict]) -> list[dict]:
-    """Each job once (runs that share a starting model and dataset share its entry space and its vectors)."""
-    return list({tuple(job.items()): job for job in jobs}.values())
 
 
 def hidden_of(config: dict, encoder: str) -> int:
