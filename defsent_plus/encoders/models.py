@@ -122,6 +122,11 @@ class Encoder:
     def hidden_size(self) -> int:
         return self.model.config.hidden_size
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are (where it encodes)."""
+        return next(self.model.parameters()).device
+
     def to(self, device: torch.device) -> Encoder:
         self.model.to(device)
         self.pooler.to(device)
@@ -129,19 +134,21 @@ class Encoder:
 
     @overload
     def encode(self, texts: Sequence[str], pooling: str, *, batch_size: int = ..., max_length: int = ...,
-               progress: bool = ..., desc: str | None = ...) -> np.ndarray: ...
+               progress: bool = ..., desc: str | None = ..., max_tokens: int | None = ...) -> np.ndarray: ...
 
     @overload
     def encode(self, texts: Sequence[str], pooling: Sequence[str], *, batch_size: int = ..., max_length: int = ...,
-               progress: bool = ..., desc: str | None = ...) -> dict[str, np.ndarray]: ...
+               progress: bool = ..., desc: str | None = ..., max_tokens: int | None = ...) -> dict[str, np.ndarray]: ...
 
-    def encode(self, texts, pooling, *, batch_size=128, max_length=128, progress=False, desc=None):
+    def encode(self, texts, pooling, *, batch_size=128, max_length=128, progress=False, desc=None, max_tokens=None):
         """Embed ``texts`` on the model's device: one pooling name gives float32 ``[n, hidden]``, a list of names a
-        dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass."""
+        dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass. A batch holds
+        at most ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens
+        (:func:`defsent_plus.encoders.encoding.batching_for` picks both for a device)."""
 
         poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
         vectors = encode(self.model, self.tokenizer, texts, poolings, batch_size, max_length, progress,
-                         desc or "+".join(poolings))
+                         desc or "+".join(poolings), max_tokens=max_tokens)
         return vectors[pooling] if isinstance(pooling, str) else vectors
 
     def save(self, out_dir: str | Path) -> None:

@@ -31,19 +31,22 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     record (:func:`write_embeddings`)."""
     import torch
 
+    from defsent_plus.encoders.encoding import batching_for
     from defsent_plus.encoders.models import load_encoder
     from defsent_plus.encoders.runtime import device_for_run
 
     sentences = sentences_of_set(sentence_set, senteval_dir)
     device = device_for_run()
     encoder = load_encoder(model_dir).to(device)
+    batch, max_tokens = batching_for(device, batch_size)
     start = time.perf_counter()
-    vectors = encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=True,
-                             desc=f"{label} {sentence_set}")
+    vectors = encoder.encode(sentences, pooling, batch_size=batch, max_length=max_length, progress=True,
+                             desc=f"{label} {sentence_set}", max_tokens=max_tokens)
     seconds = time.perf_counter() - start
     record = write_embeddings(
         vectors, sentences, out_npy, out_json, label=label, model_dir=model_dir, sentence_set=sentence_set,
         pooling=pooling, batch_size=batch_size, max_length=max_length, seconds=round(seconds, 1),
+        batching={"batch_size": batch, "max_tokens": max_tokens},
         provenance=with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
                                  training_provenance(model_dir)))
     log.info("%s: %d sentences of %s (%s pooling) in %.1f s (%.0f/s)", label, len(sentences), sentence_set, pooling,

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import read_dataset
+from defsent_plus.encoders.encoding import batching_for
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
@@ -75,11 +76,13 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 def cosine_ranks(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
                  max_length: int = 128) -> np.ndarray:
     """Each query's entry rank by cosine of the encoder's mean-pooled query to ``space`` (the ``cosine`` protocol:
-    no pooler, no head; the same entry embeddings for every model)."""
+    no pooler, no head; the same entry embeddings for every model), encoded as :func:`batching_for` picks for the
+    device (``batch_size`` queries scored at a time)."""
     space = unit_rows(space)
     encoder.to(device_for_run())
-    return query_ranks(lambda texts: unit_rows(encoder.encode(texts, "mean", batch_size=batch_size,
-                                                              max_length=max_length)) @ space.T, queries, batch_size)
+    batch, max_tokens = batching_for(encoder.device, batch_size)
+    return query_ranks(lambda texts: unit_rows(encoder.encode(texts, "mean", batch_size=batch, max_length=max_length,
+                                                              max_tokens=max_tokens)) @ space.T, queries, batch_size)
 
 
 def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_path: str | Path,

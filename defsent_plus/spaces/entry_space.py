@@ -17,6 +17,7 @@ import torch
 
 from defsent_plus import names
 from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.encoders.encoding import batching_for
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.io import file_sha256, write_json, write_npy
@@ -44,10 +45,12 @@ def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> 
 def entry_embeddings(
     encoder: Encoder, frame: pd.DataFrame, batch_size: int = 128, max_length: int = 128, progress: bool = False
 ) -> dict[str, np.ndarray]:
-    """AC and AMP matrices ``[n_entries, hidden]`` (row i = entry id i) from one pass over all definitions."""
+    """AC and AMP matrices ``[n_entries, hidden]`` (row i = entry id i) from one pass over all definitions, batched
+    as :func:`batching_for` picks for the encoder's device."""
     texts, entry_ids = definition_pairs(frame)
+    batch_size, max_tokens = batching_for(encoder.device, batch_size)
     pooled = encoder.encode(texts, list(ENTRY_POOLINGS.values()), batch_size=batch_size, max_length=max_length,
-                            progress=progress, desc="entry space")
+                            progress=progress, desc="entry space", max_tokens=max_tokens)
     return {name: segment_mean(pooled[pooling], entry_ids, len(frame)) for name, pooling in ENTRY_POOLINGS.items()}
 
 
