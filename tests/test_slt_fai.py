@@ -48,7 +48,8 @@ def make_batch(encoder, sentences=SENTENCES, progress: float | None = None) -> S
     encoder.model.train()
     hidden = encoder.model(**features).last_hidden_state
     batch = SimpleNamespace(hidden=hidden.float(), attention_mask=features["attention_mask"],
-                            input_ids=features["input_ids"], entry_ids=torch.zeros(len(sentences), dtype=torch.long))
+                            input_ids=features["input_ids"], entry_ids=torch.zeros(len(sentences), dtype=torch.long),
+                            mask_for_model=features["attention_mask"])
     if progress is not None:
         batch.progress = progress
     return batch
@@ -225,7 +226,7 @@ def test_after_warm_up_the_loss_adds_both_discriminators(encoder):
     batch = make_batch(encoder, progress=0.5)
     loss, parts = objective(batch)
     assert parts["adversarial"] > 0 and parts["incomplete"] > 0
-    expected = parts["usrl"] + 2.0 * parts["adversarial"] + 3.0 * parts["incomplete"]
+    expected = float(parts["usrl"] + 2.0 * parts["adversarial"] + 3.0 * parts["incomplete"])
     assert loss.item() == pytest.approx(expected, rel=1e-5)
     loss.backward()
     grads = discriminator_grads_of(objective)

@@ -25,7 +25,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -212,10 +212,16 @@ class Checkpointer:
         by_time = s.every_minutes > 0 and time.monotonic() - self.last_save >= 60 * s.every_minutes
         return self.stop_requested or by_steps or by_time
 
-    def after_step(self, parts: Parts, position: Position, finished: bool) -> None:
-        """Save when due (never after the last step: nothing is left to resume); on a stop signal, save and raise."""
-        if finished or not self.due(len(position.losses)):
+    def after_step(self, parts: Parts, position: Position, finished: bool, steps_done: int | None = None,
+                   before_save: Callable[[], object] | None = None) -> None:
+        """Save when due (never after the last step: nothing is left to resume); on a stop signal, save and raise.
+        ``steps_done``: steps trained (default: the position's losses); ``before_save`` completes the position
+        (the loop's losses still on the device)."""
+        steps_done = len(position.losses) if steps_done is None else steps_done
+        if finished or not self.due(steps_done):
             return
+        if before_save is not None:
+            before_save()
         self.save(parts, position)
         if self.stop_requested:
             raise TrainingInterrupted(self.directory, f"stopped by a signal after step {len(position.losses)}; the "

@@ -15,6 +15,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+UNSET = object()  # Batch.model_mask when the loop gave none: the 2-D attention mask
+
 
 @dataclass
 class Batch:
@@ -26,6 +28,12 @@ class Batch:
     entry_ids: torch.Tensor
     progress: float = 0.0  # share of the epoch done before this batch (warm-ups of objectives)
     epoch: int = 0  # which epoch (0-based) the batch belongs to
+    model_mask: Any = UNSET  # the attention mask the loop handed the model (batches.model_attention_mask)
+
+    @property
+    def mask_for_model(self) -> torch.Tensor | None:
+        """The attention mask an objective's own forward pass of the whole batch hands the model."""
+        return self.attention_mask if self.model_mask is UNSET else self.model_mask
 
 
 class Objective(Protocol):

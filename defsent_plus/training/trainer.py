@@ -30,8 +30,11 @@ from defsent_plus.methods import method_of
 from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
+from defsent_plus.training.batches import DeviceBatch, Padding, PreparedEpoch, model_attention_mask
+from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled, padded_length
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
+from defsent_plus.training.tally import LossTally, Reading, StepRecord
 from defsent_plus.training.task import Batch, TaskInputs, sampled_task
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ class TrainConfig:
     extra_tokens: int = 0  # tokens kept beyond max_length (ConSERT's sentence-transformers: 3)
     rescore_at_epoch_end: bool = False  # score dev again after an epoch's last step (sentence-transformers' fit)
     log_every: int = 50
+    compile: str = "off"  # off | on | auto: the encoder's forward pass through torch.compile (auto: on CUDA only)
 
     @property
     def kept_tokens(self) -> int:
@@ -104,7 +108,12 @@ def train_epoch(
     with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept
     (checked every N steps of an epoch and at its end; ``cfg.patience`` scores without a new best stop training).
     With a ``checkpoint``, the loop's state is saved as it asks and a saved state is resumed mid-epoch
-    (:mod:`defsent_plus.training.resume`). Returns a summary of the run."""
+    (:mod:`defsent_plus.training.resume`). Returns a summary of the run.
+
+    The loop makes no host round trip inside a step: each epoch's batches are padded before it starts
+    (:mod:`defsent_plus.training.batches`), the losses stay on the device until a logging step, a saved state or
+    the end reads them (:mod:`defsent_plus.training.tally`), and a non-finite loss stops training there, naming
+    its step."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
     checkpoint = checkpoint or Checkpointer(None)
@@ -116,7 +125,6 @@ def train_epoch(
     order = torch.Generator().manual_seed(cfg.seed)
     epochs = [batch_order(lengths, cfg.batch_size, order, cfg.bucket_by_length) for _ in range(cfg.epochs)]
     named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
-    params = [p for _, p in named]
     optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
     keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end)
@@ -124,37 +132,55 @@ def train_epoch(
     position = checkpoint.restore(parts) or Position()
     encoder.model.train()
     objective.train()
+    tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
+    step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
+    multiple = padded_length(cfg.compile, device, cfg.kept_tokens)  # rounds every batch up to one length
+    padding = Padding.of(encoder.tokenizer)
     start = time.perf_counter() - position.seconds
+
+    def absorb() -> Reading:
+        reading = tally.read()
+        position.losses.extend(reading.losses)
+        return reading
+
     with tqdm(total=len(texts) * cfg.epochs, initial=position.examples, desc="training", unit="sent",
-              disable=not progress, mininterval=5) as bar, checkpoint.signals():
+              disable=not progress, mininterval=5) as bar, checkpoint.signals(), \
+            compiled(encoder.model, cfg.compile, device) as begin_step:
         for epoch in range(position.epoch, len(epochs)):
-            batches = epochs[epoch]
-            for step in range(position.step if epoch == position.epoch else 0, len(batches)):
-                idx = batches[step]
-                loss, parts_of_loss = _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg,
-                                                  step / len(batches), epoch)
+            prepared = PreparedEpoch(tokenized, entry_ids, epochs[epoch], padding, device, multiple)
+            steps = len(prepared)
+            for step, batch in prepared.batches(position.step if epoch == position.epoch else 0):
+                begin_step()
+                tally.add(step_of(batch, step / steps, epoch))
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                position.losses.append(loss)
-                position.examples += len(idx)
-                bar.update(len(idx))
-                if step % cfg.log_every == 0 or step == len(batches) - 1:
-                    rate = position.examples / max(time.perf_counter() - start, 1e-9)
-                    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
-                    log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, len(batches), loss,
-                             parts_of_loss, rate)
-                keeper.after(step, len(batches), len(position.losses))
+                done = len(position.losses) + len(tally.pending)
+                position.examples += batch.size
+                bar.update(batch.size)
+                if step % cfg.log_every == 0 or step == steps - 1:
+                    report(absorb(), bar, epoch, step, steps, position.examples / max(time.perf_counter() - start,
+                                                                                      1e-9))
+                keeper.after(step, steps, done)
                 if keeper.stopped:
                     break
-                position.epoch, position.step = (epoch, step + 1) if step + 1 < len(batches) else (epoch + 1, 0)
+                position.epoch, position.step = (epoch, step + 1) if step + 1 < steps else (epoch + 1, 0)
                 position.seconds = time.perf_counter() - start
-                checkpoint.after_step(parts, position, finished=position.epoch == len(epochs))
+                checkpoint.after_step(parts, position, finished=position.epoch == len(epochs), steps_done=done,
+                                      before_save=absorb)
             if keeper.stopped:
                 break
+        absorb()
     seconds = time.perf_counter() - start
     resumed = {"resumed_after_steps": position.resumed_from} if position.resumed_from else {}
     return {**summarise(position.losses, position.examples, seconds, cfg), **keeper.restore(), **resumed}
+
+
+def report(reading: Reading, bar: tqdm, epoch: int, step: int, steps: int, rate: float) -> None:
+    """The progress bar's and the log's line at a logging step: the last step's loss and parts."""
+    loss = reading.losses[-1]
+    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
+    log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, steps, loss, reading.parts, rate)
 
 
 class BestWeights:
@@ -271,22 +297,27 @@ def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, s
                                                        f"{list(SCHEDULES)}")
 
 
-def _train_step(encoder, objective, tokenized, entry_ids, idx, device, params, cfg, progress,
-                epoch) -> tuple[float, dict]:
-    features = encoder.tokenizer.pad({"input_ids": [tokenized[i] for i in idx]}, return_tensors="pt").to(device)
-    view = getattr(objective, "first_view", None)  # an objective may augment the loop's forward pass (ConSERT)
-    extra, augmentation = view(features["attention_mask"]) if view else ({}, nullcontext())
-    with augmentation, autocast_for(device):
-        hidden = encoder.model(**features, **extra).last_hidden_state
-    batch = Batch(hidden.float(), features["attention_mask"], features["input_ids"],
-                  torch.as_tensor(entry_ids[idx], device=device), progress, epoch)
-    loss, parts = objective(batch)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"training loss became {loss.item()} (lr {cfg.lr}); stopping")
-    loss.backward()
-    if cfg.max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-    return loss.item(), parts
+class TrainStep:
+    """One optimisation step's forward and backward pass on a prepared batch; what it leaves on the device."""
+
+    def __init__(self, encoder: Encoder, objective: nn.Module, params: list[nn.Parameter], cfg: TrainConfig,
+                 device: torch.device):
+        self.encoder, self.objective, self.params, self.cfg, self.device = encoder, objective, params, cfg, device
+        self.view = getattr(objective, "first_view", None)  # an objective may augment the loop's forward (ConSERT)
+
+    def __call__(self, batch: DeviceBatch, progress: float, epoch: int) -> StepRecord:
+        model = self.encoder.model
+        mask = model_attention_mask(model, batch.attention_mask, batch.padded)
+        extra, augmentation = self.view(batch.attention_mask) if self.view else ({}, nullcontext())
+        with augmentation, autocast_for(self.device):
+            hidden = model(input_ids=batch.input_ids, attention_mask=mask, **extra).last_hidden_state
+        loss, parts = self.objective(Batch(hidden.float(), batch.attention_mask, batch.input_ids, batch.targets,
+                                           progress, epoch, model_mask=mask))
+        loss.backward()
+        norm = None
+        if self.cfg.max_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
+        return StepRecord(loss.detach(), parts, norm)
 
 
 def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConfig) -> dict:
@@ -362,6 +393,7 @@ def train_on_space(
     card["deviations"] = card["deviations"] + card.pop("run_deviations", []) + list(run_deviations)
     # what can change the trained weights besides the data: versions, device, precision, thread count, seed
     card["provenance"] = provenance(str(device), torch.get_num_threads(), {"training": cfg.seed})
+    card["compiled"] = compile_wanted(cfg.compile, device)  # training.compile on this device
     summary.update(card, device=device.type, classes=task.card.get("classes"))
     summary["fit"] = card["fit"] = fit_diagnostic(summary["loss_last"], task.card.get("classes"))
     if not summary["fit"]["fitted"]:
@@ -424,18 +456,20 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
 def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
-                    max_examples: int | None = None, resume: ResumeSettings | None = None) -> dict:
+                    max_examples: int | None = None, resume: ResumeSettings | None = None,
+                    compile: bool | str = False) -> dict:
     """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
     the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
     and seed; where these depart from the variant's published ones, the training card says so. ``max_examples``: a
     rehearsal's cap on the examples (a seeded sample), recorded in the card. ``resume``: where and how often the
     training state is saved, so that a re-run of a killed job continues it (keyed by these arguments and the inputs'
-    files)."""
+    files). ``compile``: config ``training.compile`` (:mod:`defsent_plus.training.compilation`)."""
     declared = method_of(method)
     options = declared.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
-    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, **chosen)
+    cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, compile=compile_choice(compile),
+                      **chosen)
     objective_options = {k: v for k, v in options.items() if k not in optimisation}
     departures = declared.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
     identity = job_identity({"method": method, "options": options, "config": asdict(cfg), "model_out": str(model_out),

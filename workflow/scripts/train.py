@@ -20,4 +20,5 @@ train_candidate(
     summary_out=snakemake.output.summary,
     max_examples=snakemake.params.get("max_examples"),  # a rehearsal's cap (none: every example)
     resume=ResumeSettings(**snakemake.config["resume"]),  # how often to save the state; not a parameter of the result
+    compile=snakemake.config["training"]["compile"],  # torch.compile (GPU); like the device, not a parameter
 )

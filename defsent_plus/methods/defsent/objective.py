@@ -288,9 +288,9 @@ class HeadwordPrediction(nn.Module):
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             return self.head(pooled.float())
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss = F.cross_entropy(self.logits(batch.hidden, batch.attention_mask), batch.entry_ids)
-        return loss, {"headword_ce": loss.item()}
+        return loss, {"headword_ce": loss.detach()}
 
 
 def defsent_objective(encoder: Encoder, pooling: str, seed: int, freeze_embedding_block: bool = True

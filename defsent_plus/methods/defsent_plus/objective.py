@@ -31,9 +31,9 @@ class EntryProjection(nn.Module):
         with torch.autocast(device_type=h.device.type, enabled=False):
             return h.float() @ self.entry_space.T
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss = F.cross_entropy(self.logits(batch.hidden, batch.attention_mask), batch.entry_ids)
-        return loss, {"entry_ce": loss.item()}
+        return loss, {"entry_ce": loss.detach()}
 
 
 def build_task(inputs: TaskInputs) -> TrainingTask:

@@ -200,7 +200,7 @@ class UnsupervisedContrastive(nn.Module):
         input_ids, attention_mask = batch.input_ids, batch.attention_mask
         extra, augmented = self.view(self.augmentation, self.cutoff_rate, attention_mask)
         with augmented, autocast_for(input_ids.device):
-            output = self.encoder.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
+            output = self.encoder.model(input_ids=input_ids, attention_mask=batch.mask_for_model, **extra)
         return output.last_hidden_state.float()
 
     def cutoff_keep(self, augmentation: str, rate: float, attention_mask: torch.Tensor) -> torch.Tensor | None:
@@ -211,12 +211,12 @@ class UnsupervisedContrastive(nn.Module):
             return ~feature_cutoff_mask(attention_mask, self.encoder.hidden_size, rate, self.generator)
         return None
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         z1 = self.sentence_vectors(batch.hidden, batch.attention_mask)
         self.second_hidden = self.second_view(batch)  # the second view's token states (SLT-FAI's L_AT reads them)
         z2 = self.sentence_vectors(self.second_hidden, batch.attention_mask)
         loss = CONTRASTIVE_LOSSES[self.loss](z1, z2, self.temperature)
-        return loss, {self.loss: loss.item()}
+        return loss, {self.loss: loss.detach()}
 
 
 def applies_mlp(mlp: bool | None, pooling: str) -> bool:

@@ -283,15 +283,15 @@ class SltFai(nn.Module):
         view = getattr(self.usrl, "first_view", None)
         return view(attention_mask) if view else ({}, nullcontext())
 
-    def forward(self, batch) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor | float]]:
         usrl_loss, usrl_parts = self.usrl(batch)
         usrl_loss = self.usrl_weight * usrl_loss
-        parts = {**usrl_parts, "usrl": usrl_loss.item(), "adversarial": 0.0, "incomplete": 0.0}
+        parts = {**usrl_parts, "usrl": usrl_loss.detach(), "adversarial": 0.0, "incomplete": 0.0}
         if not discriminators_on(getattr(batch, "epoch", 0), getattr(batch, "progress", 1.0), self.warmup):
             return usrl_loss, parts
         adversarial = self.adversarial_loss(batch)
         incomplete = self.incomplete_loss(batch)
-        parts.update(adversarial=adversarial.item(), incomplete=incomplete.item())
+        parts.update(adversarial=adversarial.detach(), incomplete=incomplete.detach())
         return usrl_loss + self.alpha * adversarial + self.beta * incomplete, parts
 
 

@@ -1,0 +1,185 @@
+"""The training loop with no host round trip (defsent_plus/training/batches.py, tally.py, compilation.py): every
+method trains bit for bit as the loop before it (bench/legacy_loop.py), the loop reads tensors on the host once per
+logging interval, a non-finite loss is caught at the next read with its step, batches are padded as the tokenizer
+pads them, the model's attention mask is built on the host without changing the forward pass, and a compiled step
+follows the eager one."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_toy_dataset
+from test_resume import CASES, assert_same_training, train
+
+from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import write_npy
+from defsent_plus.methods.defsent_plus.objective import EntryProjection
+from defsent_plus.training import trainer
+from defsent_plus.training.batches import Padding, PreparedEpoch, model_attention_mask, pad_rows
+from defsent_plus.training.compilation import compile_wanted, padded_length
+from defsent_plus.training.tally import NonFiniteLoss
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+SENTENCES = ["a large animal with a long neck", "the color of the sky", "a dog", "the red ball is big and new",
+             "a small bird", "water", "the person who makes food for the team at night", "a tree"] * 6
+
+
+@pytest.fixture(scope="module")
+def bench_modules():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import host_reads
+        import legacy_loop
+
+        yield legacy_loop, host_reads
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture
+def inputs(tmp_path) -> dict:
+    dataset = write_toy_dataset(tmp_path / "toy.parquet")
+    write_npy(tmp_path / "space.npy", np.random.default_rng(0).normal(size=(6, 32)).astype(np.float32))
+    return {"dataset_path": dataset, "space": tmp_path / "space.npy"}
+
+
+@pytest.mark.parametrize("method, options, _stop", CASES)
+def test_every_method_trains_bit_for_bit_as_the_loop_before_it(method, options, _stop, tmp_path, inputs, tiny_bert,
+                                                                senteval_dir, monkeypatch, bench_modules):
+    train(method, options, tmp_path / "now", inputs, tiny_bert, senteval_dir, resume=None)
+    monkeypatch.setattr(trainer, "train_epoch", bench_modules[0].train_epoch)
+    train(method, options, tmp_path / "before", inputs, tiny_bert, senteval_dir, resume=None)
+    assert_same_training(tmp_path / "now", tmp_path / "before")
+
+
+def entry_training(model: Path, log_every: int, steps: int, objective_of=None):
+    encoder = load_encoder(model, pooler_seed=0)
+    space = torch.randn(10, encoder.hidden_size, generator=torch.Generator().manual_seed(1))
+    objective = (objective_of or (lambda e: EntryProjection(space, e.pooler, "mean")))(encoder)
+    texts = SENTENCES[: 4 * steps]
+    cfg = trainer.TrainConfig(lr=1e-3, batch_size=4, log_every=log_every, bucket_by_length=True)
+    return encoder, texts, np.arange(len(texts)) % 10, objective, cfg
+
+
+@pytest.mark.parametrize("log_every", [1, 5, 50])
+def test_the_loop_reads_the_device_once_per_logging_interval(model_dir, log_every, bench_modules):
+    legacy_loop, host_reads = bench_modules
+    steps = 12
+    encoder, texts, ids, objective, cfg = entry_training(model_dir, log_every, steps)
+    with host_reads.HostReads() as reads:
+        trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)
+    logging_steps = len({*range(0, steps, log_every), steps - 1})
+    order = 2  # the seeded batch order: two randperms read as numpy arrays before the epoch
+    assert reads.total <= logging_steps + order, (reads.counts, dict(reads.where))
+    with host_reads.HostReads() as before:  # the counter sees what the loop before did: reads in every step
+        legacy_loop.train_epoch(*entry_training(model_dir, log_every, steps), progress=False)
+    assert before.total >= 2 * steps
+
+
+class NaNAfter(torch.nn.Module):
+    """DefSent+'s objective whose loss turns NaN from the ``bad``-th call on."""
+
+    def __init__(self, inner: torch.nn.Module, bad: int):
+        super().__init__()
+        self.inner, self.bad, self.calls = inner, bad, 0
+
+    def forward(self, batch):
+        loss, parts = self.inner(batch)
+        self.calls += 1
+        return (loss * math.nan if self.calls >= self.bad else loss), parts
+
+
+def test_a_non_finite_loss_stops_training_at_the_next_read_naming_its_step(tiny_bert):
+    encoder, texts, ids, _, cfg = entry_training(tiny_bert, log_every=50, steps=12)
+    objective = NaNAfter(EntryProjection(torch.randn(10, encoder.hidden_size), encoder.pooler, "mean"), bad=7)
+    with pytest.raises(NonFiniteLoss, match=r"training loss became nan at step 7 \(lr 0.001\)"):
+        trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)
+    assert objective.calls == 12  # read at the epoch's last step, the first logging step after it
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("multiple", [None, 8])
+def test_batches_are_padded_as_the_tokenizer_pads_them(model_dir, side, multiple):
+    tokenizer = load_encoder(model_dir).tokenizer
+    tokenizer.padding_side = side
+    rows = tokenizer(SENTENCES[:5])["input_ids"]
+    expected = tokenizer.pad({"input_ids": rows}, return_tensors="np", pad_to_multiple_of=multiple)
+    ids, mask = pad_rows(rows, Padding.of(tokenizer), multiple)
+    np.testing.assert_array_equal(ids, expected["input_ids"])
+    np.testing.assert_array_equal(mask, expected["attention_mask"])
+
+
+def test_a_prepared_epoch_holds_each_batch_and_knows_which_have_padding(tiny_bert):
+    tokenizer = load_encoder(tiny_bert).tokenizer
+    rows = tokenizer(["a dog", "a cat", "the red ball is big"])["input_ids"]
+    epoch = PreparedEpoch(rows, np.array([5, 6, 7]), [np.array([0, 1]), np.array([2, 0])], Padding.of(tokenizer),
+                          torch.device("cpu"))
+    batches = list(epoch.batches())
+    assert [step for step, _ in batches] == [0, 1] and [b.padded for _, b in batches] == [False, True]
+    second = batches[1][1]
+    np.testing.assert_array_equal(second.targets.numpy(), [7, 5])
+    np.testing.assert_array_equal(second.input_ids[1, : len(rows[0])].numpy(), rows[0])
+    assert list(epoch.batches(first=1))[0][0] == 1
+
+
+@pytest.mark.parametrize("texts", [SENTENCES[:4], ["a dog", "a cat"]], ids=["padded", "unpadded"])
+def test_the_host_built_attention_mask_gives_the_same_forward_pass(model_dir, texts):
+    encoder = load_encoder(model_dir)
+    features = encoder.tokenizer(texts, padding=True, return_tensors="pt")
+    mask = features["attention_mask"]
+    given = model_attention_mask(encoder.model, mask, padded=not bool(mask.all()))
+    assert (given is None) == bool(mask.all())
+    with torch.no_grad():
+        expected = encoder.model(**features).last_hidden_state
+        got = encoder.model(input_ids=features["input_ids"], attention_mask=given).last_hidden_state
+    assert torch.equal(got, expected)
+
+
+def test_an_eager_attention_model_gets_the_plain_mask(tiny_bert):
+    encoder = load_encoder(tiny_bert)
+    encoder.model.config._attn_implementation = "eager"
+    mask = torch.ones(2, 3, dtype=torch.long)
+    assert model_attention_mask(encoder.model, mask, padded=False) is mask
+
+
+def test_compilation_is_an_explicit_choice_on_cpu():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert not compile_wanted("auto", cpu) and compile_wanted("auto", cuda) and compile_wanted("on", cpu)
+    assert not compile_wanted("off", cuda) and padded_length("off", cuda, 64) is None
+    assert padded_length("on", cpu, 64) == 64 and padded_length(True, cpu, 64) == 64
+    with pytest.raises(DefSentError, match="training.compile"):
+        compile_wanted("yes", cpu)
+
+
+def test_a_compiled_step_follows_the_eager_one(tiny_bert, monkeypatch):
+    """torch.compile's plumbing on CPU (dynamo and AOT autograd, eager kernels: inductor's code generation takes
+    minutes on two cores; the GPU run measures inductor with CUDA graphs, docs/gpu.md), dropout off (compiled
+    dropout draws other masks), every batch padded to one length: the eager run's loss curve and weights within
+    float32 round-off, one compiled graph for batches of every length (a second for the epoch's smaller last batch),
+    and the model runs eagerly again afterwards."""
+    from defsent_plus.methods.simcse.objective import without_dropout
+    from defsent_plus.training import compilation
+
+    monkeypatch.setattr(compilation, "BACKEND", "aot_eager")
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    curves, weights = {}, {}
+    for choice in ("off", "on"):
+        encoder, texts, ids, objective, cfg = entry_training(tiny_bert, log_every=50, steps=6)
+        texts = texts[:-1]  # a smaller last batch
+        without_dropout(encoder.model)
+        summary = trainer.train_epoch(encoder, texts, ids, objective, trainer.TrainConfig(
+            **{**cfg.__dict__, "compile": choice}), progress=False)
+        curves[choice], weights[choice] = summary["loss_curve"], encoder.model.state_dict()
+        assert getattr(encoder.model, "_compiled_call_impl", None) is None
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert 1 <= graphs <= 2, dict(torch._dynamo.utils.counters["stats"])
+    np.testing.assert_allclose(curves["on"], curves["off"], atol=1e-5)
+    for name, value in weights["off"].items():
+        torch.testing.assert_close(weights["on"][name], value, atol=1e-5, rtol=1e-5, msg=name)
