@@ -69,7 +69,8 @@ def jobs_of(cluster: SlurmCluster, workdir: Path) -> list[dict[str, str]]:
 
 
 def job_rule(job: dict[str, str]) -> str:
-    """The rule of a job submitted by the plugin (its --comment is rule_<rule>[_wildcards_...])."""
+    """The rule of a job submitted by the plugin (its --comment is rule_<rule>[_wildcards_...]); of a group job, the
+    group and its rules (rule_<group>_<rule>_<rule>...)."""
     return job["Comment"].removeprefix("rule_").split("_wildcards_")[0]
 
 
