@@ -55,6 +55,30 @@ def test_centring_and_whitening_are_not_gpu_hours_fastica_is():
     assert transform_hours(["amp"]) < transform_hours(["amp", "amp.ica"])
 
 
+def test_the_jobs_of_a_slurm_job_group_pay_one_start():
+    """profiles/slurm groups an encoder's embeddings (eval_<encoder>): its GPU-hours lack a start for every grouped
+    embed job but one per encoder; without groups each job pays its own."""
+    from defsent_plus.pipeline import requests
+    from defsent_plus.pipeline.plan import Plan
+
+    config = read_config(REPO / "configs" / "bert-base.yaml")
+    groups = requests.slurm_groups()
+    assert groups["embed"] == "eval_{encoder}"
+    jobs = requests.distinct_jobs(requests.embed_jobs(Plan(config, lambda run, step: {})))
+    encoders = {job["encoder"] for job in jobs}
+    assert len(jobs) > len(encoders) > 1
+    grouped = estimate_hours(config, groups)["embed"]
+    separate = estimate_hours(config, {})["embed"]
+    assert separate - grouped == pytest.approx((len(jobs) - len(encoders)) * requests.START_SECONDS / 3600)
+
+
+def estimate_hours(config: dict, groups: dict[str, str]) -> dict[str, float]:
+    from defsent_plus.pipeline.plan import Plan
+    from defsent_plus.rehearsal.estimate import gpu_hours
+
+    return gpu_hours(config, Plan(config, lambda run, step: {}), groups)
+
+
 def test_a_sheet_of_a_rehearsal_without_keep_best_jobs_counts_its_checkpoints(tmp_path):
     """A cost sheet re-written from a rehearsal older than rule keep_best reported 0.0 GB of checkpoints."""
     real = validated(yaml.safe_load((REPO / "configs" / "bert-base.yaml").read_text()))

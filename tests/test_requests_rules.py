@@ -165,9 +165,9 @@ def test_the_dag_flags_a_user_request_below_an_encoding_rules_projection(tmp_pat
     plan = Plan(config, selection=lambda run, step: {})
     runtime, _ = largest_projection(config, plan, "entry_space", "runtime")
     mem_mb, _ = largest_projection(config, plan, "embed", "mem_mb")
-    out = snakemake(tmp_path, "--dry-run", "--set-resources", "entry_space:runtime=1", "embed:mem_mb=100")
+    out = snakemake(tmp_path, "--dry-run", "--set-resources", "entry_space:runtime=0", "embed:mem_mb=100")
     log = out.stdout + out.stderr
-    assert (f"Request too small: rule entry_space: runtime=1 is below the projection {math.ceil(runtime * 10) / 10} "
+    assert (f"Request too small: rule entry_space: runtime=0 is below the projection {math.ceil(runtime * 10) / 10} "
             "min of its job encoder=tiny") in log
     assert f"Request too small: rule embed: mem_mb=100 is below the projection {math.ceil(mem_mb)} MB" in log
     out = snakemake(tmp_path, "--dry-run", "--set-resources", f"entry_space:runtime={math.ceil(runtime)}",

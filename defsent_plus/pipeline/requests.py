@@ -18,7 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import yaml
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import split_space
@@ -31,7 +34,10 @@ REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
 WIKI1M_SENTENCES = 1_000_000  # SimCSE's corpus
 STSSICK_SENTENCES = 79_192  # ConSERT's stssick corpus: the STS and SICK sentences (tests check it on SentEval's data)
-START_SECONDS = 60.0  # a job's fixed part on a cluster node: Python, imports, loading the model and the data
+# A job's fixed part on a cluster node: 13.75 s for Python, torch, transformers and the package, CUDA's initialisation
+# and loading BERT-base onto the GPU (bench/gpu_job_start.py on an H200 node, 2026-11-27, median of 3) and 2 s of
+# Snakemake's own start inside the job (its no-op dry run of this workflow, docs/measurements.md). Was 60 s, assumed.
+START_SECONDS = 16.0
 BASE_MEMORY_BYTES = 1.5e9  # Python, torch and the data beside the model (rehearsals: 0.7-1.4 GB)
 UNKNOWN_MODEL_REQUEST = {"runtime": 240, "mem_mb": 8000}  # the rule's fixed request, for a model of unknown size
 VOCABULARY_TARGET = "vocab"  # methods predicting headwords through the masked-LM head (DefSent)
@@ -388,6 +394,22 @@ RULE_JOBS: dict[str, Callable[[Plan], list[Wildcards]]] = {  # every rule that a
     "reverse_dictionary": reverse_dictionary_jobs,
     "baseline_embed": baseline_embed_jobs,
 }
+
+
+SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
+
+
+def slurm_groups(profile: Path = SLURM_PROFILE) -> dict[str, str]:
+    """The SLURM profile's job groups, rule -> group name pattern (``embed=eval_{encoder}``); none without it."""
+    if not profile.is_file():
+        return {}
+    entries = yaml.safe_load(profile.read_text(encoding="utf-8")).get("groups") or []
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def group_of(groups: dict[str, str], rule: str, job: Wildcards) -> str | None:
+    """The job group a job of ``rule`` runs in on SLURM (one start for all its jobs), or None."""
+    return groups[rule].format(**job) if rule in groups else None
 
 
 def rule_requests_below_projection(config: dict, plan: Plan, asked: dict[str, dict],

@@ -65,13 +65,24 @@ def candidates_of(plan, run: str) -> int:
     return sum(len(plan.candidates(run, step)) for step in range(1, plan.final_step(run) + 1))
 
 
-def gpu_hours(config: dict, plan) -> dict[str, float]:
-    """GPU-hours per rule: train's candidates and each distinct job of ``requests.RULE_JOBS``."""
+def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
+    """GPU-hours per rule: train's candidates and each distinct job of ``requests.RULE_JOBS``; the jobs of one SLURM
+    job group (``groups``, the SLURM profile's by default) pay one start between them."""
+    groups = requests.slurm_groups() if groups is None else groups
     hours = {"train": sum(candidates_of(plan, run) * requests.training_request(config, plan, run, True).seconds
                           for run in config["runs"]) / 3600}
+    started: set[str] = set()
     for rule, jobs_of in requests.RULE_JOBS.items():
-        hours[rule] = sum(requests.rule_request(config, plan, rule, job, True).seconds
-                          for job in requests.distinct_jobs(jobs_of(plan)) if on_gpu(rule, job)) / 3600
+        seconds = 0.0
+        for job in requests.distinct_jobs(jobs_of(plan)):
+            if not on_gpu(rule, job):
+                continue
+            seconds += requests.rule_request(config, plan, rule, job, True).seconds
+            group = requests.group_of(groups, rule, job)
+            if group is not None and group in started:  # its group's job has started already
+                seconds -= requests.START_SECONDS
+            started.add(group)
+        hours[rule] = seconds / 3600
     return hours
 
 
