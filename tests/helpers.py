@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
+import torch
 
 TOY_ENTRIES = {
     "giraffe": ["a large african animal with a long neck", "the tall animal of africa"],
@@ -30,3 +32,13 @@ def write_toy_dataset(path: Path, entries: dict[str, list[str]] | None = None) -
     path.parent.mkdir(parents=True, exist_ok=True)
     toy_frame(entries).to_parquet(path, index=False)
     return path
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Toy sizes gain nothing from threads, and threads spinning on shared cores cost seconds (a module that imports
+    it runs each of its tests on one thread)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from encoding_oracle import oracle_encode
+from helpers import one_thread  # noqa: F401 (an autouse fixture)
 from test_embeddings import FIXTURE
 from tiny_models import WORDS
 
@@ -35,15 +36,6 @@ def sentences(n: int = 90, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
     texts = [" ".join(rng.choice(WORDS, rng.integers(1, 41))) for _ in range(n)]
     return texts + ["", texts[3], "giraffe"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Toy sizes gain nothing from threads, and threads spinning on shared cores cost seconds."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(params=["tiny_bert", "tiny_roberta", "minilm_path"])

@@ -21,6 +21,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
+from helpers import one_thread  # noqa: F401 (an autouse fixture)
 from scipy import stats
 from test_transforms import FLOAT32_ATOL, TORCH_FLOAT64_ATOL, aligned_components, mixed_sources, paper_pipeline
 from tiny_models import WORDS
@@ -45,15 +46,6 @@ needs_cuda = [pytest.mark.gpu, pytest.mark.skipif(not CUDA, reason="no CUDA devi
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=needs_cuda)])
 def device(request) -> torch.device:
     return torch.device(request.param)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Toy sizes gain nothing from threads, and threads spinning on shared cores cost seconds."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # (encoder, device): the tiny random BERT everywhere, all-MiniLM-L6-v2 (real weights) on CUDA
