@@ -10,6 +10,10 @@ steps and spaces beside them).
 A second workflow trains step 1 of the one-sentence-batch config through the profile, and its train job is requeued
 with ``scontrol requeue`` once it has saved a state: SLURM restarts the same job, which resumes mid-epoch. Both run
 in the background from the session's start (``slurm_scenarios.py``); these tests wait for them.
+
+A third trains the same config with a 1-minute time limit and the profile's retries; its training process is stopped
+once it has saved a state, so SLURM's time limit ends the job (TIMEOUT), Snakemake resubmits it and the second job
+resumes mid-epoch, to the weights of the same training run uninterrupted.
 """
 
 from __future__ import annotations
@@ -60,6 +64,11 @@ def slurm_run(scenarios) -> tuple[Path, list[dict[str, str]]]:
 @pytest.fixture(scope="module")
 def requeued_run(scenarios) -> dict:
     return scenarios.requeued
+
+
+@pytest.fixture(scope="module")
+def timed_out_run(scenarios) -> dict:
+    return scenarios.timed_out
 
 
 def local_jobs(workdir: Path) -> dict[str, int]:
@@ -134,3 +143,43 @@ def test_a_requeued_training_job_resumes_and_the_workflow_completes(requeued_run
     assert not any((workdir / "results" / ".resume").iterdir()), "the state outlived the job's outputs"
     print(f"requeue: {watched}, pended {watched.pended():.1f}s, run {requeued_run['seconds']:.0f}s, "
           f"resumed after steps {summary['resumed_after_steps']}")
+
+
+# ---------------------------------------------------------------- a train job killed at its time limit resumes
+
+
+def test_a_train_job_killed_at_its_time_limit_is_resubmitted_and_resumes(timed_out_run):
+    """SLURM ended the first train job at its 1-minute limit (TIMEOUT: the stopped training got SIGCONT and SIGTERM
+    and saved its state), the profile's retries submitted a second job with twice the runtime, which continued from
+    the saved state mid-epoch, to the weights and losses of the same training uninterrupted."""
+    run = timed_out_run
+    workdir, watched, explain = run["workdir"], run["watched"], run["explain"]
+    assert run["returncode"] == 0, f"Snakemake failed; train jobs {watched}:\n{explain()}"
+    assert watched.stopped_at is not None, f"the train job never ran with a saved state: {watched}\n{explain()}"
+    trains = sorted((job for job in run["jobs"] if job_rule(job) == "train"), key=lambda job: int(job["JobId"]))
+    assert {job_rule(job) for job in run["jobs"]} == {"train"}, "the copied inputs were up to date"
+    assert [job["JobState"] for job in trains] == ["TIMEOUT", "COMPLETED"], (trains, watched, explain())
+    first, second = trains
+    assert [first["TimeLimit"], second["TimeLimit"]] == ["00:01:00", "00:02:00"], "attempt x the runtime asked"
+    assert first["Restarts"] == "0" and "gpu:1" in second.get("TresPerJob", ""), (first, second)
+    assert f"Time limit exhausted for JobId={first['JobId']}" in run["slurmctld_log"], run["slurmctld_log"][-3000:]
+    output = (workdir / "snakemake.out").read_text()
+    assert "SLURM status is: 'TIMEOUT'" in output and "Trying to restart job" in output, explain()
+    summary = json.loads((workdir / TRAIN_TARGET).read_text())
+    resumed = summary.get("resumed_after_steps")
+    assert resumed and resumed[0] > 0, f"the resubmitted job started over: {summary}\n{explain()}"
+    log = (workdir / dag.log_file("tiny", "step1", "amp", "seed0", "train")).read_text()
+    assert f"resuming training from the state saved after step {resumed[0]}" in log, log[-3000:]
+    assert not any((workdir / "results" / ".resume").iterdir()), "the state outlived the job's outputs"
+    uninterrupted = run["uninterrupted"]
+    assert run["uninterrupted_returncode"] == 0, run["uninterrupted_output"][-6000:]
+    local_summary = json.loads((uninterrupted / TRAIN_TARGET).read_text())
+    assert "resumed_after_steps" not in local_summary
+    for key in ("steps", "loss_first", "loss_last", "loss_mean", "loss_curve"):
+        assert summary[key] == local_summary[key], key
+    model, local_model = (load_file(d / dag.trained_model(CANDIDATE) / "model.safetensors")
+                          for d in (workdir, uninterrupted))
+    assert model.keys() == local_model.keys()
+    for name in model:
+        np.testing.assert_array_equal(model[name], local_model[name], err_msg=name)
+    print(f"timeout: {watched}, run {run['seconds']:.0f}s, resumed after steps {resumed}")
