@@ -183,3 +183,58 @@ def test_a_compiled_step_follows_the_eager_one(tiny_bert, monkeypatch):
     np.testing.assert_allclose(curves["on"], curves["off"], atol=1e-5)
     for name, value in weights["off"].items():
         torch.testing.assert_close(weights["on"][name], value, atol=1e-5, rtol=1e-5, msg=name)
+
+
+class PerParameterAdamW(torch.optim.Optimizer):
+    """transformers' AdamW as the loop before it computed it, one parameter at a time (the oracle of the foreach
+    form in defsent_plus/training/optimizers.py)."""
+
+    def __init__(self, params, lr, eps, weight_decay, correct_bias, betas=(0.9, 0.999)):
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "correct_bias": correct_bias})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                state = self.state[param]
+                if not state:
+                    state.update(step=0, exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
+                state["step"] += 1
+                state["exp_avg"].mul_(beta1).add_(param.grad, alpha=1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
+                step_size = group["lr"]
+                if group["correct_bias"]:
+                    step_size *= math.sqrt(1 - beta2 ** state["step"]) / (1 - beta1 ** state["step"])
+                param.addcdiv_(state["exp_avg"], state["exp_avg_sq"].sqrt().add_(group["eps"]), value=-step_size)
+                if group["weight_decay"]:
+                    param.add_(param, alpha=-group["lr"] * group["weight_decay"])
+
+
+@pytest.mark.parametrize("correct_bias", [True, False])
+def test_the_foreach_transformers_adamw_updates_bit_for_bit_as_one_parameter_at_a_time(correct_bias):
+    """Parameters of several shapes, one without a gradient for its first three steps (its step count lags), weight
+    decay on: after eight steps every parameter and moment equals the per-parameter loop's exactly."""
+    from defsent_plus.training.optimizers import TransformersAdamW
+
+    generator = torch.Generator().manual_seed(0)
+    shapes = [(7, 5), (5,), (3, 2, 4), (1,)]
+    start = [torch.randn(shape, generator=generator) for shape in shapes]
+    grads = [[torch.randn(shape, generator=generator) for shape in shapes] for _ in range(8)]
+    results = []
+    for make in (TransformersAdamW, PerParameterAdamW):
+        params = [torch.nn.Parameter(value.clone()) for value in start]
+        optimizer = make(params, lr=1e-2, eps=1e-6, weight_decay=0.01, correct_bias=correct_bias)
+        for step, step_grads in enumerate(grads):
+            for i, (param, grad) in enumerate(zip(params, step_grads, strict=True)):
+                param.grad = None if (i == 3 and step < 3) else grad.clone()
+            optimizer.step()
+        results.append((params, optimizer.state))
+    (new, new_state), (old, old_state) = results
+    for a, b in zip(new, old, strict=True):
+        assert torch.equal(a, b)
+        assert new_state[a]["step"] == old_state[b]["step"]
+        assert torch.equal(new_state[a]["exp_avg_sq"], old_state[b]["exp_avg_sq"])

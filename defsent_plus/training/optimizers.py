@@ -25,8 +25,11 @@ class TransformersAdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One update of every parameter with a gradient, with foreach kernels over the parameters at the same
+        step count (a parameter without a gradient does not step, so counts can differ within a group): the same
+        operations in the same order per parameter as the per-parameter loop, a few kernels instead of six each."""
         for group in self.param_groups:
-            beta1, beta2 = group["betas"]
+            at_step: dict[int, list[torch.Tensor]] = {}
             for param in group["params"]:
                 if param.grad is None:
                     continue
@@ -34,13 +37,25 @@ class TransformersAdamW(torch.optim.Optimizer):
                 if not state:
                     state.update(step=0, exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
                 state["step"] += 1
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(param.grad, alpha=1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
-                step_size = group["lr"]
-                if group["correct_bias"]:
-                    step_size *= math.sqrt(1 - beta2 ** state["step"]) / (1 - beta1 ** state["step"])
-                param.addcdiv_(exp_avg, exp_avg_sq.sqrt().add_(group["eps"]), value=-step_size)
-                if group["weight_decay"]:
-                    param.add_(param, alpha=-group["lr"] * group["weight_decay"])
+                at_step.setdefault(state["step"], []).append(param)
+            for step, params in at_step.items():
+                self._update(params, group, step)
         return None
+
+    def _update(self, params: list[torch.Tensor], group: dict, step: int) -> None:
+        beta1, beta2 = group["betas"]
+        grads = [param.grad for param in params]
+        exp_avgs = [self.state[param]["exp_avg"] for param in params]
+        exp_avg_sqs = [self.state[param]["exp_avg_sq"] for param in params]
+        torch._foreach_mul_(exp_avgs, beta1)
+        torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
+        torch._foreach_mul_(exp_avg_sqs, beta2)
+        torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
+        step_size = group["lr"]
+        if group["correct_bias"]:
+            step_size *= math.sqrt(1 - beta2**step) / (1 - beta1**step)
+        denominators = torch._foreach_sqrt(exp_avg_sqs)
+        torch._foreach_add_(denominators, group["eps"])
+        torch._foreach_addcdiv_(params, exp_avgs, denominators, value=-step_size)
+        if group["weight_decay"]:
+            torch._foreach_add_(params, params, alpha=-group["lr"] * group["weight_decay"])
