@@ -1,11 +1,10 @@
-"""Host overhead per training step: the loop before the prepared-batch loop (bench/legacy_loop.py) and today's.
+"""Host cost per training step: the loop before the prepared-batch loop (bench/legacy_loop.py) and today's.
 
-Both train the same micro model (one layer, width 32: its arithmetic is negligible, so what is left is the loop's
-own work) on the same definitions against the same entry space, DefSent+'s objective, batch 32. The floor is a bare
-step on ready-made tensors (forward, loss, backward, clipping, optimiser and schedule, no reads); a loop's host
-overhead is its milliseconds per step above the floor (the median of ``--repeats`` runs each). Also printed: each
-loop's host reads of tensors per step (``.item()``, ``bool(t)``, ...; bench/host_reads.py), which on a GPU each wait
-for the device.
+Both train the same micro model (one layer, width 32: its arithmetic is small, so the loop's own work shows) on the
+same definitions against the same entry space, DefSent+'s objective, batch 32, interleaved ``--repeats`` times: the
+median milliseconds per step of each, and each loop's host reads of tensors per step (``.item()``, ``bool(t)``, ...;
+bench/host_reads.py). On a CPU a read costs next to nothing, so the milliseconds barely differ there; on a GPU each
+read waits for every queued kernel (docs/gpu.md has the GPU rows, bench/gpu_loop.py).
 
     .venv/bin/python bench/bench_step_overhead.py [--steps 200] [--repeats 5]
 """
@@ -16,7 +15,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -62,32 +60,6 @@ def loop_ms(loop, model_dir: Path, texts: list[str], ids: np.ndarray, space: tor
     return 1000 * summary["seconds"] / summary["steps"]
 
 
-def floor_ms(model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor, cfg: trainer.TrainConfig
-             ) -> float:
-    """A bare step on tensors padded beforehand: forward, loss, backward, clipping, optimiser, schedule."""
-    encoder = load_encoder(model_dir, pooler_seed=0)
-    objective = EntryProjection(space, encoder.pooler, "mean")
-    params = [p for p in [*encoder.model.parameters(), *objective.parameters()] if p.requires_grad]
-    optimizer = trainer.make_optimizer(params, cfg, torch.device("cpu"))
-    schedule = trainer.learning_rate_schedule(optimizer, cfg, -(-len(texts) // cfg.batch_size))
-    encoder.model.train()  # dropout, as the loops train
-    batches = []
-    for start in range(0, len(texts), cfg.batch_size):
-        features = encoder.tokenizer(texts[start:start + cfg.batch_size], padding=True, truncation=True,
-                                     max_length=cfg.max_length, return_tensors="pt")
-        batches.append((features, torch.as_tensor(ids[start:start + cfg.batch_size])))
-    started = time.perf_counter()
-    for features, targets in batches:
-        hidden = encoder.model(**features).last_hidden_state
-        loss = torch.nn.functional.cross_entropy(objective.logits(hidden, features["attention_mask"]), targets)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
-    return 1000 * (time.perf_counter() - started) / len(batches)
-
-
 def reads_per_step(loop, model_dir, texts, ids, space, cfg) -> float:
     with HostReads() as reads:
         loop_ms(loop, model_dir, texts, ids, space, cfg)
@@ -109,22 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     loops = {"before (legacy_loop)": legacy_loop.train_epoch, "now (trainer)": trainer.train_epoch}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = micro_encoder(resolve_model(args.tokenizer), Path(tmp) / "micro")
-        runs = {name: [] for name in ["floor", *loops]}
+        runs = {name: [] for name in loops}
         for _ in range(args.repeats):  # interleaved, so drifting load hits every row alike
-            runs["floor"].append(floor_ms(model_dir, texts, ids, space, cfg))
             for name, loop in loops.items():
                 runs[name].append(loop_ms(loop, model_dir, texts, ids, space, cfg))
         reads = {name: reads_per_step(loop, model_dir, texts, ids, space, cfg) for name, loop in loops.items()}
-    floor = statistics.median(runs["floor"])
-    overhead = {name: statistics.median(runs[name]) - floor for name in loops}
     print(f"micro BERT (1 layer, width 32), batch {cfg.batch_size}, {args.steps} steps, {args.threads} thread(s), "
           f"median of {args.repeats}")
-    print(f"bare step (floor): {floor:.3f} ms")
     for name in loops:
-        print(f"{name:22s} {statistics.median(runs[name]):.3f} ms a step, host overhead {overhead[name]:.3f} ms, "
-              f"host reads {reads[name]:.2f} a step")
-    before, now = overhead.values()
-    print(f"ratio of host overhead (before / now): {before / max(now, 1e-6):.1f}")
+        print(f"{name:22s} {statistics.median(runs[name]):.3f} ms a step, host reads {reads[name]:.2f} a step")
+    before, now = (statistics.median(runs[name]) for name in loops)
+    print(f"ms a step, before / now: {before / now:.2f} (before - now: {before - now:+.3f} ms); host reads a step, "
+          f"before / now: {reads['before (legacy_loop)'] / reads['now (trainer)']:.0f}")
     return 0
 
 

@@ -32,10 +32,14 @@ from defsent_plus.training.trainer import (
     parameter_groups,
     seed_everything,
     summarise,
-    tokenized_examples,
 )
 
 log = logging.getLogger(__name__)
+
+
+def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> list[list[int]]:
+    """Token ids of the training examples, [CLS] and [SEP] included, truncated to ``cfg.kept_tokens``."""
+    return tokenizer(list(texts), truncation=True, max_length=cfg.kept_tokens)["input_ids"]
 
 
 def train_epoch(

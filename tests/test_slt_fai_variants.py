@@ -221,7 +221,7 @@ def test_the_consert_variant_keeps_as_many_word_pieces_as_the_released_code(enco
     cfg = TrainConfig(max_length=options["max_length"], extra_tokens=options["extra_tokens"])
     sentence = " ".join(["animal"] * pieces)
     assert len(encoder.tokenizer.tokenize(sentence)) == pieces
-    ids = tokenized_examples(encoder.tokenizer, [sentence], cfg)[0]
+    ids = tokenized_examples(encoder.tokenizer, [sentence], cfg).fields["input_ids"]
     assert ids[0] == encoder.tokenizer.cls_token_id and ids[-1] == encoder.tokenizer.sep_token_id
     assert len(ids) - 2 == kept
 

@@ -16,12 +16,13 @@ import torch
 from helpers import write_toy_dataset
 from test_resume import CASES, assert_same_training, train
 
+from defsent_plus.encoders.encoding import pad_rows, pad_values, tokenise
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_npy
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training import trainer
-from defsent_plus.training.batches import Padding, PreparedEpoch, model_attention_mask, pad_rows
+from defsent_plus.training.batches import PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_wanted, padded_length
 from defsent_plus.training.tally import NonFiniteLoss
 
@@ -108,18 +109,20 @@ def test_a_non_finite_loss_stops_training_at_the_next_read_naming_its_step(tiny_
 def test_batches_are_padded_as_the_tokenizer_pads_them(model_dir, side, multiple):
     tokenizer = load_encoder(model_dir).tokenizer
     tokenizer.padding_side = side
-    rows = tokenizer(SENTENCES[:5])["input_ids"]
-    expected = tokenizer.pad({"input_ids": rows}, return_tensors="np", pad_to_multiple_of=multiple)
-    ids, mask = pad_rows(rows, Padding.of(tokenizer), multiple)
-    np.testing.assert_array_equal(ids, expected["input_ids"])
-    np.testing.assert_array_equal(mask, expected["attention_mask"])
+    rows = tokenizer(SENTENCES[:5])
+    expected = tokenizer.pad(rows, return_tensors="np", pad_to_multiple_of=multiple)
+    padded = pad_rows(tokenise(tokenizer, SENTENCES[:5], 128), np.arange(5), pad_values(tokenizer), side, multiple)
+    assert padded.keys() == expected.keys()
+    for key, value in expected.items():
+        np.testing.assert_array_equal(padded[key], value, err_msg=key)
 
 
 def test_a_prepared_epoch_holds_each_batch_and_knows_which_have_padding(tiny_bert):
     tokenizer = load_encoder(tiny_bert).tokenizer
-    rows = tokenizer(["a dog", "a cat", "the red ball is big"])["input_ids"]
-    epoch = PreparedEpoch(rows, np.array([5, 6, 7]), [np.array([0, 1]), np.array([2, 0])], Padding.of(tokenizer),
-                          torch.device("cpu"))
+    texts = ["a dog", "a cat", "the red ball is big"]
+    rows = tokenizer(texts)["input_ids"]
+    epoch = PreparedEpoch(tokenise(tokenizer, texts, 128), np.array([5, 6, 7]), [np.array([0, 1]), np.array([2, 0])],
+                          tokenizer, torch.device("cpu"))
     batches = list(epoch.batches())
     assert [step for step, _ in batches] == [0, 1] and [b.padded for _, b in batches] == [False, True]
     second = batches[1][1]

@@ -134,11 +134,14 @@ def pad_values(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
             "attention_mask": 0, "special_tokens_mask": 1}
 
 
-def pad_rows(tokens: Tokenised, rows: np.ndarray, pads: dict[str, int], side: str = "right") -> dict[str, np.ndarray]:
+def pad_rows(tokens: Tokenised, rows: np.ndarray, pads: dict[str, int], side: str = "right",
+             multiple: int | None = None) -> dict[str, np.ndarray]:
     """The int64 ``[len(rows), longest]`` model inputs of texts ``rows``, padded on ``side`` with ``pads``: equal to
-    the tokenizer's own ``padding=True`` output."""
+    the tokenizer's own ``padding=True`` output (with ``multiple``, its ``pad_to_multiple_of``)."""
     lengths = tokens.lengths[rows]
     width = int(lengths.max()) if len(rows) else 0
+    if multiple:
+        width = -(-width // multiple) * multiple
     offset = (width - lengths if side == "left" else np.zeros_like(lengths))[:, None]
     cols = np.arange(width)[None, :]
     valid = (cols >= offset) & (cols < offset + lengths[:, None])

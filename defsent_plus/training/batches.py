@@ -17,39 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-@dataclass(frozen=True)
-class Padding:
-    """How a tokenizer pads: its pad id and side (``right`` or ``left``)."""
-
-    pad_id: int
-    side: str = "right"
-
-    @classmethod
-    def of(cls, tokenizer) -> Padding:
-        if tokenizer.pad_token_id is None:
-            raise ValueError(f"{type(tokenizer).__name__} has no pad token")
-        return cls(int(tokenizer.pad_token_id), tokenizer.padding_side)
-
-
-def padded_length(lengths: Sequence[int], multiple: int | None) -> int:
-    """The longest of ``lengths``, rounded up to ``multiple`` when given."""
-    longest = max(lengths)
-    return longest if not multiple else -(-longest // multiple) * multiple
-
-
-def pad_rows(rows: Sequence[Sequence[int]], padding: Padding, multiple: int | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids and attention mask ``[len(rows), padded length]`` (int64), as ``tokenizer.pad`` builds them."""
-    lengths = [len(row) for row in rows]
-    width = padded_length(lengths, multiple)
-    ids = np.full((len(rows), width), padding.pad_id, dtype=np.int64)
-    mask = np.zeros((len(rows), width), dtype=np.int64)
-    for i, (row, n) in enumerate(zip(rows, lengths, strict=True)):
-        where = slice(0, n) if padding.side == "right" else slice(width - n, width)
-        ids[i, where] = row
-        mask[i, where] = 1
-    return ids, mask
+from defsent_plus.encoders.encoding import Tokenised, pad_rows, pad_values
 
 
 @dataclass
@@ -64,14 +32,18 @@ class DeviceBatch:
 
 
 class PreparedEpoch:
-    """An epoch's batches (``order``: example indices per batch), padded into one host buffer before the epoch."""
+    """An epoch's batches (``order``: example indices per batch) of ``tokens`` (the examples tokenised once, by
+    :func:`defsent_plus.encoders.encoding.tokenise`), padded as ``tokenizer`` pads into one host buffer before the
+    epoch; ``multiple``: each batch's padded length rounded up to it."""
 
-    def __init__(self, tokenized: Sequence[Sequence[int]], targets: np.ndarray, order: Sequence[np.ndarray],
-                 padding: Padding, device: torch.device, multiple: int | None = None):
+    def __init__(self, tokens: Tokenised, targets: np.ndarray, order: Sequence[np.ndarray], tokenizer,
+                 device: torch.device, multiple: int | None = None):
         self.device = device
         self.shapes, self.padded, flat_ids, flat_masks = [], [], [], []
+        pads = pad_values(tokenizer)
         for idx in order:
-            ids, mask = pad_rows([tokenized[i] for i in idx], padding, multiple)
+            inputs = pad_rows(tokens, np.asarray(idx), pads, tokenizer.padding_side, multiple)
+            ids, mask = inputs["input_ids"], inputs["attention_mask"]
             self.shapes.append(ids.shape)
             self.padded.append(not mask.all())
             flat_ids.append(ids.ravel())

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from defsent_plus.dictionary import read_dataset, training_pairs
+from defsent_plus.encoders.encoding import Tokenised, tokenise
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
@@ -30,7 +31,7 @@ from defsent_plus.methods import method_of
 from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
-from defsent_plus.training.batches import DeviceBatch, Padding, PreparedEpoch, model_attention_mask
+from defsent_plus.training.batches import DeviceBatch, PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled, padded_length
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
@@ -77,9 +78,9 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
 
 
-def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> list[list[int]]:
-    """Token ids of the training examples, [CLS] and [SEP] included, truncated to ``cfg.kept_tokens``."""
-    return tokenizer(list(texts), truncation=True, max_length=cfg.kept_tokens)["input_ids"]
+def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> Tokenised:
+    """The training examples tokenised once, [CLS] and [SEP] included, truncated to ``cfg.kept_tokens``."""
+    return tokenise(tokenizer, texts, cfg.kept_tokens)
 
 
 def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator, bucket: bool) -> list[np.ndarray]:
@@ -120,8 +121,8 @@ def train_epoch(
     seed_everything(cfg.seed)
     device = next(encoder.model.parameters()).device
     objective.to(device)
-    tokenized = tokenized_examples(encoder.tokenizer, texts, cfg)
-    lengths = np.array([len(ids) for ids in tokenized])
+    tokens = tokenized_examples(encoder.tokenizer, texts, cfg)
+    lengths = tokens.lengths
     order = torch.Generator().manual_seed(cfg.seed)
     epochs = [batch_order(lengths, cfg.batch_size, order, cfg.bucket_by_length) for _ in range(cfg.epochs)]
     named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
@@ -135,7 +136,6 @@ def train_epoch(
     tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
     step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
     multiple = padded_length(cfg.compile, device, cfg.kept_tokens)  # rounds every batch up to one length
-    padding = Padding.of(encoder.tokenizer)
     start = time.perf_counter() - position.seconds
 
     def absorb() -> Reading:
@@ -147,7 +147,7 @@ def train_epoch(
               disable=not progress, mininterval=5) as bar, checkpoint.signals(), \
             compiled(encoder.model, cfg.compile, device) as begin_step:
         for epoch in range(position.epoch, len(epochs)):
-            prepared = PreparedEpoch(tokenized, entry_ids, epochs[epoch], padding, device, multiple)
+            prepared = PreparedEpoch(tokens, entry_ids, epochs[epoch], encoder.tokenizer, device, multiple)
             steps = len(prepared)
             for step, batch in prepared.batches(position.step if epoch == position.epoch else 0):
                 begin_step()
