@@ -33,7 +33,7 @@ rule dictionary_subset:
     output:
         subset=dag.subset_file("{dataset}"),
     params:
-        max_entries=lambda w: config["subsets"][w.dataset]["max_entries"],
+        max_entries=lambda w: config["subsets"][w.dataset].get("max_entries"),
         seed=lambda w: config["subsets"][w.dataset]["seed"],
     wildcard_constraints:
         dataset=PLAN.subset_pattern(heldout=False),

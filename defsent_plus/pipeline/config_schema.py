@@ -64,12 +64,34 @@ def validated_config(config: dict, schema_path: str | Path) -> dict:
     load_evaluators(config.get("evaluator_plugins") or [])
     schema = load_schema(schema_path, plugins)
     check_top_level_keys(config, schema)
+    read_command_line_numbers(config)
     errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         key = ".".join(str(part) for part in first.absolute_path) or "(top level)"
         raise DefSentError(f"config: {key}", first.message)
+    stop_runs_early(config)
     return config
+
+
+def read_command_line_numbers(config: dict) -> None:
+    """``runs.<run>.stop_after`` given as digits: Snakemake's ``--config runs='{r: {stop_after: 1}}'`` reads nested
+    values as strings, so the one number meant to be set that way is read back as the integer it spells."""
+    for run in config.get("runs", {}).values():
+        if isinstance(run, dict) and isinstance(run.get("stop_after"), str) and run["stop_after"].isdigit():
+            run["stop_after"] = int(run["stop_after"])
+
+
+def stop_runs_early(config: dict) -> None:
+    """Cut each run's ``steps`` to its ``stop_after`` first steps (in place); more than it has is an error."""
+    for name, run in config.get("runs", {}).items():
+        stop = run.get("stop_after")
+        if stop is None:
+            continue
+        if stop > len(run["steps"]):
+            raise DefSentError(f"config: runs.{name}.stop_after", f"the run has {len(run['steps'])} step(s), "
+                                                                  f"cannot stop after step {stop}")
+        run["steps"] = run["steps"][:stop]
 
 
 def check_top_level_keys(config: dict, schema: dict) -> None:

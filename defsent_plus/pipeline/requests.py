@@ -92,7 +92,7 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
     if subset is None:
         return (built or {}).get(name) or REAL_DATASETS[name]
     definitions, entries = dataset_size(config, subset["dataset"], built)
-    kept = min(subset["max_entries"], entries)
+    kept = min(subset.get("max_entries") or entries, entries)
     return round(definitions * kept / entries), kept
 
 

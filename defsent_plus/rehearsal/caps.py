@@ -180,7 +180,7 @@ def cap_entries(config: dict, entries: int) -> None:
     subset keeps at most that many."""
     subsets = config.setdefault("subsets", {})
     for subset in subsets.values():
-        subset["max_entries"] = min(subset["max_entries"], entries)
+        subset["max_entries"] = min(subset.get("max_entries") or entries, entries)
     for run in config["runs"].values():
         dataset = run.get("dataset")
         if dataset in DATASETS:
