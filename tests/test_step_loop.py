@@ -104,6 +104,21 @@ def test_a_non_finite_loss_stops_training_at_the_next_read_naming_its_step(tiny_
     assert objective.calls == 12  # read at the epoch's last step, the first logging step after it
 
 
+def test_a_long_job_logs_its_pace_and_time_left_at_each_logging_step(tiny_bert, caplog):
+    encoder, texts, ids, objective, cfg = entry_training(tiny_bert, log_every=4, steps=12)
+    with caplog.at_level("INFO", logger="defsent_plus.training.trainer"):
+        trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)
+    lines = [r.getMessage() for r in caplog.records if " sent/s, " in r.getMessage()]
+    assert [line.split()[3] for line in lines] == ["1/12", "5/12", "9/12", "12/12"]
+    assert lines[-1].endswith("eta 0:00:00") and all(" elapsed, eta " in line for line in lines)
+
+
+@pytest.mark.parametrize(("examples", "seconds", "eta"), [(100, 10.0, "0:00:30"), (10, 9.0, "0:05:51"),
+                                                          (1, 3600.0, "399:00:00")])
+def test_the_time_left_is_the_examples_left_at_the_pace_so_far(examples, seconds, eta):
+    assert trainer.Pace(examples, 400, seconds).eta() == eta
+
+
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("multiple", [None, 8])
 def test_batches_are_padded_as_the_tokenizer_pads_them(model_dir, side, multiple):

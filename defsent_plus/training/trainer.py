@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -159,8 +160,8 @@ def train_epoch(
                 position.examples += batch.size
                 bar.update(batch.size)
                 if step % cfg.log_every == 0 or step == steps - 1:
-                    report(absorb(), bar, epoch, step, steps, position.examples / max(time.perf_counter() - start,
-                                                                                      1e-9))
+                    report(absorb(), bar, epoch, step, steps, Pace(position.examples, bar.total,
+                                                                    time.perf_counter() - start))
                 keeper.after(step, steps, done)
                 if keeper.stopped:
                     break
@@ -176,11 +177,31 @@ def train_epoch(
     return {**summarise(position.losses, position.examples, seconds, cfg), **keeper.restore(), **resumed}
 
 
-def report(reading: Reading, bar: tqdm, epoch: int, step: int, steps: int, rate: float) -> None:
-    """The progress bar's and the log's line at a logging step: the last step's loss and parts."""
+@dataclass(frozen=True)
+class Pace:
+    """Examples trained of all epochs' ``total`` after ``seconds`` (a resumed job's earlier seconds included)."""
+
+    examples: int
+    total: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.examples / max(self.seconds, 1e-9)
+
+    def eta(self) -> str:
+        """The time left at this rate, as h:mm:ss."""
+        left = round((self.total - self.examples) / max(self.rate, 1e-9))
+        return f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+
+
+def report(reading: Reading, bar: tqdm, epoch: int, step: int, steps: int, pace: Pace) -> None:
+    """The progress bar's and the log's line at a logging step: the last step's loss and parts, the pace and the
+    time left (a long job's log says when it will end)."""
     loss = reading.losses[-1]
-    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
-    log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s", epoch + 1, step + 1, steps, loss, reading.parts, rate)
+    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{pace.rate:.1f}")
+    log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s, %s elapsed, eta %s", epoch + 1, step + 1, steps, loss,
+             reading.parts, pace.rate, timedelta(seconds=round(pace.seconds)), pace.eta())
 
 
 class BestWeights:
