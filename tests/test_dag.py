@@ -419,3 +419,45 @@ def test_mteb_revisions_tell_models_and_configs_apart(selection):
     config["runs"]["tiny"]["steps"][0]["lr"] = 0.5
     assert digest(Plan(config, selection).revision_source(trained)) != before
     assert digest({"b": 1, "a": [1, 2]}) == digest({"a": [1, 2], "b": 1})  # key order is no change
+
+
+def test_stop_after_runs_a_chains_first_steps_with_the_jobs_of_the_whole_chain(selection):
+    whole = Plan(tiny_config(), selection)
+    first = Plan(tiny_config(tiny={**whole.run("tiny"), "stop_after": 1}), selection)
+    assert (whole.final_step("tiny"), first.final_step("tiny")) == (3, 1)
+    assert first.run("tiny")["steps"] == whole.run("tiny")["steps"][:1]
+    candidate = EncoderId.candidate("tiny", 1, "amp", 0)
+    assert first.training_files(candidate) == whole.training_files(candidate)
+    assert any("/step1/" in target for target in first.targets())
+    assert not any("/step2/" in target or "/step3/" in target for target in first.targets())
+
+
+def test_stop_after_past_the_last_step_is_refused_and_digits_from_the_command_line_count():
+    steps = [{"lr": 1.0e-3, "spaces": ["amp"]}] * 2
+    with pytest.raises(DefSentError, match=r"runs\.tiny\.stop_after.*2 step\(s\), cannot stop after step 3"):
+        tiny_config(tiny={"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0],
+                          "batch_size": 8, "steps": steps, "stop_after": 3})
+    config = tiny_config(tiny={"model": "tiny", "dataset": "a", "training_pooling": "cls", "seeds": [0],
+                               "batch_size": 8, "steps": steps, "stop_after": "1"})  # --config runs='{...}'
+    assert config["runs"]["tiny"]["stop_after"] == 1 and len(config["runs"]["tiny"]["steps"]) == 1
+
+
+def test_a_subset_without_max_entries_is_the_whole_dataset_to_the_cost_model():
+    from defsent_plus.pipeline.requests import dataset_size
+
+    config = tiny_config()
+    config["subsets"] = {"a_all": {"dataset": "a", "heldout": {"dev": 0.02, "test": 0.02}}}
+    config = validated(config)
+    assert config["subsets"]["a_all"]["max_entries"] is None
+    assert dataset_size(config, "a_all", {"a": (378_769, 206_546)}) == (378_769, 206_546)
+
+
+def test_the_paper_scale_minilm_config_trains_all_of_dataset_a_in_three_steps_or_one(selection):
+    config = yaml.safe_load((REPO / "configs" / "minilm-full.yaml").read_text())
+    whole = Plan(validated(yaml.safe_load(yaml.safe_dump(config))), selection)
+    (run,) = whole.config["runs"]
+    subset = whole.config["subsets"][whole.run(run)["dataset"]]
+    assert subset["dataset"] == "a" and subset["max_entries"] is None and subset["heldout"]
+    assert whole.final_step(run) == 3 and whole.run(run)["batch_size"] == 32
+    config["runs"][run]["stop_after"] = 1
+    assert Plan(validated(config), selection).final_step(run) == 1
