@@ -29,6 +29,6 @@ report: str(Path(dag.compare_file("summary.rst")).resolve())
 
 
 rule all:
+    default_target: True
     input:
         PLAN.targets(),
-    default_target: True

@@ -8,19 +8,19 @@ rule baseline_fit_corpus:
         **PLAN.fit_corpus_inputs(),
     output:
         dag.fit_corpus_file(),
-    params:
-        options=canonical(config["baselines"]["fit_corpus"]),
     log:
         dag.log_file("baselines", "fit_corpus"),
     benchmark:
-        dag.benchmark_file("baselines", "fit_corpus"),
+        dag.benchmark_file("baselines", "fit_corpus")
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        options=canonical(config["baselines"]["fit_corpus"]),
     script:
         "../workflow/scripts/baseline_fit_corpus.py"
 
@@ -31,22 +31,22 @@ rule baseline_embed:
         senteval=dag.data_dir("senteval"),
     output:
         directory(dag.baseline_cache("{encoder}", "{template}")),
-    params:
-        request=canonical_of(lambda w: PLAN.baseline_request(w.encoder, w.template)),
-        options=canonical_of(lambda w: extraction_options(config, PLAN.baseline_request(w.encoder, w.template))),
-        grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     log:
         dag.log_file("baselines", "{encoder}", "embed_{template}"),
     benchmark:
-        dag.benchmark_file("baselines", "{encoder}", "embed_{template}"),
+        dag.benchmark_file("baselines", "{encoder}", "embed_{template}")
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: THREADS
     resources:
         gpu=GPU,
         mem_mb=projected_request("baseline_embed", "mem_mb"),
         runtime=projected_request("baseline_embed", "runtime"),
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        request=canonical_of(lambda w: PLAN.baseline_request(w.encoder, w.template)),
+        options=canonical_of(lambda w: extraction_options(config, PLAN.baseline_request(w.encoder, w.template))),
+        grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
     script:
         "../workflow/scripts/baseline_embed.py"
 
@@ -57,11 +57,26 @@ rule baseline_grid:
         corpus=dag.fit_corpus_file(),
         senteval=dag.data_dir("senteval"),
     output:
-        tsv=report(dag.baselines_file("{encoder}", "scores.tsv"), caption="../report/baselines.rst",
-                   category="Baselines"),
+        tsv=report(
+            dag.baselines_file("{encoder}", "scores.tsv"), caption="../report/baselines.rst", category="Baselines"
+        ),
         md=dag.baselines_file("{encoder}", "summary.md"),
-        png=report(dag.baselines_file("{encoder}", "layers.png"), caption="../report/baselines_layers.rst",
-                   category="Baselines"),
+        png=report(
+            dag.baselines_file("{encoder}", "layers.png"),
+            caption="../report/baselines_layers.rst",
+            category="Baselines",
+        ),
+    log:
+        dag.log_file("baselines", "{encoder}", "grid"),
+    benchmark:
+        dag.benchmark_file("baselines", "{encoder}", "grid")
+    priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=8000,
+        runtime=60,
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         caches=canonical_of(lambda w: PLAN.baseline_caches(w.encoder)),
@@ -70,16 +85,5 @@ rule baseline_grid:
         templates=canonical_of(lambda w: PLAN.baseline_templates(w.encoder)),
         options=canonical(BASELINE_SCORING),
         title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
-    log:
-        dag.log_file("baselines", "{encoder}", "grid"),
-    benchmark:
-        dag.benchmark_file("baselines", "{encoder}", "grid"),
-    priority: CHAIN_PRIORITY
-    threads: THREADS
-    resources:
-        mem_mb=8000,
-        runtime=60,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/baseline_grid.py"

@@ -64,8 +64,10 @@ TRAIN_ON_GPU = on_gpu("train")
 TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
 # A user's runtime or mem_mb below a job's projection (train, and every rule asking projected_request) is flagged
 # now, before anything is submitted: such a job would die at its limit.
-for problem in [*requests_below_projection(config, PLAN, TRAIN_ON_GPU, OVERRIDES.get("train", {})),
-                *rule_requests_below_projection(config, PLAN, OVERRIDES, on_gpu)]:
+for problem in [
+    *requests_below_projection(config, PLAN, TRAIN_ON_GPU, OVERRIDES.get("train", {})),
+    *rule_requests_below_projection(config, PLAN, OVERRIDES, on_gpu),
+]:
     logger.warning(f"Request too small: {problem}")
 
 

@@ -10,23 +10,23 @@ rule compare_sts:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),
         uncertainty=dag.compare_file("sts_uncertainty.tsv"),  # every interval and paired test, in columns
+    log:
+        dag.log_file("compare", "sts"),
+    benchmark:
+        dag.benchmark_file("compare", "sts")
+    localrule: True
+    conda:
+        "../envs/defsent.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.sts_comparison()),
         poolings=config["evaluation"]["poolings"],
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
         published=canonical(config["published"]),
-    log:
-        dag.log_file("compare", "sts"),
-    benchmark:
-        dag.benchmark_file("compare", "sts"),
-    localrule: True
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/compare.py"
 
@@ -38,16 +38,16 @@ use rule compare_sts as compare_reverse_dictionary with:
         tsv=dag.compare_file("reverse_dictionary.tsv"),
         md=dag.compare_file("reverse_dictionary.md"),
         paired=dag.compare_file("reverse_dictionary_paired.tsv"),  # trained − base, bounds and p in columns
+    log:
+        dag.log_file("compare", "reverse_dictionary"),
+    benchmark:
+        dag.benchmark_file("compare", "reverse_dictionary")
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         runs=canonical(PLAN.reverse_dictionary_comparison()),
         poolings=None,
         bootstrap=None,
         published=None,
-    log:
-        dag.log_file("compare", "reverse_dictionary"),
-    benchmark:
-        dag.benchmark_file("compare", "reverse_dictionary"),
 
 
 # The front page: the comparison tables, the STS-by-step plots and links to each run's files; summary.rst is the
@@ -60,20 +60,20 @@ rule summary:
     output:
         md=dag.compare_file("summary.md"),
         rst=dag.compare_file("summary.rst"),
-    params:
-        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
-        runs=canonical(PLAN.run_details()),
-        plotted=list(config["runs"]),
     log:
         dag.log_file("compare", "summary"),
     benchmark:
-        dag.benchmark_file("compare", "summary"),
+        dag.benchmark_file("compare", "summary")
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
+        runs=canonical(PLAN.run_details()),
+        plotted=list(config["runs"]),
     script:
         "../workflow/scripts/summary.py"

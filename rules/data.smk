@@ -6,20 +6,20 @@
 rule acquire_data:
     output:
         directory(dag.data_dir("{data}")),
-    params:
-        identity=canonical_of(lambda w: acquisition_identity(DATA[w.data])),
-    wildcard_constraints:
-        data=alternatives(tuple(DATA)),
     log:
         dag.log_file("data", "{data}"),
     benchmark:
-        dag.benchmark_file("data", "{data}"),
+        dag.benchmark_file("data", "{data}")
+    wildcard_constraints:
+        data=alternatives(tuple(DATA)),
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=120,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        identity=canonical_of(lambda w: acquisition_identity(DATA[w.data])),
     script:
         "../workflow/scripts/acquire_data.py"

@@ -1,28 +1,28 @@
 rule dictionary:
     input:
-        tokenizer=dag.pinned_model(config["dictionary"]["tokenizer"]),
         **dag.acquired_sources(config["dictionary"]["sources"]),
+        tokenizer=dag.pinned_model(config["dictionary"]["tokenizer"]),
     output:
         a=dag.dictionary_file("a.parquet"),
         b=dag.dictionary_file("b.parquet"),
         c=dag.dictionary_file("c.parquet"),
         stats=dag.dictionary_file("stats.tsv"),
+    log:
+        dag.log_file("dictionary", "dictionary"),
+    benchmark:
+        dag.benchmark_file("dictionary", "dictionary")
+    conda:
+        "../envs/defsent.yaml"
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=30,
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         sources=canonical(config["dictionary"]["sources"]),
         primary=config["dictionary"]["primary"],
         lowercase=config["dictionary"]["lowercase"],
         on_malformed=config["dictionary"]["on_malformed"],
-    log:
-        dag.log_file("dictionary", "dictionary"),
-    benchmark:
-        dag.benchmark_file("dictionary", "dictionary"),
-    threads: 1
-    resources:
-        mem_mb=6000,
-        runtime=30,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/dictionary.py"
 
@@ -32,22 +32,22 @@ rule dictionary_subset:
         dataset=lambda w: PLAN.dataset_file(config["subsets"][w.dataset]["dataset"]),
     output:
         subset=dag.subset_file("{dataset}"),
-    params:
-        max_entries=lambda w: config["subsets"][w.dataset].get("max_entries"),
-        seed=lambda w: config["subsets"][w.dataset]["seed"],
-    wildcard_constraints:
-        dataset=PLAN.subset_pattern(heldout=False),
     log:
         dag.log_file("dictionary", "subset_{dataset}"),
     benchmark:
-        dag.benchmark_file("dictionary", "subset_{dataset}"),
+        dag.benchmark_file("dictionary", "subset_{dataset}")
+    wildcard_constraints:
+        dataset=PLAN.subset_pattern(heldout=False),
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=10,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        max_entries=lambda w: config["subsets"][w.dataset].get("max_entries"),
+        seed=lambda w: config["subsets"][w.dataset]["seed"],
     script:
         "../workflow/scripts/dictionary_subset.py"
 
@@ -58,7 +58,7 @@ use rule dictionary_subset as heldout_subset with:
     output:
         subset=dag.subset_file("{dataset}"),
         queries=dag.subset_file("{dataset}", "queries.parquet"),
-    params:
-        heldout=canonical_of(lambda w: PLAN.heldout(w.dataset)),
     wildcard_constraints:
         dataset=PLAN.subset_pattern(heldout=True),
+    params:
+        heldout=canonical_of(lambda w: PLAN.heldout(w.dataset)),

@@ -12,22 +12,22 @@ rule embed:
     output:
         npy=dag.embedding_file("{encoder}", "{sentences}", "{pooling}"),
         json=dag.embedding_file("{encoder}", "{sentences}", "{pooling}", "json"),
-    params:
-        pooling=lambda w: w.pooling,
-        options=canonical_of(lambda w: PLAN.embedding_job(w.encoder, w.sentences, w.pooling)),
-    wildcard_constraints:
-        pooling=alternatives(POOLINGS),
     log:
         dag.log_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
     benchmark:
-        dag.benchmark_file("embeddings", "{encoder}", "{sentences}_{pooling}"),
+        dag.benchmark_file("embeddings", "{encoder}", "{sentences}_{pooling}")
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: THREADS
     resources:
         gpu=GPU,
         mem_mb=projected_request("embed", "mem_mb"),
         runtime=projected_request("embed", "runtime"),
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        pooling=lambda w: w.pooling,
+        options=canonical_of(lambda w: PLAN.embedding_job(w.encoder, w.sentences, w.pooling)),
     script:
         "../workflow/scripts/embed.py"

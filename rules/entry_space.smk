@@ -9,21 +9,21 @@ rule entry_space:
         ac=dag.space_file("{encoder}", "{dataset}", "ac"),
         amp=dag.space_file("{encoder}", "{dataset}", "amp"),
         meta=dag.space_meta("{encoder}", "{dataset}"),
-    params:
-        batch_size=config["entry_space"]["batch_size"],
-        max_length=config["entry_space"]["max_length"],
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
     benchmark:
-        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "entry_space")
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: THREADS
     resources:
         gpu=GPU,
         mem_mb=projected_request("entry_space", "mem_mb"),
         runtime=projected_request("entry_space", "runtime"),
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        batch_size=config["entry_space"]["batch_size"],
+        max_length=config["entry_space"]["max_length"],
     script:
         "../workflow/scripts/entry_space.py"
 
@@ -34,23 +34,23 @@ rule transform_space:
     output:
         space=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}"),
         info=dag.space_file("{encoder}", "{dataset}", "{base}.{transform}", "json"),
-    params:
-        options=canonical_of(lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {}),
-    wildcard_constraints:
-        base=alternatives(BASE_SPACES),
-        transform=alternatives(TRANSFORMS),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
     benchmark:
-        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}"),
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "{base}.{transform}")
+    wildcard_constraints:
+        base=alternatives(BASE_SPACES),
+        transform=alternatives(TRANSFORMS),
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1
     resources:
         gpu=lambda w: GPU if w.transform in TORCH_TRANSFORMS else 0,  # ICA runs on the GPU when there is one
         mem_mb=projected_request("transform_space", "mem_mb"),
         runtime=projected_request("transform_space", "runtime"),
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        options=canonical_of(lambda w: config["entry_space"]["ica"] if w.transform == "ica" else {}),
     script:
         "../workflow/scripts/transform_space.py"
 
@@ -75,20 +75,20 @@ rule isotropy:
             category="Entry spaces",
             subcategory="{encoder} on {dataset}",
         ),
+    log:
+        dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
+    benchmark:
+        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "isotropy")
+    conda:
+        "../envs/defsent.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         names=ANALYSED,
         transformed=TRANSFORMED,
         options=canonical(config["entry_space"]["isotropy"]),
-    log:
-        dag.log_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
-    benchmark:
-        dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "isotropy"),
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=30,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/isotropy.py"

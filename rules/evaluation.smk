@@ -18,22 +18,22 @@ rule score:
     output:
         json=dag.score_file("{encoder}", "{evaluator}", "{pooling}"),
         pairs=dag.score_file("{encoder}", "{evaluator}", "{pooling}", "pairs.parquet"),
-    params:
-        evaluator=lambda w: w.evaluator,
-        options=canonical_of(lambda w: evaluator(w).options(config)),
-    wildcard_constraints:
-        pooling=alternatives(POOLINGS),
-        evaluator=alternatives(PAIRED),
     log:
         dag.log_file("eval", "{encoder}", "{evaluator}_{pooling}"),
     benchmark:
-        dag.benchmark_file("eval", "{encoder}", "{evaluator}_{pooling}"),
+        dag.benchmark_file("eval", "{encoder}", "{evaluator}_{pooling}")
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
+        evaluator=alternatives(PAIRED),
+    conda:
+        "../envs/defsent.yaml"
     threads: lambda w: THREADS if evaluator(w).threads == "job" else 1
     resources:
         mem_mb=lambda w: evaluator(w).mem_mb,
         runtime=lambda w: evaluator(w).runtime(evaluator(w).options(config)),
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        evaluator=lambda w: w.evaluator,
+        options=canonical_of(lambda w: evaluator(w).options(config)),
     script:
         "../workflow/scripts/score.py"
 
@@ -58,18 +58,18 @@ use rule score as dev_score with:
     output:
         json=dag.dev_file("{encoder}"),
         pairs=dag.dev_file("{encoder}", "pairs.parquet"),
-    params:
-        evaluator="dev",
-        options=canonical(evaluator_of("dev").options(config)),
     log:
         dag.log_file("eval", "{encoder}", "dev"),
     benchmark:
-        dag.benchmark_file("eval", "{encoder}", "dev"),
+        dag.benchmark_file("eval", "{encoder}", "dev")
+    priority: CHAIN_PRIORITY
     threads: 1
     resources:
         mem_mb=evaluator_of("dev").mem_mb,
         runtime=evaluator_of("dev").runtime(evaluator_of("dev").options(config)),
-    priority: CHAIN_PRIORITY
+    params:
+        evaluator="dev",
+        options=canonical(evaluator_of("dev").options(config)),
 
 
 # MTEB's STS tasks on the stored STS vectors of one (encoder, pooling), beside this project's scores of the same pairs
@@ -86,23 +86,23 @@ rule mteb:
     output:
         results=directory(dag.mteb_dir("{encoder}", "{pooling}")),
         check=dag.mteb_check("{encoder}", "{pooling}"),
+    log:
+        dag.log_file("eval", "{encoder}", "mteb_{pooling}"),
+    benchmark:
+        dag.benchmark_file("eval", "{encoder}", "mteb_{pooling}")
+    wildcard_constraints:
+        pooling=alternatives(POOLINGS),
+    conda:
+        "../envs/defsent.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
     params:
         revision=mteb_revision,
         tasks=config["evaluation"]["mteb"]["tasks"],
         batch_size=config["evaluation"]["batch_size"],
         max_length=config["evaluation"]["max_length"],
-    wildcard_constraints:
-        pooling=alternatives(POOLINGS),
-    log:
-        dag.log_file("eval", "{encoder}", "mteb_{pooling}"),
-    benchmark:
-        dag.benchmark_file("eval", "{encoder}", "mteb_{pooling}"),
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=30,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/mteb_sts.py"
 
@@ -124,6 +124,19 @@ rule score_table:
             caption="../report/score_plot.rst",
             category=lambda w: evaluator(w).table.category,
         ),
+    log:
+        dag.log_file("{run}", "eval", "{evaluator}_table"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "{evaluator}_table")
+    wildcard_constraints:
+        evaluator=alternatives(list(tabled())),
+    localrule: True
+    conda:
+        "../envs/defsent.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         rows=canonical_of(lambda w: PLAN.score_rows(PLAN.table_models(w.run, w.evaluator), w.evaluator)),
@@ -132,19 +145,6 @@ rule score_table:
         columns=lambda w: evaluator(w).table.columns,
         axis=lambda w: evaluator(w).table.axis,
         bootstrap=lambda w: canonical(config["evaluation"]["bootstrap"]) if evaluator(w).paired else None,
-    wildcard_constraints:
-        evaluator=alternatives(list(tabled())),
-    log:
-        dag.log_file("{run}", "eval", "{evaluator}_table"),
-    benchmark:
-        dag.benchmark_file("{run}", "eval", "{evaluator}_table"),
-    localrule: True
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/score_tables.py"
 
@@ -155,20 +155,20 @@ rule steps_report:
     output:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
-    params:
-        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
-        steps=canonical_of(lambda w: PLAN.step_records(w.run)),
-        title=lambda w: f"PST steps of run {w.run}",
     log:
         dag.log_file("{run}", "eval", "steps_report"),
     benchmark:
-        dag.benchmark_file("{run}", "eval", "steps_report"),
+        dag.benchmark_file("{run}", "eval", "steps_report")
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
+        steps=canonical_of(lambda w: PLAN.step_records(w.run)),
+        title=lambda w: f"PST steps of run {w.run}",
     script:
         "../workflow/scripts/steps_report.py"

@@ -6,20 +6,20 @@
 rule pin_model:
     output:
         directory(dag.pinned_model("{model}")),
-    params:
-        identity=canonical_of(lambda w: model_identity(config["models"][w.model], where=f"config: models.{w.model}")),
-    wildcard_constraints:
-        model=alternatives(tuple(config["models"])),
     log:
         dag.log_file("models", "{model}"),
     benchmark:
-        dag.benchmark_file("models", "{model}"),
+        dag.benchmark_file("models", "{model}")
+    wildcard_constraints:
+        model=alternatives(tuple(config["models"])),
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        identity=canonical_of(lambda w: model_identity(config["models"][w.model], where=f"config: models.{w.model}")),
     script:
         "../workflow/scripts/pin_model.py"

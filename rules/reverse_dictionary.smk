@@ -16,6 +16,17 @@ rule reverse_dictionary:
             category="Reverse dictionary",
         ),
         md=dag.run_file("{run}", "reverse_dictionary.md"),
+    log:
+        dag.log_file("{run}", "eval", "reverse_dictionary"),
+    benchmark:
+        dag.benchmark_file("{run}", "eval", "reverse_dictionary")
+    conda:
+        "../envs/defsent.yaml"
+    threads: THREADS
+    resources:
+        gpu=GPU,
+        mem_mb=projected_request("reverse_dictionary", "mem_mb"),
+        runtime=projected_request("reverse_dictionary", "runtime"),
     params:
         **BANNER,  # a rehearsal's banner (defsent_plus.banner); none on a real run
         method=lambda w: PLAN.method(w.run).name,
@@ -24,16 +35,5 @@ rule reverse_dictionary:
         max_length=config["evaluation"]["max_length"],
         title=lambda w: f"Reverse dictionary on held-out entries, run {w.run}",
         bootstrap=canonical(config["evaluation"]["bootstrap"]),
-    log:
-        dag.log_file("{run}", "eval", "reverse_dictionary"),
-    benchmark:
-        dag.benchmark_file("{run}", "eval", "reverse_dictionary"),
-    threads: THREADS
-    resources:
-        gpu=GPU,
-        mem_mb=projected_request("reverse_dictionary", "mem_mb"),
-        runtime=projected_request("reverse_dictionary", "runtime"),
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/reverse_dictionary.py"

@@ -8,27 +8,27 @@ rule train:
     output:
         model=CANDIDATE_WEIGHTS(directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model"))),
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
-    params:
-        method=lambda w: PLAN.method(w.run).name,
-        options=canonical_of(lambda w: PLAN.method_options(w.run)),
-        lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
-        batch_size=lambda w: run_cfg(w)["batch_size"],
-        pooling=lambda w: run_cfg(w)["training_pooling"],
-        **REHEARSAL_EXAMPLES,  # a rehearsal's cap on the examples; none on a real run
-    wildcard_constraints:
-        space=TARGET_PATTERN,
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     benchmark:
-        dag.benchmark_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
+        dag.benchmark_file("{run}", "step{step}", "{space}", "seed{seed}", "train")
+    wildcard_constraints:
+        space=TARGET_PATTERN,
     priority: CHAIN_PRIORITY
+    conda:
+        "../envs/defsent.yaml"
     threads: THREADS
     resources:
         gpu=GPU,
         mem_mb=lambda w, attempt: TRAINING_REQUESTS[w.run].mem_mb * attempt,
         runtime=lambda w, attempt: TRAINING_REQUESTS[w.run].runtime * attempt,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        **REHEARSAL_EXAMPLES,  # a rehearsal's cap on the examples; none on a real run
+        method=lambda w: PLAN.method(w.run).name,
+        options=canonical_of(lambda w: PLAN.method_options(w.run)),
+        lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],
+        batch_size=lambda w: run_cfg(w)["batch_size"],
+        pooling=lambda w: run_cfg(w)["training_pooling"],
     script:
         "../workflow/scripts/train.py"
 
@@ -40,24 +40,25 @@ checkpoint select_best:
         **INPUTS.selection(),
     output:
         best=dag.best_json("{run}", "{step}"),
-    params:
-        candidates=canonical_of(
-            lambda w: [
-                {"space": c.space, "seed": c.seed, "model": dag.trained_model(c)} for c in PLAN.candidates(w.run, w.step)
-            ]
-        ),
     log:
         dag.log_file("{run}", "step{step}", "select_best"),
     benchmark:
-        dag.benchmark_file("{run}", "step{step}", "select_best"),
+        dag.benchmark_file("{run}", "step{step}", "select_best")
     priority: CHAIN_PRIORITY
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        candidates=canonical_of(
+            lambda w: [
+                {"space": c.space, "seed": c.seed, "model": dag.trained_model(c)}
+                for c in PLAN.candidates(w.run, w.step)
+            ]
+        ),
     script:
         "../workflow/scripts/select_best.py"
 
@@ -72,15 +73,15 @@ rule keep_best:
     log:
         dag.log_file("{run}", "step{step}", "keep_best"),
     benchmark:
-        dag.benchmark_file("{run}", "step{step}", "keep_best"),
+        dag.benchmark_file("{run}", "step{step}", "keep_best")
     priority: CHAIN_PRIORITY
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../envs/defsent.yaml"
     script:
         "../workflow/scripts/keep_best.py"
 
@@ -93,18 +94,18 @@ rule prune_candidates:
         **INPUTS.pruning(),
     output:
         record=dag.pruned_record("{run}", "{step}"),
-    params:
-        model_dirs=lambda w: [dag.trained_model(c) for c in PLAN.candidates(w.run, w.step)],
     log:
         dag.log_file("{run}", "step{step}", "prune_candidates"),
     benchmark:
-        dag.benchmark_file("{run}", "step{step}", "prune_candidates"),
+        dag.benchmark_file("{run}", "step{step}", "prune_candidates")
     localrule: True
+    conda:
+        "../envs/defsent.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../envs/defsent.yaml"
+    params:
+        model_dirs=lambda w: [dag.trained_model(c) for c in PLAN.candidates(w.run, w.step)],
     script:
         "../workflow/scripts/prune_candidates.py"
