@@ -22,8 +22,10 @@ from defsent_plus.pipeline.requests import (
 )
 from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
+from defsent_plus.training.trackers import check_trackers
 
 validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+check_trackers(config["logging"]["report_to"])  # a tracker that is not installed stops here, before any job
 
 
 wildcard_constraints:

@@ -8,6 +8,7 @@ rule train:
     output:
         model=CANDIDATE_WEIGHTS(directory(dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model"))),
         summary=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "train.json"),
+        metrics=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "metrics.tsv"),
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     benchmark:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import write_toy_dataset
 from safetensors.torch import load_file
@@ -49,7 +50,8 @@ def train(method: str, options: dict, out: Path, inputs: dict, model: Path, sent
     options = method_of(method).options_in_force(options)  # as the validated config gives them
     return train_candidate(method, options, lr=lr, batch_size=2, pooling="cls", seed=0, base_model=model,
                            dataset_path=inputs["dataset_path"], space_path=space, model_out=out / "model",
-                           summary_out=out / "train.json", senteval_dir=senteval, resume=resume)
+                           summary_out=out / "train.json", senteval_dir=senteval, resume=resume,
+                           metrics_out=out / "metrics.tsv")
 
 
 def stop_after(monkeypatch, step: int) -> None:
@@ -74,6 +76,15 @@ def assert_same_training(resumed: Path, clean: Path) -> None:
         np.testing.assert_array_equal(weights_a[name].numpy(), weights_b[name].numpy(), err_msg=name)
 
 
+def assert_same_metrics(resumed: Path, clean: Path) -> None:
+    """The metrics tables: every step once, equal to the uninterrupted run's (the pace aside)."""
+    table_a, table_b = (pd.read_csv(d / "metrics.tsv", sep="\t").drop(columns="examples_per_second")
+                        for d in (resumed, clean))
+    steps = json.loads((clean / "train.json").read_text())["steps"]
+    assert table_b["step"].tolist() == list(range(1, steps + 1))
+    pd.testing.assert_frame_equal(table_a, table_b)
+
+
 @pytest.mark.parametrize("method, options, stop", CASES)
 def test_an_interrupted_training_resumes_to_the_uninterrupted_weights(method, options, stop, tmp_path, inputs,
                                                                       tiny_bert, senteval_dir, monkeypatch):
@@ -88,6 +99,7 @@ def test_an_interrupted_training_resumes_to_the_uninterrupted_weights(method, op
     assert summary["resumed_after_steps"] == [stop]
     assert json.loads((tmp_path / "run" / "model" / TRAINING_CARD).read_text())["resumed_after_steps"] == [stop]
     assert_same_training(tmp_path / "run", tmp_path / "clean")
+    assert_same_metrics(tmp_path / "run", tmp_path / "clean")
     assert not any((tmp_path / "resume").iterdir()), "the state outlived the job's outputs"
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from helpers import write_toy_dataset
@@ -111,6 +113,25 @@ def test_a_long_job_logs_its_pace_and_time_left_at_each_logging_step(tiny_bert, 
     lines = [r.getMessage() for r in caplog.records if " sent/s, " in r.getMessage()]
     assert [line.split()[3] for line in lines] == ["1/12", "5/12", "9/12", "12/12"]
     assert lines[-1].endswith("eta 0:00:00") and all(" elapsed, eta " in line for line in lines)
+
+
+def test_the_metrics_table_has_every_step_once_with_the_logged_losses_and_the_steps_learning_rates(tiny_bert, caplog,
+                                                                                                 tmp_path):
+    encoder, texts, ids, objective, cfg = entry_training(tiny_bert, log_every=4, steps=12)
+    scores = iter(range(100))
+    cfg = replace(cfg, select_every=5)
+    with caplog.at_level("INFO", logger="defsent_plus.training.trainer"):
+        summary = trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False,
+                                      dev_score=lambda _: float(next(scores)), metrics_path=tmp_path / "m.tsv")
+    table = pd.read_csv(tmp_path / "m.tsv", sep="\t")
+    assert table["step"].tolist() == list(range(1, 13)) and (table["epoch"] == 1).all()
+    logged = {int(m.split()[3].split("/")[0]): float(m.split()[5]) for m in (r.getMessage() for r in caplog.records)
+              if " sent/s, " in m}
+    assert {step: round(table.loss[step - 1], 4) for step in logged} == logged
+    assert (table.loss.iloc[0], table.loss.iloc[-1]) == (summary["loss_first"], summary["loss_last"])
+    np.testing.assert_allclose(table["lr"], cfg.lr * (1 - np.arange(12) / 12))  # linear decay, no warm-up
+    assert (table["grad_norm"] > 0).all() and (table["examples_per_second"] > 0).all()
+    assert table["dev_score"].dropna().to_dict() == {4: 0.0, 9: 1.0, 11: 2.0}  # steps 5, 10 and the epoch's end
 
 
 @pytest.mark.parametrize(("examples", "seconds", "eta"), [(100, 10.0, "0:00:30"), (10, 9.0, "0:05:51"),

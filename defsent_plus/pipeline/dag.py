@@ -164,7 +164,8 @@ def candidate_dir(run: str, step: int | str, space: str, seed: int | str) -> str
 
 
 def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
-    """``model`` (the trained encoder's directory) or ``train.json`` (its training summary) of a candidate."""
+    """``model`` (the trained encoder's directory), ``train.json`` (its training summary) or ``metrics.tsv`` (its
+    per-step metrics) of a candidate."""
     return f"{candidate_dir(run, step, space, seed)}/{name}"
 
 

@@ -63,6 +63,7 @@ class Position:
     examples: int = 0
     seconds: float = 0.0  # training seconds before this process
     resumed_from: list[int] = field(default_factory=list)  # the steps earlier processes stopped after
+    metrics: list[dict] = field(default_factory=list)  # the metrics table's rows so far (training.metrics)
 
 
 class TrainingInterrupted(DefSentError):

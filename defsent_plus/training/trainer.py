@@ -34,10 +34,12 @@ from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.batches import DeviceBatch, PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled, padded_length
+from defsent_plus.training.metrics import MetricsTable
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
 from defsent_plus.training.tally import LossTally, Reading, StepRecord
 from defsent_plus.training.task import Batch, TaskInputs, sampled_task
+from defsent_plus.training.trackers import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +107,15 @@ def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator
 def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
     progress: bool = True, dev_score: Callable[[Encoder], float] | None = None, checkpoint: Checkpointer | None = None,
+    metrics_path: str | Path | None = None, trackers: Sequence = (),
 ) -> dict:
     """``cfg.epochs`` epochs (one for a PST step) of the configured optimiser and schedule (+ gradient clipping);
     with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept
     (checked every N steps of an epoch and at its end; ``cfg.patience`` scores without a new best stop training).
     With a ``checkpoint``, the loop's state is saved as it asks and a saved state is resumed mid-epoch
-    (:mod:`defsent_plus.training.resume`). Returns a summary of the run.
+    (:mod:`defsent_plus.training.resume`). Every step's metrics are appended to ``metrics_path`` as the loop reads
+    them (:mod:`defsent_plus.training.metrics`) and sent to the ``trackers`` (:mod:`defsent_plus.training.trackers`).
+    Returns a summary of the run.
 
     The loop makes no host round trip inside a step: each epoch's batches are padded before it starts
     (:mod:`defsent_plus.training.batches`), the losses stay on the device until a logging step, a saved state or
@@ -129,19 +134,28 @@ def train_epoch(
     named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
     optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
-    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end)
+    table = MetricsTable(None)
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end,
+                         on_score=lambda step, score: table.dev_score(step, score))
     parts = Parts(encoder.model, objective, optimizer, scheduler, keeper)
     position = checkpoint.restore(parts) or Position()
+    table = MetricsTable(metrics_path, position.metrics, trackers)
+    position.metrics = table.rows  # a saved state keeps the rows so far
     encoder.model.train()
     objective.train()
     tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
     step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
     multiple = padded_length(cfg.compile, device, cfg.kept_tokens)  # rounds every batch up to one length
     start = time.perf_counter() - position.seconds
+    interval = (position.examples, time.perf_counter())  # examples and clock where the logging interval began
 
     def absorb() -> Reading:
+        nonlocal interval
         reading = tally.read()
         position.losses.extend(reading.losses)
+        now = time.perf_counter()
+        table.extend(reading.rows, (position.examples - interval[0]) / max(now - interval[1], 1e-9))
+        interval = (position.examples, now)
         return reading
 
     with tqdm(total=len(texts) * cfg.epochs, initial=position.examples, desc="training", unit="sent",
@@ -152,7 +166,9 @@ def train_epoch(
             steps = len(prepared)
             for step, batch in prepared.batches(position.step if epoch == position.epoch else 0):
                 begin_step()
-                tally.add(step_of(batch, step / steps, epoch))
+                record = step_of(batch, step / steps, epoch)
+                record.epoch, record.lr = epoch, optimizer.param_groups[0]["lr"]
+                tally.add(record)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -172,6 +188,7 @@ def train_epoch(
             if keeper.stopped:
                 break
         absorb()
+    table.close()
     seconds = time.perf_counter() - start
     resumed = {"resumed_after_steps": position.resumed_from} if position.resumed_from else {}
     return {**summarise(position.losses, position.examples, seconds, cfg), **keeper.restore(), **resumed}
@@ -213,7 +230,8 @@ class BestWeights:
     new best, so it costs a unit of patience."""
 
     def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int,
-                 patience: int | None = None, rescore_at_epoch_end: bool = False):
+                 patience: int | None = None, rescore_at_epoch_end: bool = False,
+                 on_score: Callable[[int, float], None] | None = None):
         if every and dev_score is None:
             raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
         if patience is not None and (not every or patience < 1):
@@ -221,6 +239,7 @@ class BestWeights:
                                                               f">= 1, got select_every {every}, patience {patience}")
         self.encoder, self.dev_score, self.every, self.patience = encoder, dev_score, every, patience
         self.rescore_at_epoch_end = rescore_at_epoch_end
+        self.on_score = on_score  # told every (step, score), e.g. the metrics table
         self.curve: list[tuple[int, float]] = []
         self.best: dict[str, torch.Tensor] | None = None
         self.misses = 0  # scores in a row without a new best
@@ -243,6 +262,8 @@ class BestWeights:
         """Score STS-B dev now; keep the weights if it is a new best, else count a miss."""
         score = self.dev_score(self.encoder)
         log.info("step %d: STS-B dev %.2f", done, score)
+        if self.on_score is not None:
+            self.on_score(done, score)
         if not self.curve or score > max(s for _, s in self.curve):
             self.best = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.model.state_dict().items()}
             self.misses = 0
@@ -376,12 +397,15 @@ def train_on_space(
     run_deviations: Sequence[str] = (),
     max_examples: int | None = None,
     checkpoint: Checkpointer | None = None,
+    metrics_out: str | Path | None = None,
+    tracking: Tracking | None = None,
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
     (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
     STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
-    and the state is removed once the outputs are written."""
+    and the state is removed once the outputs are written. ``metrics_out``: the per-step metrics table; ``tracking``:
+    the experiment trackers that get its rows, the job's config and its summary."""
     declared = method_of(method)
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
@@ -404,7 +428,9 @@ def train_on_space(
     log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
              len(frame), space_path, device)
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.kept_tokens)
-    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev, checkpoint=checkpoint)
+    trackers = tracking.open() if tracking is not None else []
+    summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev, checkpoint=checkpoint,
+                          metrics_path=metrics_out, trackers=trackers)
     card = {**declared.training_card(options), "dataset": str(dataset_path),
             "entry_space": None if space_path is None else str(space_path), "pooling": cfg.pooling,
             "base_model": str(base_model), "seed": cfg.seed, **task.card}
@@ -425,6 +451,8 @@ def train_on_space(
             task.save(tmp)
         write_json(Path(tmp) / TRAINING_CARD, card)
     write_json(summary_out, summary)
+    for tracker in trackers:
+        tracker.finish(summary)
     if checkpoint is not None:
         checkpoint.remove()
     return summary
@@ -478,13 +506,16 @@ def train_candidate(method: str, options: dict, lr: float, batch_size: int, pool
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
                     max_examples: int | None = None, resume: ResumeSettings | None = None,
-                    compile: bool | str = False) -> dict:
+                    compile: bool | str = False, metrics_out: str | Path | None = None,
+                    tracking: Tracking | None = None) -> dict:
     """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
     the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
     and seed; where these depart from the variant's published ones, the training card says so. ``max_examples``: a
     rehearsal's cap on the examples (a seeded sample), recorded in the card. ``resume``: where and how often the
     training state is saved, so that a re-run of a killed job continues it (keyed by these arguments and the inputs'
-    files). ``compile``: config ``training.compile`` (:mod:`defsent_plus.training.compilation`)."""
+    files). ``compile``: config ``training.compile`` (:mod:`defsent_plus.training.compilation`). ``metrics_out``: the
+    per-step metrics table, appended while the job runs (:mod:`defsent_plus.training.metrics`); ``tracking``: the
+    experiment trackers it also goes to (config ``logging``)."""
     declared = method_of(method)
     options = declared.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
@@ -497,4 +528,5 @@ def train_candidate(method: str, options: dict, lr: float, batch_size: int, pool
                              "max_examples": max_examples}, [base_model, dataset_path, space_path, senteval_dir])
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
                           options=objective_options, senteval_dir=senteval_dir, run_deviations=departures,
-                          max_examples=max_examples, checkpoint=Checkpointer(resume, identity))
+                          max_examples=max_examples, checkpoint=Checkpointer(resume, identity),
+                          metrics_out=metrics_out, tracking=tracking)

@@ -2,6 +2,7 @@
 
 from defsent_plus.pipeline.jobs import start_job
 from defsent_plus.training.resume import ResumeSettings
+from defsent_plus.training.trackers import job_tracking
 from defsent_plus.training.trainer import train_candidate
 
 start_job(snakemake, gpu=True)
@@ -18,7 +19,9 @@ train_candidate(
     senteval_dir=snakemake.input.get("senteval") or None,  # methods that select on STS-B dev while training
     model_out=snakemake.output.model,
     summary_out=snakemake.output.summary,
+    metrics_out=snakemake.output.metrics,  # every step's metrics, appended while the job runs
     max_examples=snakemake.params.get("max_examples"),  # a rehearsal's cap (none: every example)
     resume=ResumeSettings(**snakemake.config["resume"]),  # how often to save the state; not a parameter of the result
     compile=snakemake.config["training"]["compile"],  # torch.compile (GPU); like the device, not a parameter
+    tracking=job_tracking(snakemake.config["logging"], **snakemake.wildcards, params=dict(snakemake.params)),
 )
