@@ -155,6 +155,7 @@ rule steps_report:
     output:
         tsv=report(dag.run_file("{run}", "steps.tsv"), caption="../report/steps.rst", category="PST steps"),
         png=report(dag.run_file("{run}", "steps.png"), caption="../report/steps_plot.rst", category="PST steps"),
+        curves=report(dag.run_file("{run}", "curves.png"), caption="../report/curves.rst", category="PST steps"),
     log:
         dag.log_file("{run}", "eval", "steps_report"),
     benchmark:

@@ -168,3 +168,4 @@ def test_a_train_job_reports_to_the_configured_tracker_and_a_missing_one_stops_t
     table = pd.read_csv(tmp_path / candidate / "metrics.tsv", sep="\t")
     stored = tensorboard_scalars(tmp_path / "results" / "trackers" / "tensorboard" / "tiny/step1/amp/seed0")
     assert stored["loss"] == pytest.approx(dict(zip(table["step"], table["loss"], strict=True)), rel=1e-6)
+

@@ -177,6 +177,11 @@ def train_summary(candidate: EncoderId) -> str:
     return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "train.json")
 
 
+def train_metrics(candidate: EncoderId) -> str:
+    """A candidate's per-step metrics table (defsent_plus.training.metrics)."""
+    return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "metrics.tsv")
+
+
 def best_json(run: str, step: int | str) -> str:
     """The step's selection (checkpoint select_best): the winning candidate and every candidate's dev score."""
     return f"results/{run}/step{step}/best.json"

@@ -41,6 +41,7 @@ from defsent_plus.pipeline.dag import (
     score_file,
     space_file,
     subset_file,
+    train_metrics,
     train_summary,
     trained_model,
 )
@@ -355,8 +356,10 @@ class Plan:
                 for row in models for pooling in self.config["evaluation"]["poolings"]]
 
     def step_records(self, run: str) -> list[dict]:
-        """Per PST step: its selection file and every candidate's training summary (the steps report)."""
-        return [{"step": k, "best": best_json(run, k), "train": [train_summary(c) for c in self.candidates(run, k)]}
+        """Per PST step: its selection file, every candidate's training summary and metrics table (the steps
+        report and the training curves)."""
+        return [{"step": k, "best": best_json(run, k), "train": [train_summary(c) for c in self.candidates(run, k)],
+                 "metrics": [train_metrics(c) for c in self.candidates(run, k)]}
                 for k in range(1, self.final_step(run) + 1)]
 
     def analysed_encoders(self, run: str) -> list[EncoderId]:
@@ -472,7 +475,7 @@ class Plan:
         """Per run, its method and the detail files the summary links to (those ``rule all`` builds for it)."""
         heldout = set(self.heldout_runs())
         return [{"run": run, "method": self.method(run).name,
-                 "files": [run_file(run, name) for name in (*self.table_files(), "steps.tsv",
+                 "files": [run_file(run, name) for name in (*self.table_files(), "steps.tsv", "curves.png",
                                                              *(["reverse_dictionary.md"] if run in heldout else []))]}
                 for run in self.config["runs"]]
 

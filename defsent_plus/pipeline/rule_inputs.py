@@ -135,5 +135,7 @@ class RuleInputs:
             "best": lambda wildcards: [record["best"] for record in plan.step_records(wildcards.run)],
             "train": lambda wildcards: [path for record in plan.step_records(wildcards.run)
                                         for path in record["train"]],
+            "metrics": lambda wildcards: [path for record in plan.step_records(wildcards.run)
+                                          for path in record["metrics"]],
             "start_dev": lambda wildcards: plan.dev_of(plan.start(wildcards.run)),
         }

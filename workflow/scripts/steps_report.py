@@ -1,5 +1,6 @@
-"""Snakemake script: per-step table (dev score per seed, chosen seed, loss, seconds) and its plot."""
+"""Snakemake script: per-step table (dev score per seed, chosen seed, loss, seconds), its plot, the training curves."""
 
+from defsent_plus.evaluation.curves import plot_training_curves
 from defsent_plus.evaluation.report import write_steps_report
 from defsent_plus.pipeline.jobs import start_job
 
@@ -10,4 +11,9 @@ write_steps_report(
     out_tsv=snakemake.output.tsv,
     out_png=snakemake.output.png,
     title=snakemake.params.title,
+)
+plot_training_curves(
+    steps=snakemake.params.steps,
+    out_png=snakemake.output.curves,
+    title=f"Training curves of run {snakemake.wildcards.run}",
 )
