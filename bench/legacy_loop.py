@@ -45,7 +45,7 @@ def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> lis
 def train_epoch(
     encoder: Encoder, texts: Sequence[str], entry_ids: np.ndarray, objective: nn.Module, cfg: TrainConfig,
     progress: bool = True, dev_score: Callable[[Encoder], float] | None = None, checkpoint: Checkpointer | None = None,
-    metrics_path: str | None = None,  # the frozen loop wrote no metrics table (training.metrics): ignored
+    metrics_path: str | None = None, trackers=(),  # the frozen loop had no metrics table nor trackers: ignored
 ) -> dict:
     """``cfg.epochs`` epochs (one for a PST step) of the configured optimiser and schedule (+ gradient clipping);
     with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept

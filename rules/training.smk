@@ -25,6 +25,7 @@ rule train:
         runtime=lambda w, attempt: TRAINING_REQUESTS[w.run].runtime * attempt,
     params:
         **REHEARSAL_EXAMPLES,  # a rehearsal's cap on the examples; none on a real run
+        **BANNER,  # a rehearsal's banner on the metrics table; none on a real run
         method=lambda w: PLAN.method(w.run).name,
         options=canonical_of(lambda w: PLAN.method_options(w.run)),
         lr=lambda w: run_cfg(w)["steps"][int(w.step) - 1]["lr"],

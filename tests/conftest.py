@@ -79,11 +79,12 @@ def warm_python(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
-    changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it."""
+    changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it. Its train jobs also report
+    to TensorBoard (tests/test_trackers.py reads it back)."""
     from workflow_utils import snakemake, write_tiny_config
 
     workdir = tmp_path_factory.mktemp("tiny_run")
-    write_tiny_config(workdir, tiny_bert)
+    write_tiny_config(workdir, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "results/trackers"})
     snakemake(workdir, python=warm_python)
     return workdir
 

@@ -195,10 +195,23 @@ def test_a_derived_config_caps_the_work_and_keeps_the_runs(path):
         assert run["seeds"] == real["runs"][name]["seeds"][:1] and run["steps"] == real["runs"][name]["steps"]
         if "dataset" in run and run.get("start_from") is None:
             assert config["subsets"][run["dataset"]]["max_entries"] <= config["rehearsal"]["caps"]["entries"]
+    for subset in config.get("subsets", {}).values():  # a capped held-out split still holds entries with queries
+        for split in ("dev", "test"):
+            if "heldout" in subset:
+                assert subset["heldout"][split] * subset["max_entries"] >= capping.HELDOUT_ENTRIES - 1e-9
     assert not any(spec.startswith("hub:") for spec in config["models"].values())
     assert config["resources"]["gpu"] == 0 and not config["published"]
     hidden = [model_architecture(spec).config["hidden_size"] for spec in real["models"].values()]
     assert config["rehearsal"]["caps"]["entries"] > max(hidden)  # whitening and FastICA need more rows
+
+
+def test_a_capped_held_out_split_keeps_enough_entries_and_a_larger_one_is_left_alone():
+    small = {"dev": 0.02, "test": 0.02, "seed": 3}
+    capping.keep_heldout_entries(small, 200)  # minilm-full's 2% of 200 entries: 4, often without any query
+    assert small == {"dev": 0.1, "test": 0.1, "seed": 3}
+    large = {"dev": 0.3}
+    capping.keep_heldout_entries(large, 1000)
+    assert large == {"dev": 0.3, "test": 0.1}
 
 
 def test_whitening_fitted_on_each_task_keeps_more_distinct_sts_sentences_than_dimensions(tmp_path, senteval_dir):
@@ -393,8 +406,9 @@ def test_only_a_rehearsal_has_the_banner_and_example_cap_params(tiny_rehearsal, 
     """A real run's params are what they were before rehearsals existed, so its jobs do not re-run for them."""
     cap = str(yaml.safe_load((tiny_rehearsal / "config.yaml").read_text())["rehearsal"]["caps"]["training_examples"])
     rehearsed, real = recorded_params(tiny_rehearsal, "train"), recorded_params(tiny_run, "train")
-    assert rehearsed and real and {len(p) for p in rehearsed} == {len(p) + 1 for p in real}
-    assert all(cap in p for p in rehearsed)  # Snakemake records params sorted by name
+    assert rehearsed and real and {len(p) for p in rehearsed} == {len(p) + 2 for p in real}  # the cap, the banner
+    assert all(cap in p and any("REHEARSAL" in v for v in p) for p in rehearsed)
+    assert not any("REHEARSAL" in v for p in real for v in p)
     tables, real_tables = recorded_params(tiny_rehearsal, "score_table"), recorded_params(tiny_run, "score_table")
     assert {len(p) for p in tables} == {len(p) + 1 for p in real_tables}
     assert all(any("REHEARSAL" in v for v in p) for p in tables)

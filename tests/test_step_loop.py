@@ -140,6 +140,10 @@ def test_the_time_left_is_the_examples_left_at_the_pace_so_far(examples, seconds
     assert trainer.Pace(examples, 400, seconds).eta() == eta
 
 
+def test_the_time_left_follows_the_last_intervals_pace_after_a_pause():
+    assert trainer.Pace(100, 400, 1000.0, recent=10.0).eta() == "0:00:30"  # not 0:50:00 at the pace so far
+
+
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("multiple", [None, 8])
 def test_batches_are_padded_as_the_tokenizer_pads_them(model_dir, side, multiple):

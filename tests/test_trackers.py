@@ -153,19 +153,24 @@ sys.meta_path.insert(0, NoMlflow())
 
 
 @pytest.mark.workflow
-@pytest.mark.skipif("tensorboard" not in INSTALLED, reason="tensorboard not installed")
-def test_a_train_job_reports_to_the_configured_tracker_and_a_missing_one_stops_the_workflow(tmp_path, tiny_bert):
-    from workflow_utils import TRAIN_TARGET, snakemake, write_tiny_config
+def test_a_missing_tracker_stops_the_workflow_before_any_job(tmp_path, tiny_bert):
+    from workflow_utils import snakemake, write_tiny_config
 
     write_tiny_config(tmp_path, tiny_bert, logging={"report_to": ["mlflow"], "dir": "results/trackers"})
     (tmp_path / "block").mkdir()
     (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK_MLFLOW)
     refused = snakemake(tmp_path, "--dry-run", check=False, pythonpath=[tmp_path / "block"])
     assert refused.returncode != 0 and "mlflow is not installed" in refused.stderr + refused.stdout
-    write_tiny_config(tmp_path, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "results/trackers"})
-    snakemake(tmp_path, TRAIN_TARGET)
-    candidate = Path(TRAIN_TARGET).parent
-    table = pd.read_csv(tmp_path / candidate / "metrics.tsv", sep="\t")
-    stored = tensorboard_scalars(tmp_path / "results" / "trackers" / "tensorboard" / "tiny/step1/amp/seed0")
-    assert stored["loss"] == pytest.approx(dict(zip(table["step"], table["loss"], strict=True)), rel=1e-6)
+    assert not (tmp_path / "results").exists()
 
+
+@pytest.mark.workflow
+def test_every_train_job_of_the_tiny_run_reported_its_metrics_table_to_tensorboard(tiny_run):
+    tables = sorted(tiny_run.glob("results/tiny/step*/*/seed*/metrics.tsv"))
+    assert len(tables) >= 3  # every step's candidates
+    for path in tables:
+        table = pd.read_csv(path, sep="\t")
+        name = "/".join(path.parent.relative_to(tiny_run / "results").parts)
+        stored = tensorboard_scalars(tiny_run / "results" / "trackers" / "tensorboard" / name)
+        assert table["step"].tolist() == list(range(1, len(table) + 1))
+        assert stored["loss"] == pytest.approx(dict(zip(table["step"], table["loss"], strict=True)), rel=1e-6)

@@ -100,14 +100,35 @@ def test_reinstalling_the_model_plans_nothing_changing_it_replans_everything(tin
     assert jobs["train"] == sum(len(plan.candidates(RUN, k)) for k in range(1, STEPS + 1))
 
 
-def test_the_html_report_renders_every_caption(tiny_run, tmp_path):
-    result = snakemake(tiny_run, "--report", str(tmp_path / "report.html"))
-    output = result.stdout + result.stderr
+@pytest.fixture(scope="module")
+def tiny_report(tiny_run, tmp_path_factory) -> tuple[Path, str]:
+    """The tiny run's HTML report and Snakemake's output while writing it."""
+    report = tmp_path_factory.mktemp("report") / "report.html"
+    result = snakemake(tiny_run, "--report", str(report))
+    return report, result.stdout + result.stderr
+
+
+def test_the_html_report_renders_every_caption(tiny_report, tiny_run):
+    report, output = tiny_report
     assert "ERROR/" not in output and "WARNING/" not in output, output[-3000:]
-    html = (tmp_path / "report.html").read_text()
+    html = report.read_text()
     assert "Undefined substitution" not in html and "skewness" in html
     # the front page is the comparison (rule summary's page): its tables, paired tests and embedded plots
     assert "What this run found" in html and "its start (tiny)" in html and "data:image/png;base64" in html
+
+
+@pytest.mark.parametrize(("width", "height"), [(1400, 1000), (1280, 720)])
+def test_the_reports_front_page_opens_on_the_comparison_with_every_heading_reachable(tiny_report, tmp_path, width,
+                                                                                      height):
+    from browser import report_layout
+
+    layout = report_layout(tiny_report[0], width, height, tmp_path)
+    heads = {head["text"]: head["top"] for head in layout["heads"]}
+    assert "What this run found" in heads and layout["scrollHeight"] > layout["height"]  # taller than the window
+    unreachable = {text: top for text, top in heads.items() if top < 0}
+    assert not unreachable, f"headings above the scroll origin, out of reach: {unreachable}"
+    first = layout["heads"][0]
+    assert first["text"] == "What this run found" and 0 <= first["top"] - layout["scrollTop"] < layout["height"]
 
 
 def test_the_headline_table_is_generated_from_the_comparisons_files(tiny_run):

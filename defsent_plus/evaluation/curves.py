@@ -52,7 +52,7 @@ def plot_step(ax, record: dict) -> None:
     """A PST step's panel."""
     dev_ax, chances = None, set()
     for train_json, metrics_tsv in zip(record["train"], record["metrics"], strict=True):
-        table = pd.read_csv(metrics_tsv, sep="\t")
+        table = pd.read_csv(metrics_tsv, sep="\t", comment="#")
         label = candidate_label(train_json)
         (line,) = ax.plot(table["step"], running_mean(table["loss"]), linewidth=1, label=label)
         classes = read_json(train_json).get("classes")

@@ -17,7 +17,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from defsent_plus.dictionary.heldout import HeldOut
 from defsent_plus.errors import DefSentError
+from defsent_plus.names import HELDOUT_SPLITS
 from defsent_plus.pipeline.model_store import spec_kind
 
 DATASETS = ("a", "b", "c")
@@ -42,6 +44,7 @@ class Caps:
 
 FIT_CORPUS_SENTENCES = 2000  # the schema's default fit corpus (baselines.fit_corpus.max_sentences)
 ENTRY_MARGIN = 64  # entries beyond the widest hidden size (whitening and FastICA need more rows than columns)
+HELDOUT_ENTRIES = 20  # entries each held-out split of a capped subset keeps at least (keep_heldout_entries)
 SIZES = {
     # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
     "full": Caps(seeds=1, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
@@ -177,10 +180,12 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
 
 def cap_entries(config: dict, entries: int) -> None:
     """Every run trains on at most ``entries`` entries: a run on a whole dataset gets a subset of it, an existing
-    subset keeps at most that many."""
+    subset keeps at most that many, and its held-out splits at least ``HELDOUT_ENTRIES`` each."""
     subsets = config.setdefault("subsets", {})
     for subset in subsets.values():
         subset["max_entries"] = min(subset.get("max_entries") or entries, entries)
+        if "heldout" in subset:
+            keep_heldout_entries(subset["heldout"], subset["max_entries"])
     for run in config["runs"].values():
         dataset = run.get("dataset")
         if dataset in DATASETS:
@@ -189,6 +194,15 @@ def cap_entries(config: dict, entries: int) -> None:
             run["dataset"] = name
     if not subsets:
         config.pop("subsets")
+
+
+def keep_heldout_entries(heldout: dict, entries: int) -> None:
+    """Raise the dev and test fractions of a capped subset to ``HELDOUT_ENTRIES`` of its ``entries`` where they are
+    below it (in place): a split gets a query only from an entry with two definitions, which a few entries may lack
+    (configs/minilm-full.yaml's 2% of 200 is 4 entries)."""
+    floor = HELDOUT_ENTRIES / entries
+    for split in HELDOUT_SPLITS:
+        heldout[split] = max(heldout.get(split, getattr(HeldOut, split)), floor)
 
 
 def cap_fit_corpus(config: dict, sentences: int) -> None:

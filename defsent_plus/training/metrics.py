@@ -5,7 +5,8 @@ loss, gradient norm (where the method clips) and named loss parts, the examples 
 that read it, and the STS-B dev score where the method scored one after that step (empty elsewhere). Rows reach the
 file when the loop reads the device (each logging interval, before a saved state, at the end: no extra host read);
 the last row read waits for the next read, since a dev score may still follow it. A resumed job rewrites the rows
-its saved state holds and goes on from there, so every step is in the table once.
+its saved state holds and goes on from there, so every step is in the table once. A rehearsal's table starts with
+its banner as a ``#`` line (read with ``comment="#"``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from defsent_plus import banner
 
 COLUMNS = ("step", "epoch", "lr", "loss", "grad_norm", "examples_per_second", "dev_score")
 
@@ -65,7 +68,7 @@ class MetricsTable:
         lines = []
         if header:
             self.parts = sorted({k for row in self.rows for k in row} - set(COLUMNS))
-            lines.append("\t".join([*COLUMNS, *self.parts]))
+            lines.append(banner.comment_line() + "\t".join([*COLUMNS, *self.parts]))
         lines += ["\t".join(cell(row.get(name)) for name in [*COLUMNS, *self.parts]) for row in rows]
         with self.path.open("a", encoding="utf-8") as out:
             out.write("\n".join(lines) + "\n")

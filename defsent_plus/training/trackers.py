@@ -39,9 +39,17 @@ def check_trackers(names: Sequence[str], where: str = "config: logging.report_to
         if name not in KINDS:
             raise DefSentError(where, f"unknown tracker {name!r}; expected some of {sorted(KINDS)}")
         kind = KINDS[name]
-        if importlib.util.find_spec(kind.module) is None:
+        if not importable(kind.module):
             raise DefSentError(where, f"{name} is not installed: pip install 'defsent-plus[{kind.extra}]' (or "
                                       f"`pip install {kind.module}`), or remove it from the list")
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` is installed (found without importing it; a finder that refuses it counts as missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def metrics_of(row: dict) -> dict[str, float]:

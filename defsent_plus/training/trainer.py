@@ -134,28 +134,28 @@ def train_epoch(
     named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
     optimizer = make_optimizer(parameter_groups(named, cfg), cfg, device)
     scheduler = learning_rate_schedule(optimizer, cfg, sum(map(len, epochs)))
-    table = MetricsTable(None)
-    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end,
-                         on_score=lambda step, score: table.dev_score(step, score))
+    keeper = BestWeights(encoder, dev_score, cfg.select_every, cfg.patience, cfg.rescore_at_epoch_end)
     parts = Parts(encoder.model, objective, optimizer, scheduler, keeper)
     position = checkpoint.restore(parts) or Position()
     table = MetricsTable(metrics_path, position.metrics, trackers)
     position.metrics = table.rows  # a saved state keeps the rows so far
+    keeper.on_score = table.dev_score
     encoder.model.train()
     objective.train()
     tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
     step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
     multiple = padded_length(cfg.compile, device, cfg.kept_tokens)  # rounds every batch up to one length
     start = time.perf_counter() - position.seconds
-    interval = (position.examples, time.perf_counter())  # examples and clock where the logging interval began
+    interval = (position.examples, time.perf_counter(), 0.0)  # where the logging interval began; the last's pace
 
     def absorb() -> Reading:
         nonlocal interval
         reading = tally.read()
         position.losses.extend(reading.losses)
         now = time.perf_counter()
-        table.extend(reading.rows, (position.examples - interval[0]) / max(now - interval[1], 1e-9))
-        interval = (position.examples, now)
+        pace = (position.examples - interval[0]) / max(now - interval[1], 1e-9)
+        table.extend(reading.rows, pace)
+        interval = (position.examples, now, pace)
         return reading
 
     with tqdm(total=len(texts) * cfg.epochs, initial=position.examples, desc="training", unit="sent",
@@ -176,8 +176,9 @@ def train_epoch(
                 position.examples += batch.size
                 bar.update(batch.size)
                 if step % cfg.log_every == 0 or step == steps - 1:
-                    report(absorb(), bar, epoch, step, steps, Pace(position.examples, bar.total,
-                                                                    time.perf_counter() - start))
+                    reading = absorb()
+                    report(reading, bar, epoch, step, steps, Pace(position.examples, bar.total,
+                                                                  time.perf_counter() - start, interval[2]))
                 keeper.after(step, steps, done)
                 if keeper.stopped:
                     break
@@ -196,19 +197,22 @@ def train_epoch(
 
 @dataclass(frozen=True)
 class Pace:
-    """Examples trained of all epochs' ``total`` after ``seconds`` (a resumed job's earlier seconds included)."""
+    """Examples trained of all epochs' ``total`` after ``seconds`` (a resumed job's earlier seconds included) and the
+    pace of the last logging interval (``recent``; 0: none yet)."""
 
     examples: int
     total: int
     seconds: float
+    recent: float = 0.0
 
     @property
     def rate(self) -> float:
         return self.examples / max(self.seconds, 1e-9)
 
     def eta(self) -> str:
-        """The time left at this rate, as h:mm:ss."""
-        left = round((self.total - self.examples) / max(self.rate, 1e-9))
+        """The time left at the last interval's pace (a pause or a slow start does not linger in it), else at the
+        pace so far, as h:mm:ss."""
+        left = round((self.total - self.examples) / max(self.recent or self.rate, 1e-9))
         return f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
 
 
