@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -296,6 +297,29 @@ def test_predict_words_uses_the_saved_head(tiny_bert, tmp_path):
     np.testing.assert_allclose([[p for _, p in row] for row in predictions], top.values.numpy(), rtol=1e-4)
     reloaded = load_head(load_encoder(out))
     assert all(torch.equal(v, reloaded.state_dict()[k]) for k, v in objective.head.state_dict().items())
+
+
+def test_the_saved_head_is_the_same_file_every_time_and_an_older_heads_metadata_still_loads(tiny_bert, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    encoder = load_encoder(tiny_bert)
+    objective = defsent_objective(encoder, "mean", seed=5)
+    info = {**objective.head_info, "a": 1, "b": 2, "c": 3}  # several keys: safetensors would order them at random
+    first, second = (save_head(objective.head, tmp_path / name, info).read_bytes() for name in ("one", "two"))
+    assert first == second
+    old = tmp_path / "old"  # a head saved before the single metadata key: one key each
+    encoder.save(old)
+    layout = json.loads(safe_open_metadata(tmp_path / "one" / HEAD_FILE)["defsent_head"])["layout"]
+    save_file(load_file(str(tmp_path / "one" / HEAD_FILE)), str(old / HEAD_FILE), metadata={"layout": layout, "x": "1"})
+    reloaded = load_head(load_encoder(old))
+    assert all(torch.equal(v, reloaded.state_dict()[k]) for k, v in objective.head.state_dict().items())
+
+
+def safe_open_metadata(path: Path) -> dict:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as handle:
+        return handle.metadata()
 
 
 def test_training_moves_the_headwords_up_the_ranking(mlm_bert):

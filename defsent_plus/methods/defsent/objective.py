@@ -13,6 +13,7 @@ token-type embeddings, embedding LayerNorm) is frozen too, as ``model.embeddings
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -238,11 +239,21 @@ def save_head(head: nn.Module, out_dir: str | Path, info: dict | None = None) ->
     layout = layout_of(head)
     state = head.state_dict()
     tensors = {layout.prefix + key: state[key].detach().cpu().contiguous() for key in own_keys(head, layout)}
-    metadata = {"layout": layout.name, **{k: str(v) for k, v in (info or {}).items()}}
+    info = {"layout": layout.name, **{k: str(v) for k, v in (info or {}).items()}}
     path = Path(out_dir) / HEAD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata=metadata)
+    save_file(tensors, str(path), metadata={HEAD_INFO: json.dumps(info, sort_keys=True)})
     return path
+
+
+HEAD_INFO = "defsent_head"  # the head's one metadata key: safetensors writes several keys in a random order
+
+
+def head_info(metadata: dict | None) -> dict:
+    """What :func:`save_head` recorded (its layout, ...); a head saved with one key each (before the single key)
+    is read as well."""
+    metadata = metadata or {}
+    return json.loads(metadata[HEAD_INFO]) if HEAD_INFO in metadata else metadata
 
 
 def load_head(encoder: Encoder) -> nn.Module:
@@ -252,7 +263,7 @@ def load_head(encoder: Encoder) -> nn.Module:
         raise DefSentError(encoder.path, f"no {HEAD_FILE}: not a DefSent-trained model directory (its masked-LM "
                                          f"head is saved there by training)")
     with safe_open(str(path), framework="pt") as handle:
-        layout = layout_named((handle.metadata() or {}).get("layout", ""), path)
+        layout = layout_named(head_info(handle.metadata()).get("layout", ""), path)
     head = _tied_head(layout, encoder)
     saved = {key.removeprefix(layout.prefix): tensor for key, tensor in load_file(str(path)).items()}
     missing = sorted(set(own_keys(head, layout)) - set(saved))
