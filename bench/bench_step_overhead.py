@@ -1,4 +1,5 @@
-"""Host cost per training step: the loop before the prepared-batch loop (bench/legacy_loop.py) and today's.
+"""Host cost per training step: the loop before the prepared-batch loop (bench/legacy_loop.py), today's, and today's
+writing its metrics table and reporting to TensorBoard (the cost of watching a run: defsent_plus/training/metrics.py).
 
 Both train the same micro model (one layer, width 32: its arithmetic is small, so the loop's own work shows) on the
 same definitions against the same entry space, DefSent+'s objective, batch 32, interleaved ``--repeats`` times: the
@@ -31,6 +32,7 @@ from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.methods.defsent_plus.objective import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
 from defsent_plus.training import trainer  # noqa: E402
+from defsent_plus.training.trackers import Tracking  # noqa: E402
 
 WORDS = "a the of to and large small animal water tree person place time day night color food game play".split()
 MICRO = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
@@ -50,6 +52,19 @@ def micro_encoder(tokenizer_path: str, out: Path):
 def definitions(n: int, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, rng.integers(3, 25))) for _ in range(n)]
+
+
+def watched(directory: Path):
+    """Today's loop with a metrics table and a TensorBoard tracker, both written at its reads."""
+
+    def loop(*args, **kwargs):
+        trackers = Tracking(["tensorboard"], directory, "bench").open()
+        summary = trainer.train_epoch(*args, **kwargs, metrics_path=directory / "metrics.tsv", trackers=trackers)
+        for tracker in trackers:
+            tracker.finish(summary)
+        return summary
+
+    return loop
 
 
 def loop_ms(loop, model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
@@ -78,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     texts = definitions(args.steps * cfg.batch_size)
     ids = np.arange(len(texts)) % 1000
     space = torch.randn(1000, MICRO["hidden_size"], generator=torch.Generator().manual_seed(0))
-    loops = {"before (legacy_loop)": legacy_loop.train_epoch, "now (trainer)": trainer.train_epoch}
     with tempfile.TemporaryDirectory() as tmp:
+        loops = {"before (legacy_loop)": legacy_loop.train_epoch, "now (trainer)": trainer.train_epoch,
+                 "now + metrics + TB": watched(Path(tmp) / "watched")}
         model_dir = micro_encoder(resolve_model(args.tokenizer), Path(tmp) / "micro")
         runs = {name: [] for name in loops}
         for _ in range(args.repeats):  # interleaved, so drifting load hits every row alike
@@ -90,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
           f"median of {args.repeats}")
     for name in loops:
         print(f"{name:22s} {statistics.median(runs[name]):.3f} ms a step, host reads {reads[name]:.2f} a step")
-    before, now = (statistics.median(runs[name]) for name in loops)
+    before, now, watching = (statistics.median(runs[name]) for name in loops)
     print(f"ms a step, before / now: {before / now:.2f} (before - now: {before - now:+.3f} ms); host reads a step, "
           f"before / now: {reads['before (legacy_loop)'] / reads['now (trainer)']:.0f}")
+    print(f"watching (metrics table + TensorBoard) / now: {watching / now:.3f} ({watching - now:+.3f} ms a step)")
     return 0
 
 
