@@ -11,6 +11,7 @@ from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
+from defsent_plus.pipeline.module_prefix import declare_prefix
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
@@ -24,7 +25,10 @@ from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 from defsent_plus.training.trackers import check_trackers
 
-validated_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+# The workflow's own folder (this file's parent's), also when another workflow uses it as a module
+WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parent
+declare_prefix(workflow.modifier.path_modifier.prefix)  # a module's prefix, for its jobs (module_prefix.py)
+validated_config(config, WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml")
 check_trackers(config["logging"]["report_to"])  # a tracker that is not installed stops here, before any job
 
 
@@ -91,7 +95,7 @@ TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of t
 
 
 # Acquired data, by dataset name: its settings from config data.<name>, its mirror variable applied.
-DATA = {name: resolve_acquisition(name, config["data"], workflow.basedir) for name in CATALOG}
+DATA = {name: resolve_acquisition(name, config["data"], WORKFLOW_ROOT) for name in CATALOG}
 
 
 def run_cfg(wildcards):

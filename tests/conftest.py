@@ -97,18 +97,19 @@ def rehearsal_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_rehearsal(rehearsal_root, senteval_dir) -> Path:
+def tiny_rehearsal(rehearsal_root, senteval_dir, warm_python) -> Path:
     """The tiny rehearsal of RoBERTa-base's DefSent config (three poolings on the single-token entries of the
     Oxford stand-in, byte-level BPE, held-out reverse dictionary): a RoBERTa family model through the whole
-    workflow, and its class's run in tests/test_shipped_configs.py. Fresh interpreters: its cost sheet reads the
-    jobs' benchmark files, whose memory a warm interpreter's client does not measure."""
+    workflow, and its class's run in tests/test_shipped_configs.py. Its train and entry space jobs start fresh
+    interpreters: its cost sheet reads their benchmark files, whose memory a warm interpreter's client does not
+    measure (tests/test_rehearsal.py checks the train jobs' peak)."""
     from workflow_utils import snakemake
 
     from defsent_plus.rehearsal.runner import prepare
 
     workdir = prepare(REPO / "configs" / "defsent-roberta-base.yaml", "tiny", root=rehearsal_root,
                       senteval=senteval_dir)
-    snakemake(workdir)
+    snakemake(workdir, python=warm_python, fresh=("train.py", "entry_space.py"))
     return workdir
 
 

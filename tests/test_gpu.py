@@ -213,7 +213,8 @@ def overlap(first: tuple[float, float], second: tuple[float, float]) -> bool:
 
 
 @pytest.mark.workflow
-def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, device, tmp_path, monkeypatch):
+def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, device, tmp_path, monkeypatch,
+                                                                     warm_python):
     """The tiny DAG through profiles/workstation: on CPU with two fake GPUs (DEFSENT_GPUS=2), on CUDA with the real
     ones. Each GPU job gets one device, jobs at the same time different ones; CPU jobs get none."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -229,8 +230,8 @@ def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, d
     # the trains first, alone: both become ready together, so the two seeds run at once (the dev score's embed
     # job would otherwise hold a GPU while one of them waits, and the wait decides which device it gets)
     snakemake(tmp_path, *profile, "results/tiny/step1/amp/seed0/train.json", "results/tiny/step1/amp/seed1/train.json",
-              "results/entry_spaces/tiny/a/amp.center.npy")
-    snakemake(tmp_path, *profile, "results/eval/tiny/dev.json")
+              "results/entry_spaces/tiny/a/amp.center.npy", python=warm_python)
+    snakemake(tmp_path, *profile, "results/eval/tiny/dev.json", python=warm_python)
     jobs = job_slots(tmp_path / "logs")
     # the dev score reads the vectors of its embed job (log stsb-dev_mean): that job asks for the GPU
     assert sorted(name for name, _, requested in jobs if requested == 1) == ["entry_space", "stsb-dev_mean", "train",

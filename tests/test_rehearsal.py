@@ -453,3 +453,4 @@ def test_a_rehearsal_writes_the_cost_sheet_of_its_real_config(tiny_rehearsal, se
     assert rules.loc["train", "real_jobs"] == 30 and rules.loc["train", "rehearsal_jobs"] == 3
     assert (rules["real_units"] >= rules["rehearsal_units"]).all() and rules.loc["train", "real_gpu_hours"] > 0
     assert "Peak GPU memory of training" in sheet.read_text() and rules["fits_request"].all()
+    assert rules.loc["train", "peak_rss_mb"] > 200  # a train job's own interpreter (torch), not a warm client's

@@ -2,8 +2,8 @@
 (defsent_plus.rehearsal.classes: equal up to names, model sizes, learning rates and published numbers) runs its
 whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
 
-The DAGs' script jobs start from the warm interpreter (tests/warm_python.py), except defsent-roberta-base's, which is
-conftest's ``tiny_rehearsal``, run with fresh interpreters for its cost sheet. ``bash bin/test -m shipped_configs``
+The DAGs' script jobs start from the warm interpreter (tests/warm_python.py); defsent-roberta-base's DAG is
+conftest's ``tiny_rehearsal``, whose train and entry space jobs start fresh ones for its cost sheet. ``bash bin/test -m shipped_configs``
 runs these tests alone.
 """
 

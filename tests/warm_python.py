@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 # What every job of the tier would import by itself; the server imports it once before the first fork.
@@ -35,12 +36,16 @@ CHILD: dict = {}  # in a child: the connection to its client, the job's pid and 
 START_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "TORCH", "OMP_SCHEDULE",
                   "CUBLAS_", "KMP_", "MKL_CBWR")
 SERVER_ENV: dict[str, str] = {}
+# Scripts the client runs in a fresh interpreter, comma-separated names (``train.py``; Snakemake runs a copy named
+# ``tmp….train.py``): their benchmark files then measure the job's own memory and CPU (``snakemake_command``).
+FRESH_SCRIPTS = "WARM_PYTHON_FRESH_SCRIPTS"
 BASE_PATH: list[str] = []  # the server's sys.path without its own folders: a child's, after its script's
 
 CLIENT = '''#!{python} -IS
 import json, os, signal, socket, sys
 args = sys.argv[1:]
-if len(args) < 1 or not args[0].endswith(".py") or not os.path.isfile(args[0]):
+fresh = tuple("." + name for name in os.environ.get({fresh_variable!r}, "").split(",") if name)
+if len(args) < 1 or not args[0].endswith(".py") or not os.path.isfile(args[0]) or args[0].endswith(fresh):
     os.execv({python!r}, [{python!r}, *args])
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 conn.connect({socket!r})
@@ -166,7 +171,7 @@ class WarmPython:
     def __init__(self, folder: Path, env: dict[str, str], timeout: float = 120.0) -> None:
         self.socket = str(folder / "warm.sock")
         self.executable = folder / "python"
-        self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket))
+        self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket, fresh_variable=FRESH_SCRIPTS))
         self.executable.chmod(0o755)
         code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import warm_python; " \
                f"warm_python.serve({self.socket!r})"
@@ -181,10 +186,10 @@ class WarmPython:
                 raise RuntimeError(f"the warm Python server did not start:\n{self.log.read().decode()[-3000:]}")
             time.sleep(0.05)
 
-    def snakemake_command(self) -> list[str]:
-        """``python -m snakemake`` whose script jobs run on this server."""
-        code = f"import sys; sys.executable = {str(self.executable)!r}; sys.argv[0] = 'snakemake'; " \
-               "from snakemake.cli import main; main()"
+    def snakemake_command(self, fresh: Sequence[str] = ()) -> list[str]:
+        """``python -m snakemake`` whose script jobs run on this server, except the scripts named in ``fresh``."""
+        code = f"import os, sys; sys.executable = {str(self.executable)!r}; sys.argv[0] = 'snakemake'; " \
+               f"os.environ[{FRESH_SCRIPTS!r}] = {','.join(fresh)!r}; from snakemake.cli import main; main()"
         return [sys.executable, "-c", code]
 
     def stop(self) -> None:

@@ -115,11 +115,11 @@ def validated(config: dict) -> dict:
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = (),
-              python: WarmPython | None = None) -> subprocess.CompletedProcess:
+              python: WarmPython | None = None, fresh: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Run Snakemake on the repository's workflow with ``workdir`` as working directory; ``pythonpath``: folders
     every job can import from (as a user's own installed package), e.g. ``PLUGINS``; ``python``: the warm
     interpreter its script jobs start from (conftest's ``warm_python``), else a fresh one each."""
-    start = python.snakemake_command() if python else [sys.executable, "-m", "snakemake"]
+    start = python.snakemake_command(fresh) if python else [sys.executable, "-m", "snakemake"]
     command = [*start, "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))

@@ -1,0 +1,53 @@
+"""This workflow as a module of another one (``module defsent: … prefix: "defsent/"``; docs/execution.md).
+
+Snakemake puts a module's ``prefix`` before the relative paths of its rules' input, output, log and benchmark files,
+but not before the paths inside params, which the plan computes from :mod:`defsent_plus.pipeline.dag` (a table's
+rows, a run's earlier steps). So a job of a prefixed module works inside its prefix: :func:`declare_prefix` (at
+parse time, rules/common.smk) hands the prefix to the jobs Snakemake starts through their environment, nothing of a
+job's params changes (a run used with and without a prefix plans the same jobs), and :func:`enter_prefix` (every
+script's first step) makes the prefix folder the working directory and the job's own file paths relative to it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from defsent_plus.errors import DefSentError
+
+PREFIX_VARIABLE = "DEFSENT_MODULE_PREFIX"
+
+
+def declare_prefix(prefix: str | None) -> None:
+    """The module's prefix (Snakemake's ``workflow.modifier.path_modifier.prefix``; None: used as a workflow) for the
+    jobs this process starts; two different prefixes in one process (the module used twice) are refused."""
+    declared = os.environ.get(PREFIX_VARIABLE)
+    if prefix and declared and declared != prefix:
+        raise DefSentError("Snakefile: module prefix", f"this workflow is a module with prefix {declared!r} already; a "
+                                                        f"second prefix ({prefix!r}) in one workflow is not supported")
+    if prefix:
+        os.environ[PREFIX_VARIABLE] = prefix
+    else:
+        os.environ.pop(PREFIX_VARIABLE, None)
+
+
+def enter_prefix(snakemake: Any) -> None:
+    """In a prefixed module's job: work in the prefix folder, the job's input, output and log paths relative to it."""
+    prefix = os.environ.get(PREFIX_VARIABLE)
+    if not prefix:
+        return
+    for files in (snakemake.input, snakemake.output, snakemake.log):
+        relative_to_prefix(files, prefix)
+    Path(prefix).mkdir(parents=True, exist_ok=True)
+    os.chdir(prefix)
+
+
+def relative_to_prefix(files: Any, prefix: str) -> None:
+    """Snakemake's named list of paths (``snakemake.input``, …), each path under ``prefix`` made relative to it, in
+    place; names point at the new paths."""
+    for index, path in enumerate(files):
+        if isinstance(path, str) and not os.path.isabs(path) and path.startswith(prefix):
+            files[index] = str(path)[len(prefix):]
+    for name, (start, end) in list(files._names.items()):
+        files._set_name(name, start, end)

@@ -1,0 +1,70 @@
+"""The workflow as a module of another workflow (docs/module/Snakefile): its own config, every output under its
+prefix, the same results as the workflow run by itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from workflow_utils import workflow_env, write_tiny_config
+
+from defsent_plus.pipeline.module_prefix import relative_to_prefix
+
+WRAPPER = REPO / "docs" / "module" / "Snakefile"
+PREFIX = "defsent"
+
+
+def module_snakemake(workdir: Path, *args: str, python=None) -> subprocess.CompletedProcess:
+    """Snakemake on ``workdir``'s own Snakefile (the wrapper), as its user would start it."""
+    start = python.snakemake_command() if python else [sys.executable, "-m", "snakemake"]
+    result = subprocess.run([*start, "--directory", str(workdir), "--cores", "2", *args], capture_output=True,
+                            text=True, env=workflow_env(), cwd=workdir)
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def module_run(tmp_path_factory, tiny_bert, tiny_run, warm_python) -> Path:
+    """The tiny config (as tiny_run's, trackers included) run through the documented wrapper."""
+    workdir = tmp_path_factory.mktemp("module_run")
+    wrapper = WRAPPER.read_text(encoding="utf-8")
+    assert '"../defsent-plus/Snakefile"' in wrapper
+    (workdir / "Snakefile").write_text(wrapper.replace('"../defsent-plus/Snakefile"', repr(str(REPO / "Snakefile"))))
+    (workdir / "config").mkdir()
+    write_tiny_config(workdir / "config", tiny_bert, logging={"report_to": ["tensorboard"], "dir": "results/trackers"})
+    (workdir / "config" / "config.yaml").rename(workdir / "config" / "defsent.yaml")
+    module_snakemake(workdir, python=warm_python)
+    return workdir
+
+
+@pytest.mark.workflow
+def test_the_module_runs_the_whole_dag_with_every_output_under_its_prefix(module_run, tiny_run):
+    top = {path.name for path in module_run.iterdir()}
+    assert top == {"Snakefile", "config", ".snakemake", PREFIX}  # nothing of the module outside its prefix
+    ours = files_under(module_run / PREFIX / "results")
+    alone = files_under(tiny_run / "results")
+    trackers = {name for name in alone if name.startswith("trackers/")}  # event files are named by host and time
+    assert ours - {n for n in ours if n.startswith("trackers/")} == alone - trackers
+    assert any(name.startswith("trackers/tensorboard/tiny/step1/") for name in ours)
+    for table in ("compare/sts.tsv", "compare/sts_uncertainty.tsv", "tiny/eval/sts.tsv"):
+        assert (module_run / PREFIX / "results" / table).read_bytes() == (tiny_run / "results" / table).read_bytes()
+    again = module_snakemake(module_run, "--dry-run")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_a_jobs_own_paths_are_made_relative_to_the_prefix_and_their_names_follow():
+    from snakemake.io import Namedlist
+
+    files = Namedlist(fromdict={"tsv": "defsent/results/a.tsv", "md": "defsent/results/a.md"})
+    files.append("/abs/elsewhere.txt")
+    relative_to_prefix(files, "defsent/")
+    assert list(files) == ["results/a.tsv", "results/a.md", "/abs/elsewhere.txt"]
+    assert files.tsv == "results/a.tsv" and files.md == "results/a.md"
