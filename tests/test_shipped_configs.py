@@ -3,8 +3,8 @@
 whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
 
 The DAGs' script jobs start from the warm interpreter (tests/warm_python.py); defsent-roberta-base's DAG is
-conftest's ``tiny_rehearsal``, whose train and entry space jobs start fresh ones for its cost sheet. ``bash bin/test -m shipped_configs``
-runs these tests alone.
+conftest's ``tiny_rehearsal``, whose train and entry space jobs start fresh ones for its cost sheet.
+``bash bin/test -m shipped_configs`` runs these tests alone.
 """
 
 from __future__ import annotations

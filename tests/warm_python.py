@@ -171,7 +171,8 @@ class WarmPython:
     def __init__(self, folder: Path, env: dict[str, str], timeout: float = 120.0) -> None:
         self.socket = str(folder / "warm.sock")
         self.executable = folder / "python"
-        self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket, fresh_variable=FRESH_SCRIPTS))
+        self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket,
+                                                 fresh_variable=FRESH_SCRIPTS))
         self.executable.chmod(0o755)
         code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import warm_python; " \
                f"warm_python.serve({self.socket!r})"
