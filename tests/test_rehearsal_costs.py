@@ -173,3 +173,29 @@ def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
     grid = costs.Job("baseline_grid", {"encoder": "m"})
     assert context.real_units(embed, 600) == (2_000, 12.0)
     assert context.real_units(grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
+
+
+def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_dataset():
+    """minilm-full's rehearsal ranks a capped subset's entries; the real run all of dataset a's 206,546 (the built
+    sizes): the CPU projection scales the rehearsal's seconds per example by the FLOPs of one example at each."""
+    from conftest import REPO
+
+    from defsent_plus.pipeline.model_architectures import model_architecture
+    from defsent_plus.rehearsal.estimate import read_config
+
+    real = read_config(REPO / "configs" / "minilm-full.yaml")
+    minilm = model_architecture(real["models"]["minilm"])
+    built = {"a": (378_769, 206_546)}
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, built)
+    train = job("train", 64, 10.0, 363_907, model="minilm", run="minilm_full", method="defsent_plus", classes=300,
+                tokens=12.0)
+    encoder = 3.0 * 2.0 * costs.layer_parameters(minilm.config) * 12.0
+    head = 3.0 * 2.0 * minilm.config["hidden_size"]
+    scale = (encoder + head * 206_546) / (encoder + head * 300)
+    assert costs.output_layer_scale(train, context) == pytest.approx(scale)
+    assert costs.output_layer_scale(train, context) > 1.3
+    assert costs.output_layer_scale({**train, "classes": None}, context) == 1.0  # a summary without classes
+    assert costs.output_layer_scale({**train, "rule": "embed"}, context) == 1.0
+    unscaled = costs.projected([train], context, GPU)
+    assert unscaled.loc[0, "real_cpu_hours"] == pytest.approx(
+        (363_907 * 10.0 / 64) * costs.output_layer_scale(train, context) / 3600, rel=0.05)

@@ -116,11 +116,11 @@ def corpus_sentences(config: dict, run: str, options: dict, built: dict | None =
     return definitions * (1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"])
 
 
-def output_classes(config: dict, run: str, method, architecture: Architecture) -> int:
-    """Classes of a run's objective: its dataset's entries (an entry space), the vocabulary (headword
-    prediction), else 0 (contrastive methods: their logits are the batch)."""
+def output_classes(config: dict, run: str, method, architecture: Architecture, built: dict | None = None) -> int:
+    """Classes of a run's objective: its dataset's entries (an entry space; ``built``: as :func:`dataset_size`), the
+    vocabulary (headword prediction), else 0 (contrastive methods: their logits are the batch)."""
     if method.uses_entry_space:
-        return dataset_size(config, config["runs"][run]["dataset"])[1]
+        return dataset_size(config, config["runs"][run]["dataset"], built)[1]
     if method.target == VOCABULARY_TARGET:
         return architecture.config["vocab_size"]
     return 0

@@ -267,6 +267,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
                      "method": context.real["runs"][job.wildcards["run"]]["method"] if job.rule == "train" else None,
+                     "classes": read_json(workdir / job.outputs[1]).get("classes") if job.rule == "train" else None,
                      "benchmark": job.benchmark})
     return rows
 
@@ -324,7 +325,28 @@ def classes_of(context: Context, run: str | None) -> int:
     if run is None:
         return 0
     method = method_of(context.real["runs"][run]["method"])
-    return output_classes(context.real, run, method, context.architectures[context.model_of_run(run)])
+    return output_classes(context.real, run, method, context.architectures[context.model_of_run(run)], context.built)
+
+
+def output_layer_scale(row: dict, context: Context) -> float:
+    """A real training example's FLOPs over a rehearsal one's, for an objective that ranks an entry space: the
+    rehearsal ranks its capped subset's entries (hundreds), the real run every entry of its dataset, whose output
+    layer (2 x hidden x entries, forward and backward) costs MiniLM on all of dataset a half again its encoder's
+    work. The CPU projection scales the rehearsal's seconds per example by it; 1 for other rules and methods."""
+    from defsent_plus.methods import method_of
+
+    architecture = context.architectures.get(row["model"])
+    rehearsed = row.get("classes")
+    if row["rule"] != "train" or architecture is None or not rehearsed:
+        return 1.0
+    if not method_of(context.real["runs"][row["run"]]["method"]).uses_entry_space:
+        return 1.0
+    passes = encoder_passes(context, row["run"])
+
+    def per_example(classes: int) -> float:
+        return flops_per_unit("train", architecture, row["tokens"], classes, passes)
+
+    return per_example(classes_of(context, row["run"])) / per_example(rehearsed)
 
 
 def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
@@ -391,7 +413,7 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
         for r, (job_start, rate) in zip(jobs, lines, strict=True):
             job_flops, job_gpu = gpu_job(r, context, gpu)
             job_gpu += min(job_start, fixed_seconds(r))
-            cpu += r["real_jobs"] * (job_start + r["real_units"] * rate)
+            cpu += r["real_jobs"] * (job_start + r["real_units"] * rate * output_layer_scale(r, context))
             flops += r["real_jobs"] * job_flops
             gpu_seconds += r["real_jobs"] * job_gpu
             longest = max(longest, job_gpu)
