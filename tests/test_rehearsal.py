@@ -341,6 +341,7 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
     class Real:  # the context the projection asks: bert-base trained on 10^6 examples a job
         architectures = {"m": architecture_of("bert-base-uncased")}
         real = {"runs": {"r": {"method": "simcse", "dataset": "a", "batch_size": 64}}}
+        built = None
 
         def method_options(self, run):
             return {"select_every": 0}
