@@ -8,6 +8,8 @@ as conftest's ``tiny_rehearsal``, whose train and entry space jobs start fresh i
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,9 @@ CLASSES = shape_classes(SHIPPED)
 REHEARSED = "defsent-roberta-base"  # conftest's tiny_rehearsal
 FRESH = {REHEARSED: ("train.py", "entry_space.py")}  # its cost sheet reads these jobs' memory
 NICENESS = 10  # below the test in the foreground
+# A process that prepares the rehearsals of the configs its arguments name (runner.prepare), after root and SentEval.
+PREPARE = ("import sys; from pathlib import Path; from defsent_plus.rehearsal.runner import prepare; "
+           "[prepare(Path(path), 'tiny', root=Path(sys.argv[1]), senteval=Path(sys.argv[2])) for path in sys.argv[3:]]")
 
 
 @dataclass
@@ -50,15 +55,24 @@ def selected(items) -> list[list[Path]]:
 
 
 def start(classes: list[list[Path]], root: Path, senteval: Path, python) -> ShippedDags:
-    """Prepare every config of ``classes`` for its tiny rehearsal (one after another: they share models and
-    stand-ins), then start the first config of each class in the background, in order."""
+    """In the background: prepare every config of ``classes`` for its tiny rehearsal (one niced process, one config
+    after another: they share models and stand-ins), then run the first config of each class, in order."""
     from workflow_utils import snakemake
 
-    from defsent_plus.rehearsal.runner import prepare
+    from defsent_plus.rehearsal.runner import rehearsal_name
 
-    workdirs = {path.stem: prepare(path, "tiny", root=root, senteval=senteval) for members in classes
-                for path in members}
+    paths = [path for members in classes for path in members]
+    workdirs = {path.stem: root / rehearsal_name(path, "tiny") for path in paths}
+    preparing = subprocess.Popen(["nice", "-n", str(NICENESS), sys.executable, "-c", PREPARE, str(root),
+                                  str(senteval), *map(str, paths)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+    prepared = ThreadPoolExecutor(max_workers=1).submit(preparing.communicate)
+
+    def run(name: str) -> None:
+        output, _ = prepared.result()
+        if preparing.returncode != 0:
+            raise AssertionError(f"preparing the shipped configs' rehearsals failed:\n{output[-6000:]}")
+        snakemake(workdirs[name], python=python, niceness=NICENESS, fresh=FRESH.get(name, ()))
+
     pool = ThreadPoolExecutor(max_workers=2)
-    runs = {first.stem: pool.submit(snakemake, workdirs[first.stem], python=python, niceness=NICENESS,
-                                    fresh=FRESH.get(first.stem, ())) for first, *_ in classes}
-    return ShippedDags(workdirs, runs, pool)
+    return ShippedDags(workdirs, {first.stem: pool.submit(run, first.stem) for first, *_ in classes}, pool)
