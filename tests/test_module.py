@@ -3,6 +3,7 @@ prefix, the same results as the workflow run by itself."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 from conftest import REPO
 from workflow_utils import workflow_env, write_tiny_config
 
-from defsent_plus.pipeline.module_prefix import relative_to_prefix
+from defsent_plus.errors import DefSentError
+from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE, declare_prefix, relative_to_prefix
 
 WRAPPER = REPO / "docs" / "module" / "Snakefile"
 PREFIX = "defsent"
@@ -64,7 +66,18 @@ def test_a_jobs_own_paths_are_made_relative_to_the_prefix_and_their_names_follow
     from snakemake.io import Namedlist
 
     files = Namedlist(fromdict={"tsv": "defsent/results/a.tsv", "md": "defsent/results/a.md"})
-    files.append("/abs/elsewhere.txt")
+    files.extend(["/abs/elsewhere.txt", "../shared/data"])  # absolute, and relative but not prefixed
     relative_to_prefix(files, "defsent/")
-    assert list(files) == ["results/a.tsv", "results/a.md", "/abs/elsewhere.txt"]
+    assert list(files) == ["results/a.tsv", "results/a.md", "/abs/elsewhere.txt", "../../shared/data"]
     assert files.tsv == "results/a.tsv" and files.md == "results/a.md"
+
+
+def test_the_prefix_reaches_the_jobs_and_a_second_one_is_refused(monkeypatch):
+    monkeypatch.delenv(PREFIX_VARIABLE, raising=False)
+    declare_prefix("defsent/")
+    assert os.environ[PREFIX_VARIABLE] == "defsent/"
+    declare_prefix("defsent/")  # the same module parsed again (a cluster job's own Snakemake)
+    with pytest.raises(DefSentError, match="second prefix"):
+        declare_prefix("other/")
+    declare_prefix(None)  # used as a workflow: its jobs work where Snakemake runs
+    assert PREFIX_VARIABLE not in os.environ

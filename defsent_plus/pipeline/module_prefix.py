@@ -44,10 +44,11 @@ def enter_prefix(snakemake: Any) -> None:
 
 
 def relative_to_prefix(files: Any, prefix: str) -> None:
-    """Snakemake's named list of paths (``snakemake.input``, …), each path under ``prefix`` made relative to it, in
-    place; names point at the new paths."""
+    """Snakemake's named list of paths (``snakemake.input``, …), each relative path made relative to the ``prefix``
+    folder (one Snakemake did not prefix, e.g. ``../data``, as seen from there), in place; names point at the new
+    paths."""
     for index, path in enumerate(files):
-        if isinstance(path, str) and not os.path.isabs(path) and path.startswith(prefix):
-            files[index] = str(path)[len(prefix):]
+        if isinstance(path, str) and not os.path.isabs(path):
+            files[index] = str(path)[len(prefix):] if path.startswith(prefix) else os.path.relpath(path, prefix)
     for name, (start, end) in list(files._names.items()):
         files._set_name(name, start, end)
