@@ -15,6 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def waits_for_background_dags(item) -> int:
+    """0 for a test that needs no background DAG (tests/shipped_dags.py), 1 for one that reads the tiny rehearsal,
+    2 for a shipped config's DAG: such tests run last, so that the DAGs run beside the others, not while they wait."""
+    if item.get_closest_marker("shipped_configs"):
+        return 2
+    return int("tiny_rehearsal" in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    items.sort(key=waits_for_background_dags)  # stable: each group keeps its order
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))

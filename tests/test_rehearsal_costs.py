@@ -103,6 +103,10 @@ def test_larger_caps_multiply_the_work_and_keep_the_rest():
     assert larger.training_examples == 8 * caps.training_examples
     assert larger.sts_pairs == 8 * capping.LARGER_STS * caps.sts_pairs
     assert larger.entries == capping.LARGER_ENTRIES * caps.entries
+    # the reverse dictionary's queries grow too: at one count its start and rate cannot be told apart (minilm-full's
+    # 14 queries at both sizes projected 1,403 s for a job of 225 s)
+    assert larger.heldout_entries == 8 * caps.heldout_entries
+    assert 2 * larger.heldout_entries < larger.entries  # most entries still train
     assert (larger.seeds, larger.epochs, larger.ica_max_iter) == (caps.seeds, caps.epochs, caps.ica_max_iter)
 
 

@@ -25,8 +25,8 @@ from defsent_plus.dictionary import (
 )
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_bootstrap
-from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, read_queries
+from defsent_plus.evaluation.ranking import ranking_bootstrap, ranks_of_targets
+from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, query_ranks, read_queries
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods.defsent_plus.reverse_dictionary import (
     ReverseDictionary,
@@ -231,6 +231,21 @@ def test_evaluate_queries_ranks_with_the_trained_pooler(tmp_path, trained_model)
         tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
     check_constructed(evaluate_queries(trained_model, space, dataset, queries))
+
+
+def test_queries_encoded_at_once_score_as_each_alone(tiny_bert):
+    """Every query is encoded in one call, sorted into batches by length (a chunk of unsorted queries padded to its
+    longest: 3.4x the reverse dictionary's time on all of dataset a); each row's scores are still its own query's,
+    as scoring it alone (no padding) gives them."""
+    encoder = load_encoder(tiny_bert)
+    space = torch.from_numpy(np.random.default_rng(0).normal(size=(40, encoder.hidden_size)).astype(np.float32))
+    queries = [" ".join(["word"] * n) + f" {n}" for n in (30, 1, 12, 3, 25, 2, 7)]
+    together = entry_logits(encoder, space, queries, "cls", batch_size=2)
+    alone = np.concatenate([entry_logits(encoder, space, [query], "cls") for query in queries])
+    np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-4)
+    targets = np.arange(len(queries))
+    assert query_ranks(together, lambda chunk: chunk, targets, chunk=3).tolist() == \
+        ranks_of_targets(alone, targets).tolist()
 
 
 def test_baseline_ranks_by_cosine_to_the_base_models_space(tmp_path, tiny_bert):

@@ -15,8 +15,11 @@ CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 
 
 def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
     """1-based rank of each row's target among all columns; ties count against the target (pessimistic)."""
-    logits = torch.as_tensor(np.array(logits) if isinstance(logits, np.ndarray) else logits)  # copy: writable
-    targets = torch.as_tensor(np.array(targets, dtype=np.int64), device=logits.device)
+    if isinstance(logits, np.ndarray):  # on the host: no copy (a 128 x 206,546 chunk is 106 MB)
+        rows = np.asarray(targets, dtype=np.int64)
+        target_scores = logits[np.arange(len(rows)), rows]
+        return (logits >= target_scores[:, None]).sum(1)
+    targets = torch.as_tensor(np.asarray(targets, dtype=np.int64), device=logits.device)
     target_scores = logits.gather(1, targets[:, None])
     return (logits >= target_scores).sum(1).cpu().numpy()
 

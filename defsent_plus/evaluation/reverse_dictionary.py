@@ -50,11 +50,13 @@ def read_queries(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
     return queries
 
 
-def query_ranks(scores: Callable[[list[str]], np.ndarray], queries: pd.DataFrame, chunk: int = 128) -> np.ndarray:
-    """1-based rank of each query's entry; ``scores`` maps sentences to ``[n, n_entries]`` (chunked for memory)."""
-    texts, targets = list(queries["definition"]), queries["entry_id"].to_numpy()
-    ranks = [ranks_of_targets(scores(texts[i : i + chunk]), targets[i : i + chunk])
-             for i in range(0, len(texts), chunk)]
+def query_ranks(vectors: np.ndarray | torch.Tensor, scores: Callable, targets: np.ndarray, chunk: int = 128
+                ) -> np.ndarray:
+    """1-based rank of each query's target (its column of the scores); ``vectors`` are the queries' encodings
+    (encoded at once, so batched by length), ``scores`` maps ``chunk`` of them to ``[chunk, n_candidates]``
+    (chunked for memory)."""
+    ranks = [ranks_of_targets(scores(vectors[i : i + chunk]), targets[i : i + chunk])
+             for i in range(0, len(vectors), chunk)]
     return np.concatenate(ranks) if ranks else np.empty(0, dtype=np.int64)
 
 
@@ -76,13 +78,20 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 def cosine_ranks(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
                  max_length: int = 128) -> np.ndarray:
     """Each query's entry rank by cosine of the encoder's mean-pooled query to ``space`` (the ``cosine`` protocol:
-    no pooler, no head; the same entry embeddings for every model), encoded as :func:`batching_for` picks for the
-    device (``batch_size`` queries scored at a time)."""
+    no pooler, no head; the same entry embeddings for every model), every query encoded at once as
+    :func:`batching_for` picks for the device (``batch_size`` queries scored at a time)."""
     space = unit_rows(space)
+    vectors = unit_rows(encoded_queries(encoder, list(queries["definition"]), "mean", batch_size, max_length))
+    return query_ranks(vectors, lambda chunk: chunk @ space.T, queries["entry_id"].to_numpy(), batch_size)
+
+
+def encoded_queries(encoder: Encoder, sentences: Sequence[str], pooling: str, batch_size: int = 128,
+                    max_length: int = 128) -> np.ndarray:
+    """``sentences`` pooled by ``pooling`` on the run's device, all at once: sorted by length into the batches
+    :func:`batching_for` picks for the device (a chunk of unsorted queries pads to its longest)."""
     encoder.to(device_for_run())
     batch, max_tokens = batching_for(encoder.device, batch_size)
-    return query_ranks(lambda texts: unit_rows(encoder.encode(texts, "mean", batch_size=batch, max_length=max_length,
-                                                              max_tokens=max_tokens)) @ space.T, queries, batch_size)
+    return encoder.encode(sentences, pooling, batch_size=batch, max_length=max_length, max_tokens=max_tokens)
 
 
 def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_path: str | Path,

@@ -40,11 +40,11 @@ class Caps:
     ica_max_iter: int
     isotropy_pairs: int
     encoding_batch: int  # sentences a batch when encoding (entry spaces, evaluation, selection); training keeps its own
+    heldout_entries: int = 20  # entries each held-out split of a capped subset keeps at least (keep_heldout_entries)
 
 
 FIT_CORPUS_SENTENCES = 2000  # the schema's default fit corpus (baselines.fit_corpus.max_sentences)
 ENTRY_MARGIN = 64  # entries beyond the widest hidden size (whitening and FastICA need more rows than columns)
-HELDOUT_ENTRIES = 20  # entries each held-out split of a capped subset keeps at least (keep_heldout_entries)
 SIZES = {
     # full: the real architectures; entries: at least the widest hidden size + ENTRY_MARGIN (caps_for)
     "full": Caps(seeds=1, entries=ENTRY_MARGIN, training_examples=64, corpus_sentences=20000, oxford_lines=None,
@@ -63,10 +63,11 @@ STS_RULES = ("embed", "baseline_embed", "baseline_grid")  # the rules whose work
 
 def larger_caps(caps: Caps, factor: int) -> Caps:
     """The caps of a rehearsal's second work size: ``factor`` times the training examples, ``LARGER_STS`` ×
-    ``factor`` the STS pairs, twice the entries (at most ``factor``); everything else the same, so that each job's
-    seconds at the two sizes give its start and its rule's rate (defsent_plus.rehearsal.costs)."""
+    ``factor`` the STS pairs, twice the entries (at most ``factor``) and ``factor`` times the held-out entries (the
+    reverse dictionary's queries); everything else the same, so that each job's seconds at the two sizes give its
+    start and its rule's rate (defsent_plus.rehearsal.costs)."""
     return Caps(**{**asdict(caps), "training_examples": caps.training_examples * factor,
-                   "sts_pairs": caps.sts_pairs * factor * LARGER_STS,
+                   "sts_pairs": caps.sts_pairs * factor * LARGER_STS, "heldout_entries": caps.heldout_entries * factor,
                    "entries": caps.entries * min(factor, LARGER_ENTRIES)})
 
 
@@ -161,7 +162,7 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
         if path and not Path(path).is_absolute() and not path.startswith("data/"):
             source_block["path"] = str(repo / path)  # nltk_data, a user's TSV: the checkout's own
     config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
-    cap_entries(config, caps.entries)
+    cap_entries(config, caps.entries, caps.heldout_entries)
     cap_fit_corpus(config, caps.entries)
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
@@ -178,14 +179,14 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     return config
 
 
-def cap_entries(config: dict, entries: int) -> None:
+def cap_entries(config: dict, entries: int, heldout_entries: int) -> None:
     """Every run trains on at most ``entries`` entries: a run on a whole dataset gets a subset of it, an existing
-    subset keeps at most that many, and its held-out splits at least ``HELDOUT_ENTRIES`` each."""
+    subset keeps at most that many, and its held-out splits at least ``heldout_entries`` each."""
     subsets = config.setdefault("subsets", {})
     for subset in subsets.values():
         subset["max_entries"] = min(subset.get("max_entries") or entries, entries)
         if "heldout" in subset:
-            keep_heldout_entries(subset["heldout"], subset["max_entries"])
+            keep_heldout_entries(subset["heldout"], subset["max_entries"], heldout_entries)
     for run in config["runs"].values():
         dataset = run.get("dataset")
         if dataset in DATASETS:
@@ -196,11 +197,11 @@ def cap_entries(config: dict, entries: int) -> None:
         config.pop("subsets")
 
 
-def keep_heldout_entries(heldout: dict, entries: int) -> None:
-    """Raise the dev and test fractions of a capped subset to ``HELDOUT_ENTRIES`` of its ``entries`` where they are
+def keep_heldout_entries(heldout: dict, entries: int, kept: int) -> None:
+    """Raise the dev and test fractions of a capped subset to ``kept`` of its ``entries`` where they are
     below it (in place): a split gets a query only from an entry with two definitions, which a few entries may lack
     (configs/minilm-full.yaml's 2% of 200 is 4 entries)."""
-    floor = HELDOUT_ENTRIES / entries
+    floor = kept / entries
     for split in HELDOUT_SPLITS:
         heldout[split] = max(heldout.get(split, getattr(HeldOut, split)), floor)
 

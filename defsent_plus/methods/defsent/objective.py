@@ -368,9 +368,14 @@ def word_logits(encoder: Encoder, head: nn.Module, definitions: Sequence[str], p
     """``[n, vocab]`` float32 logits of the head over the pooled definitions (DefSent's training logits)."""
     check_pooling(pooling)
     pooled = torch.from_numpy(encoder.encode(list(definitions), pooling, batch_size=batch_size))
-    device = next(head.parameters()).device
-    return torch.cat([head(chunk.to(device)).float().cpu() for chunk in pooled.split(batch_size)]) \
+    return torch.cat([head_logits(head, chunk) for chunk in pooled.split(batch_size)]) \
         if len(pooled) else torch.empty(0, encoder.model.config.vocab_size)
+
+
+@torch.inference_mode()
+def head_logits(head: nn.Module, pooled: torch.Tensor) -> torch.Tensor:
+    """``[n, vocab]`` float32 logits of the head over pooled definitions, on the host."""
+    return head(pooled.to(next(head.parameters()).device)).float().cpu()
 
 
 def predict_words(encoder_dir: str | Path, definitions: Sequence[str], k: int = 10, pooling: str | None = None

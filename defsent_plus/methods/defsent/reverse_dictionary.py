@@ -16,18 +16,26 @@ from defsent_plus.dictionary import definition_pairs, read_dataset
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.ranking import ranking_metrics
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_ranks,
+    encoded_queries,
     only,
+    query_ranks,
     ranking_provenance,
     ranks_by_split,
     read_queries,
     with_uncertainty,
 )
 from defsent_plus.io import write_json, write_page, write_tsv
-from defsent_plus.methods.defsent.objective import headword_token_ids, load_defsent_model, masked_lm_head, word_logits
+from defsent_plus.methods.defsent.objective import (
+    check_pooling,
+    head_logits,
+    headword_token_ids,
+    load_defsent_model,
+    masked_lm_head,
+)
 from defsent_plus.methods.defsent.ranking import HEADWORD_PROTOCOLS
 from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS
 from defsent_plus.provenance import provenance_footer
@@ -58,10 +66,11 @@ def headword_ranks(encoder: Encoder, head: torch.nn.Module, pooling: str, frame:
     held-out queries with a single-token headword (``heldout_queries``, the queries DefSent+ ranks its entries for)."""
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
 
+    check_pooling(pooling)
+
     def ranks(texts: list[str], targets: np.ndarray) -> np.ndarray:
-        chunks = [ranks_of_targets(word_logits(encoder, head, texts[i: i + batch_size], pooling, batch_size),
-                                   targets[i: i + batch_size]) for i in range(0, len(texts), batch_size)]
-        return np.concatenate(chunks)
+        pooled = torch.from_numpy(encoded_queries(encoder, texts, pooling, batch_size))  # at once: batched by length
+        return query_ranks(pooled, lambda chunk: head_logits(head, chunk), targets, batch_size)
 
     examples = headword_examples(frame, queries, token_ids)
     heldout = queries[[token_ids[e] is not None for e in queries["entry_id"]]]

@@ -27,7 +27,11 @@ class EntryProjection(nn.Module):
         self.pooling = get_pooling(pooling)
 
     def logits(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        h = self.pooler(self.pooling.pool(hidden, attention_mask, None))
+        return self.scores(self.pooling.pool(hidden, attention_mask, None))
+
+    def scores(self, pooled: torch.Tensor) -> torch.Tensor:
+        """h · Eᵀ of pooled sentences (h: their pooler projection)."""
+        h = self.pooler(pooled)
         with torch.autocast(device_type=h.device.type, enabled=False):
             return h.float() @ self.entry_space.T
 

@@ -10,7 +10,7 @@ embedding and no training example has seen), beside every model's like-for-like 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,15 +18,14 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.encoding import tokenize_batch
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_ranks,
     cosine_splits,
+    encoded_queries,
     only,
     query_ranks,
     ranking_provenance,
@@ -52,16 +51,20 @@ METRIC_COLUMNS = RANKING_METRICS
 def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str], pooling: str,
                  batch_size: int = 128, max_length: int = 128) -> np.ndarray:
     """``[n_sentences, n_entries]`` scores h · Eᵀ of the pooler-projected sentences (DefSent+'s training logits)."""
-    encoder.model.eval()
-    device = next(encoder.model.parameters()).device
-    projection = EntryProjection(space, encoder.pooler, pooling).to(device)
-    out = []
-    for start in range(0, len(sentences), batch_size):
-        batch = tokenize_batch(encoder.tokenizer, sentences[start : start + batch_size], max_length).to(device)
-        with autocast_for(device):
-            hidden = encoder.model(**batch).last_hidden_state.float()
-        out.append(projection.logits(hidden, batch["attention_mask"]).cpu().numpy())
-    return np.concatenate(out) if out else np.empty((0, len(space)), dtype=np.float32)
+    pooled = encoded_queries(encoder, sentences, pooling, batch_size, max_length)
+    return pooled_entry_scores(encoder, space, pooling)(pooled)
+
+
+def pooled_entry_scores(encoder: Encoder, space: torch.Tensor, pooling: str) -> Callable[[np.ndarray], np.ndarray]:
+    """Pooled sentences (host arrays) -> their h · Eᵀ, computed by the objective on the encoder's device."""
+    device = encoder.device
+    projection = EntryProjection(space, encoder.pooler, pooling).to(device).eval()
+
+    @torch.inference_mode()
+    def scores(pooled: np.ndarray) -> np.ndarray:
+        return projection.scores(torch.from_numpy(pooled).to(device)).cpu().numpy()
+
+    return scores
 
 
 SCORINGS = ("dot", "cosine")  # the trained pooler's h · Eᵀ; cosine of the mean-pooled sentence to an AMP space
@@ -181,9 +184,9 @@ def trained_space(model_dir: str | Path, spaces: Sequence[str | Path], dataset_p
 def dot_ranks(rd: ReverseDictionary, queries: pd.DataFrame, batch_size: int = 128, max_length: int = 128
               ) -> np.ndarray:
     """Each query's entry rank by a trained model's pooler: h · Eᵀ against the space it was trained on."""
-    rd.encoder.to(device_for_run())
-    return query_ranks(lambda texts: entry_logits(rd.encoder, rd.space, texts, rd.pooling, batch_size, max_length),
-                       queries, batch_size)
+    pooled = encoded_queries(rd.encoder, list(queries["definition"]), rd.pooling, batch_size, max_length)
+    return query_ranks(pooled, pooled_entry_scores(rd.encoder, rd.space, rd.pooling), queries["entry_id"].to_numpy(),
+                       batch_size)
 
 
 def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
