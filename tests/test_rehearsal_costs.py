@@ -8,7 +8,9 @@ import json
 
 import pytest
 import yaml
+from helpers import write_toy_dataset
 
+from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
@@ -203,3 +205,30 @@ def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_
     unscaled = costs.projected([train], context, GPU)
     assert unscaled.loc[0, "real_cpu_hours"] == pytest.approx(
         (363_907 * 10.0 / 64) * costs.output_layer_scale(train, context) / 3600, rel=0.05)
+
+
+def test_a_real_reverse_dictionary_query_is_encoded_three_times_and_scored_against_every_entry(tmp_path):
+    """minilm-full's reverse dictionary: the queries the real subset stage would hold out of the built dataset (an
+    entry gives one only with a definition of its own), each encoded three times (trained pooler, trained and base
+    mean pooling) and scored against every entry; a rehearsal's candidates are a capped subset's."""
+    from conftest import REPO
+
+    from defsent_plus.pipeline.model_architectures import model_architecture
+    from defsent_plus.rehearsal.estimate import read_config
+
+    real = read_config(REPO / "configs" / "minilm-full.yaml")
+    dataset = {f"word{i}": [f"the {i}th sense", f"another {i}th sense"] if i % 2 else ["a shared sense"]
+               for i in range(400)}
+    write_toy_dataset(tmp_path / dag.dictionary_file("a.parquet"), dataset)
+    queries = costs.built_heldout_queries(tmp_path, real)
+    held = 2 * round(0.02 * 400)  # 8 headwords each for dev and test, half of them with two definitions
+    assert 0 < queries["a_full"] < held and queries["a_full"] == pytest.approx(held / 2, abs=4)
+    minilm = model_architecture(real["models"]["minilm"])
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries)
+    rd = costs.Job("reverse_dictionary", {"run": "minilm_full"})
+    assert context.real_units(rd, 30)[0] == 3 * queries["a_full"]
+    row = job("reverse_dictionary", 30, 8.0, 3 * queries["a_full"], model="minilm", run="minilm_full", classes=40,
+              tokens=12.0)
+    encoder = 2.0 * costs.layer_parameters(minilm.config) * 12.0
+    scores = 2.0 * minilm.config["hidden_size"]
+    assert costs.output_layer_scale(row, context) == pytest.approx((encoder + scores * 400) / (encoder + scores * 40))

@@ -24,13 +24,16 @@ class ReverseDictionaryProtocol:
 
     ``write(method=, model_dir=, spaces=, dataset=, queries=, base_model=, base_space=, pooling=, out_json=, out_tsv=,
     out_md=, batch_size=, max_length=, title=)`` writes the run's reverse_dictionary.{json,tsv,md};
-    ``splits(model_result) -> {protocol: {split: metrics}}`` reads one model's part of that JSON for the comparison.
+    ``splits(model_result) -> {protocol: {split: metrics}}`` reads one model's part of that JSON for the comparison;
+    ``encoded_sentences(definitions, queries)``: the sentences a job encodes, trained and base model together, for a
+    dataset of ``definitions`` with ``queries`` held out (the cost model's and the SLURM requests' unit of work).
     """
 
     name: str
     description: str  # the comparison table's header line for this protocol
     write: Callable[..., dict]
     splits: Callable[[dict], dict[str, dict]]
+    encoded_sentences: Callable[[float, float], float]
 
 
 @dataclass(frozen=True)

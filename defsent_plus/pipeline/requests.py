@@ -268,14 +268,16 @@ def model_of_encoder(config: dict, encoder: str) -> str:
     return parsed.model if parsed.kind == "base" else model_of_run(config, parsed.run)
 
 
-def reverse_dictionary_sentences(config: dict, plan, run: str) -> float:
-    """Sentences a reverse-dictionary job encodes, with the trained and the base model: the held-out queries, and
-    every definition of the dataset where the method predicts headwords over the vocabulary (DefSent's protocol)."""
+def reverse_dictionary_sentences(config: dict, method, run: str, built: dict | None = None,
+                                 queries: float | None = None) -> float:
+    """Sentences a reverse-dictionary job of ``run`` encodes, as its ``method``'s protocol declares, for its
+    dataset (``built``: as :func:`dataset_size`) and ``queries`` (None: at most one per held-out entry)."""
     name = config["runs"][run]["dataset"]
-    definitions, entries = dataset_size(config, name)
-    held = config.get("subsets", {}).get(name, {}).get("heldout") or {"dev": 0.0, "test": 0.0}
-    every = plan.method(run).target == VOCABULARY_TARGET
-    return 2.0 * ((definitions if every else 0) + entries * (held["dev"] + held["test"]))
+    definitions, entries = dataset_size(config, name, built)
+    if queries is None:
+        held = config.get("subsets", {}).get(name, {}).get("heldout") or {"dev": 0.0, "test": 0.0}
+        queries = entries * (held["dev"] + held["test"])
+    return method.reverse_dictionary.encoded_sentences(definitions, queries)
 
 
 def rule_request(config: dict, plan, rule: str, wildcards: dict, on_gpu: bool) -> Request:
@@ -287,8 +289,8 @@ def rule_request(config: dict, plan, rule: str, wildcards: dict, on_gpu: bool) -
         return transform_request(config, model, entries, wildcards["transform"], on_gpu)
     if rule == "reverse_dictionary":
         run = wildcards["run"]
-        return encoding_request(config, model_of_run(config, run), reverse_dictionary_sentences(config, plan, run),
-                                on_gpu)
+        return encoding_request(config, model_of_run(config, run),
+                                reverse_dictionary_sentences(config, plan.method(run), run), on_gpu)
     model = model_of_encoder(config, wildcards["encoder"])
     if rule == "embed":
         sentences = EVALUATION_SENTENCES[wildcards["sentences"]]

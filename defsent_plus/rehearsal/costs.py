@@ -31,11 +31,11 @@ from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.requests import (
     MEDIAN_DEFINITION_TOKENS,
-    VOCABULARY_TARGET,
     Gpu,
     dataset_size,
     layer_parameters,
     output_classes,
+    reverse_dictionary_sentences,
     training_examples,
     training_memory_bytes,
 )
@@ -43,6 +43,7 @@ from defsent_plus.rehearsal import models as building
 
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
+RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (output_layer_scale)
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
@@ -54,6 +55,7 @@ class Job:
     benchmark: str | None = None
     outputs: list[str] = field(default_factory=list)
     resources: dict = field(default_factory=dict)  # what the job asked for (mem_mb, runtime in minutes)
+    threads: int = 1
 
 
 def executed_jobs(workdir: Path) -> list[Job]:
@@ -75,6 +77,8 @@ def executed_jobs(workdir: Path) -> list[Job]:
                     job.outputs = value.split(", ")
                 elif key == "resources":
                     job.resources = dict(part.split("=", 1) for part in value.split(", "))
+                elif key == "threads":
+                    job.threads = int(value)
             elif job is not None:
                 if job.benchmark:
                     jobs[job.benchmark] = job
@@ -95,7 +99,7 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
         subset = context.rehearsal["runs"][job.wildcards["run"]]["dataset"]
         definitions = int(pd.read_parquet(workdir / dag.subset_file(subset))["definitions"].map(len).sum())
         queries = len(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet")))
-        return reverse_dictionary_sentences(context, job.wildcards["run"], definitions, queries)
+        return context.method_of_run(job.wildcards["run"]).reverse_dictionary.encoded_sentences(definitions, queries)
     if job.rule == "train":
         summary = read_json(workdir / job.outputs[1])
         return summary["examples"] * summary["config"].get("epochs", 1)
@@ -121,16 +125,6 @@ def baseline_sentences(index: Path) -> float:
     return float(record["eval_sentences"] + record["corpus_sentences"])
 
 
-def reverse_dictionary_sentences(context: Context, run: str, definitions: int, queries: int) -> float:
-    """Sentences a reverse-dictionary job encodes, with the trained and the base model: every definition of the
-    dataset and the held-out queries (headword prediction over the vocabulary ranks them all, DefSent's protocol),
-    else the queries."""
-    from defsent_plus.methods import method_of
-
-    every = method_of(context.real["runs"][run]["method"]).target == VOCABULARY_TARGET
-    return 2.0 * ((definitions if every else 0) + queries)
-
-
 def dataset_file(job: Job, context: Context) -> str:
     """The rehearsal's dataset file of a job with a ``dataset`` wildcard (a subset or a whole dataset)."""
     name = job.wildcards["dataset"]
@@ -146,6 +140,12 @@ class Context:
     architectures: dict  # model name -> Architecture (the real one)
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
     built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
+    heldout_queries: dict | None = None  # held-out subset -> its queries, split from the built dataset
+
+    def method_of_run(self, run: str):
+        from defsent_plus.methods import method_of
+
+        return method_of(self.real["runs"][run]["method"])
 
     def model_of_run(self, run: str) -> str:
         block = self.real["runs"][run]
@@ -211,11 +211,10 @@ class Context:
             definitions, entries = self.dataset_size(self.real_dataset(job))
             return definitions + entries, MEDIAN_DEFINITION_TOKENS
         if job.rule == "reverse_dictionary":
-            name = self.real["runs"][job.wildcards["run"]]["dataset"]
-            definitions, entries = self.dataset_size(name)
-            held = self.real["subsets"][name]["heldout"]
-            return reverse_dictionary_sentences(self, job.wildcards["run"], definitions,
-                                                round(entries * (held["dev"] + held["test"]))), MEDIAN_DEFINITION_TOKENS
+            run = job.wildcards["run"]
+            queries = (self.heldout_queries or {}).get(self.real["runs"][run]["dataset"])
+            return reverse_dictionary_sentences(self.real, self.method_of_run(run), run, self.built,
+                                                queries), MEDIAN_DEFINITION_TOKENS
         if job.rule in BASELINE_RULES:
             sentences, tokens = self.real_sets["baselines"]
             per_template = sentences if job.rule == "baseline_embed" else 0
@@ -237,6 +236,8 @@ def flops_per_unit(rule: str, architecture, tokens: float, classes: int, passes:
     forward = 2.0 * layer_parameters(architecture.config) * tokens
     if rule == "train":
         return 3.0 * (passes * forward + 2.0 * hidden * classes)  # forward + backward, the output layer
+    if rule == "reverse_dictionary":
+        return forward + 2.0 * hidden * classes  # each encoded query scored against every candidate
     return forward
 
 
@@ -267,9 +268,19 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
                      "method": context.real["runs"][job.wildcards["run"]]["method"] if job.rule == "train" else None,
-                     "classes": read_json(workdir / job.outputs[1]).get("classes") if job.rule == "train" else None,
+                     "classes": rehearsal_classes(workdir, job),
                      "benchmark": job.benchmark})
     return rows
+
+
+def rehearsal_classes(workdir: Path, job: Job) -> int | None:
+    """What a rehearsal job ranks: a train job's output classes, a reverse-dictionary job's candidates (its trained
+    model's, where its protocol records them); None for other jobs."""
+    if job.rule == "train":
+        return read_json(workdir / job.outputs[1]).get("classes")
+    if job.rule == "reverse_dictionary":
+        return read_json(workdir / job.outputs[0]).get("trained", {}).get("candidates")
+    return None
 
 
 def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
@@ -320,33 +331,30 @@ def fixed_seconds(row: dict) -> float:
 
 def classes_of(context: Context, run: str | None) -> int:
     """Classes of a run's objective (0 for a job of no run)."""
-    from defsent_plus.methods import method_of
-
     if run is None:
         return 0
-    method = method_of(context.real["runs"][run]["method"])
-    return output_classes(context.real, run, method, context.architectures[context.model_of_run(run)], context.built)
+    return output_classes(context.real, run, context.method_of_run(run),
+                          context.architectures[context.model_of_run(run)], context.built)
 
 
 def output_layer_scale(row: dict, context: Context) -> float:
-    """A real training example's FLOPs over a rehearsal one's, for an objective that ranks an entry space: the
-    rehearsal ranks its capped subset's entries (hundreds), the real run every entry of its dataset, whose output
-    layer (2 x hidden x entries, forward and backward) costs MiniLM on all of dataset a half again its encoder's
-    work. The CPU projection scales the rehearsal's seconds per example by it; 1 for other rules and methods."""
-    from defsent_plus.methods import method_of
-
+    """A real unit's FLOPs over a rehearsal one's where the work ranks an entry space: a training example (output
+    layer: 2 x hidden x entries, forward and backward) or a reverse-dictionary query (scored against every
+    candidate). The rehearsal ranks its capped subset's entries (hundreds), the real run every entry of its dataset:
+    MiniLM's output layer on all of dataset a costs half again its encoder's work. The CPU projection scales the
+    rehearsal's seconds per unit by it; 1 for other rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
-    if row["rule"] != "train" or architecture is None or not rehearsed:
+    if row["rule"] not in RANKING_RULES or architecture is None or not rehearsed:
         return 1.0
-    if not method_of(context.real["runs"][row["run"]]["method"]).uses_entry_space:
+    if not context.method_of_run(row["run"]).uses_entry_space:
         return 1.0
-    passes = encoder_passes(context, row["run"])
+    passes = encoder_passes(context, row["run"]) if row["rule"] == "train" else 1
 
-    def per_example(classes: int) -> float:
-        return flops_per_unit("train", architecture, row["tokens"], classes, passes)
+    def per_unit(classes: int) -> float:
+        return flops_per_unit(row["rule"], architecture, row["tokens"], classes, passes)
 
-    return per_example(classes_of(context, row["run"])) / per_example(rehearsed)
+    return per_unit(classes_of(context, row["run"])) / per_unit(rehearsed)
 
 
 def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
@@ -368,9 +376,7 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
 
 def encoder_passes(context: Context, run: str) -> int:
     """The encoder passes per optimiser step of a real run's method (its declaration's ``encoder_passes``)."""
-    from defsent_plus.methods import method_of
-
-    return method_of(context.real["runs"][run]["method"]).encoder_passes
+    return context.method_of_run(run).encoder_passes
 
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
@@ -479,11 +485,9 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
 
 def counted_checkpoint_bytes(context: Context, run: str) -> float:
     """A run's checkpoint from its model's parameters (fp32, the class its method saves)."""
-    from defsent_plus.methods import method_of
     from defsent_plus.rehearsal.estimate import saved_weights_bytes
 
-    method = method_of(context.real["runs"][run]["method"])
-    return saved_weights_bytes(context.architectures[context.model_of_run(run)], method)
+    return saved_weights_bytes(context.architectures[context.model_of_run(run)], context.method_of_run(run))
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
@@ -540,7 +544,9 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real_path = Path(rehearsal["rehearsal"]["config"])
     real = read_config(real_path if real_path.is_absolute() else REPO / real_path)
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
-    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built_datasets(workdir, real))
+    built = built_datasets(workdir, real)
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
+                   built_heldout_queries(workdir, real) if built else None)
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:
@@ -557,6 +563,22 @@ def built_datasets(workdir: Path, real: dict) -> dict | None:
     return sizes or None
 
 
+def built_heldout_queries(workdir: Path, real: dict) -> dict[str, int]:
+    """Queries of each held-out subset of the real config, split from the dataset the rehearsal built as the real
+    run's subset stage splits it (only an entry with a definition of its own gives one: 2,202 of all of dataset a's
+    8,262 held-out entries)."""
+    from defsent_plus.dictionary.subsets import subsample_entries, with_heldout_queries
+    from defsent_plus.dictionary.table import read_dataset
+
+    queries = {}
+    for name, subset in real.get("subsets", {}).items():
+        path = workdir / dag.dictionary_file(f"{subset['dataset']}.parquet")
+        if "heldout" in subset and path.is_file():
+            frame = subsample_entries(read_dataset(path), subset.get("max_entries"), subset["seed"])
+            queries[name] = len(with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")[1])
+    return queries
+
+
 def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, Gpu]:
     """(per-rule projection, per-run training memory, disk, the GPU assumed) of a finished rehearsal."""
     context = build_context(workdir, senteval)
@@ -566,6 +588,12 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     if (larger / ".snakemake" / "log").is_dir():
         rows = with_larger_size(rows, job_rows(larger, replace(context, rehearsal=rehearsal_config(larger))))
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
+
+
+def thread_note(workdir: Path) -> str:
+    """The threads the rehearsal's jobs ran with, which its CPU projection assumes (``--set-threads`` changes them)."""
+    more = sorted({f"{job.rule} {job.threads}" for job in executed_jobs(workdir) if job.threads > 1})
+    return "1 thread a job" + (f"; {', '.join(more)} threads" if more else "")
 
 
 def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
@@ -585,7 +613,7 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
             f"{gpu.ica_tflops:g} TFLOP/s (config costs.gpu; the defaults measured on an H200). Model and units: "
             "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
             f"* **Work sizes**: {work_sizes(workdir)}\n"
-            f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU (1 thread a job): "
+            f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU ({thread_note(workdir)}): "
             f"{totals['real_cpu_hours']:.3g} hours\n"
             f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
             f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of "

@@ -29,6 +29,8 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
                 "mrr = over the full ranking; mrr_at_10 = only hits in the top 10 count (DefSent's reported 'MRR').",
     write=write_headword_ranking,
     splits=headword_ranking_splits,
+    # per model (trained, base): every definition and the queries through the head, the queries again (cosine)
+    encoded_sentences=lambda definitions, queries: 2.0 * (definitions + 2.0 * queries),
 )
 
 METHOD = Method(

@@ -27,6 +27,8 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
                 "entry of the space the model was trained against (h · Eᵀ through its pooler).",
     write=write_entry_ranking,
     splits=entry_ranking_splits,
+    # the queries three times: the trained model's pooler (dot), its and the base model's mean pooling (cosine)
+    encoded_sentences=lambda definitions, queries: 3.0 * queries,
 )
 
 METHOD = Method(
