@@ -181,9 +181,15 @@ def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
     assert context.real_units(grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
 
 
+def fake_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
+    """A stand-in for this machine's scoring time: linear in the work, halved per thread, backward three times."""
+    return classes * rows * hidden * 1e-9 * (3 if backward else 1) / threads
+
+
 def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_dataset():
     """minilm-full's rehearsal ranks a capped subset's entries; the real run all of dataset a's 206,546 (the built
-    sizes): the CPU projection scales the rehearsal's seconds per example by the FLOPs of one example at each."""
+    sizes): the CPU projection adds to the rehearsal's seconds per example the difference of scoring a batch
+    against each, as this machine takes at the job's threads."""
     from conftest import REPO
 
     from defsent_plus.pipeline.model_architectures import model_architecture
@@ -192,19 +198,24 @@ def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_
     real = read_config(REPO / "configs" / "minilm-full.yaml")
     minilm = model_architecture(real["models"]["minilm"])
     built = {"a": (378_769, 206_546)}
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, built)
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, built, scoring_seconds=fake_scoring_seconds)
     train = job("train", 64, 10.0, 363_907, model="minilm", run="minilm_full", method="defsent_plus", classes=300,
-                tokens=12.0)
-    encoder = 3.0 * 2.0 * costs.layer_parameters(minilm.config) * 12.0
-    head = 3.0 * 2.0 * minilm.config["hidden_size"]
-    scale = (encoder + head * 206_546) / (encoder + head * 300)
-    assert costs.output_layer_scale(train, context) == pytest.approx(scale)
-    assert costs.output_layer_scale(train, context) > 1.3
-    assert costs.output_layer_scale({**train, "classes": None}, context) == 1.0  # a summary without classes
-    assert costs.output_layer_scale({**train, "rule": "embed"}, context) == 1.0
-    unscaled = costs.projected([train], context, GPU)
-    assert unscaled.loc[0, "real_cpu_hours"] == pytest.approx(
-        (363_907 * 10.0 / 64) * costs.output_layer_scale(train, context) / 3600, rel=0.05)
+                tokens=12.0, threads=2)
+    batch = real["runs"]["minilm_full"]["batch_size"]
+    real, capped = (fake_scoring_seconds(classes, batch, 384, 2, True) for classes in (206_546, 300))
+    extra = (real - capped) / batch
+    assert costs.entry_scoring_rate(train, context) == pytest.approx(extra)
+    assert costs.entry_scoring_rate({**train, "threads": 1}, context) == pytest.approx(2 * extra)
+    assert costs.entry_scoring_rate({**train, "classes": None}, context) == 0.0  # a summary without classes
+    assert costs.entry_scoring_rate({**train, "rule": "embed"}, context) == 0.0
+    projected = costs.projected([train], context, GPU)
+    assert projected.loc[0, "real_cpu_hours"] == pytest.approx((363_907 * (10.0 / 64 + extra)) / 3600, rel=0.05)
+
+
+def test_scoring_an_entry_space_is_measured_and_grows_with_its_entries():
+    small, large = (costs.entry_scoring_seconds(classes, 32, 64, 1, True) for classes in (100, 100_000))
+    assert 0 < small < large
+    assert costs.entry_scoring_seconds(100_000, 128, 64, 1, False) > 0
 
 
 def test_a_real_reverse_dictionary_query_is_encoded_three_times_and_scored_against_every_entry(tmp_path):
@@ -224,11 +235,10 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_and_scored_again
     held = 2 * round(0.02 * 400)  # 8 headwords each for dev and test, half of them with two definitions
     assert 0 < queries["a_full"] < held and queries["a_full"] == pytest.approx(held / 2, abs=4)
     minilm = model_architecture(real["models"]["minilm"])
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries)
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries, fake_scoring_seconds)
     rd = costs.Job("reverse_dictionary", {"run": "minilm_full"})
     assert context.real_units(rd, 30)[0] == 3 * queries["a_full"]
     row = job("reverse_dictionary", 30, 8.0, 3 * queries["a_full"], model="minilm", run="minilm_full", classes=40,
               tokens=12.0)
-    encoder = 2.0 * costs.layer_parameters(minilm.config) * 12.0
-    scores = 2.0 * minilm.config["hidden_size"]
-    assert costs.output_layer_scale(row, context) == pytest.approx((encoder + scores * 400) / (encoder + scores * 40))
+    assert costs.entry_scoring_rate(row, context) == pytest.approx(
+        (fake_scoring_seconds(400, 128, 384, 1, False) - fake_scoring_seconds(40, 128, 384, 1, False)) / 128)

@@ -21,7 +21,9 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -43,7 +45,8 @@ from defsent_plus.rehearsal import models as building
 
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
-RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (output_layer_scale)
+RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
+SCORED_ROWS = {"reverse_dictionary": 128}  # queries a reverse-dictionary job scores at a time (train: its batch)
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
@@ -141,6 +144,8 @@ class Context:
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
     built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
     heldout_queries: dict | None = None  # held-out subset -> its queries, split from the built dataset
+    # (classes, rows, hidden, threads, backward) -> seconds this machine takes to score rows against classes
+    scoring_seconds: Callable[..., float] = field(default=lambda *args: entry_scoring_seconds(*args))
 
     def method_of_run(self, run: str):
         from defsent_plus.methods import method_of
@@ -263,6 +268,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
         real_units, tokens = context.real_units(job, units)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": units, "real_units": real_units,
+                     "threads": job.threads,
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
@@ -337,24 +343,60 @@ def classes_of(context: Context, run: str | None) -> int:
                           context.architectures[context.model_of_run(run)], context.built)
 
 
-def output_layer_scale(row: dict, context: Context) -> float:
-    """A real unit's FLOPs over a rehearsal one's where the work ranks an entry space: a training example (output
-    layer: 2 x hidden x entries, forward and backward) or a reverse-dictionary query (scored against every
-    candidate). The rehearsal ranks its capped subset's entries (hundreds), the real run every entry of its dataset:
-    MiniLM's output layer on all of dataset a costs half again its encoder's work. The CPU projection scales the
-    rehearsal's seconds per unit by it; 1 for other rules and methods."""
+@cache
+def entry_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
+    """Seconds this machine takes, at ``threads``, to score ``rows`` sentence vectors against ``classes`` entries
+    (h · Eᵀ and each row's rank of its target; ``backward``: the training objective's cross-entropy and its gradient
+    to h instead): the median of five repetitions after one unmeasured."""
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        entries = torch.randn(classes, hidden, generator=generator)
+        h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
+        targets = torch.randint(0, classes, (rows,), generator=generator)
+
+        def score() -> None:
+            logits = h @ entries.T
+            if backward:
+                F.cross_entropy(logits, targets).backward()
+            else:
+                (logits >= logits.gather(1, targets[:, None])).sum(1)
+
+        times = []
+        for _ in range(6):
+            start = time.perf_counter()
+            score()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times[1:])
+    finally:
+        torch.set_num_threads(before)
+
+
+def entry_scoring_rate(row: dict, context: Context) -> float:
+    """Seconds per unit a real unit costs beyond a rehearsal one where the work scores an entry space: a training
+    example (the objective's logits over every entry, its cross-entropy and gradient) or a reverse-dictionary query
+    (scored against every candidate). The rehearsal scores its capped subset's entries (hundreds), the real run every
+    entry of its dataset, a memory-bound product FLOPs undercount (MiniLM on all of dataset a: 177 ms a step of 32
+    on 2 threads, a third of the step): measured on this machine at both sizes, at the job's threads. 0 for other
+    rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
     if row["rule"] not in RANKING_RULES or architecture is None or not rehearsed:
-        return 1.0
+        return 0.0
     if not context.method_of_run(row["run"]).uses_entry_space:
-        return 1.0
-    passes = encoder_passes(context, row["run"]) if row["rule"] == "train" else 1
-
-    def per_unit(classes: int) -> float:
-        return flops_per_unit(row["rule"], architecture, row["tokens"], classes, passes)
-
-    return per_unit(classes_of(context, row["run"])) / per_unit(rehearsed)
+        return 0.0
+    training = row["rule"] == "train"
+    rows = context.real["runs"][row["run"]]["batch_size"] if training else SCORED_ROWS[row["rule"]]
+    hidden, threads = architecture.config["hidden_size"], row.get("threads", 1)
+    real, capped = (context.scoring_seconds(classes, rows, hidden, threads, training)
+                    for classes in (classes_of(context, row["run"]), rehearsed))
+    return max(real - capped, 0.0) / rows
 
 
 def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
@@ -419,7 +461,7 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
         for r, (job_start, rate) in zip(jobs, lines, strict=True):
             job_flops, job_gpu = gpu_job(r, context, gpu)
             job_gpu += min(job_start, fixed_seconds(r))
-            cpu += r["real_jobs"] * (job_start + r["real_units"] * rate * output_layer_scale(r, context))
+            cpu += r["real_jobs"] * (job_start + r["real_units"] * (rate + entry_scoring_rate(r, context)))
             flops += r["real_jobs"] * job_flops
             gpu_seconds += r["real_jobs"] * job_gpu
             longest = max(longest, job_gpu)
