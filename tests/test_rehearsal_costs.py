@@ -49,6 +49,17 @@ def test_a_job_measured_at_two_sizes_projects_from_its_own_start_and_rate():
     assert costs.job_line(slow) == pytest.approx((start, rate))
 
 
+def test_a_job_that_times_its_own_work_gets_its_rate_from_that_not_from_its_wall_times():
+    """The entry space's start varied by as much as its work grew (all of dataset a: 670 s projected from the wall
+    times, 1,096 s measured idle): its record's seconds of encoding give the rate, the wall times the start."""
+    rate, real = 0.002, 585_000.0
+    wall = job("entry_space", 1_000, 9.0 + 1_000 * rate, real, larger_units=2_000, larger_seconds=7.5 + 2_000 * rate)
+    timed = {**wall, "work_seconds": 1_000 * rate, "larger_work_seconds": 2_000 * rate}
+    assert projected_seconds([wall])["entry_space"] < 0.5 * real * rate  # the wall times' slope: 0.0005 s a unit
+    assert projected_seconds([timed])["entry_space"] == pytest.approx(8.25 + real * rate)
+    assert costs.on_own_clock({**timed, "larger_work_seconds": None}) == {**timed, "larger_work_seconds": None}
+
+
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
     fixed = job("score", 0, 4.0, 0, larger_units=0, larger_seconds=6.0)
     same = job("isotropy", 100, 4.0, 1000, larger_units=100, larger_seconds=9.0)
