@@ -8,6 +8,7 @@ one per device and get ``CUDA_VISIBLE_DEVICES=0`` or ``1`` although torch sees n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -192,5 +193,25 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        kill_processes_under(self.root)
         if RUN_CONF_DIR.is_symlink() and RUN_CONF_DIR.resolve() == self.root.resolve():
             RUN_CONF_DIR.unlink()
+
+
+def kill_processes_under(root: Path) -> list[int]:
+    """SIGKILL every process still working in ``root`` once the daemons are gone: a job step that SIGTERM and
+    scancel did not end (the requeue scenario's Snakemake job step outlived the session, orphaned, for an hour)."""
+    root, killed = root.resolve(), []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = (proc / "cwd").resolve(strict=True)
+        except OSError:
+            continue
+        if cwd.is_relative_to(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+    return killed
+

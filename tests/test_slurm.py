@@ -183,3 +183,4 @@ def test_a_train_job_killed_at_its_time_limit_is_resubmitted_and_resumes(timed_o
     for name in model:
         np.testing.assert_array_equal(model[name], local_model[name], err_msg=name)
     print(f"timeout: {watched}, run {run['seconds']:.0f}s, resumed after steps {resumed}")
+
