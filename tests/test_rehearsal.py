@@ -350,6 +350,11 @@ def test_a_request_smaller_than_the_projected_job_is_flagged():
         def model_of_run(self, run):
             return "m"
 
+        def method_of_run(self, run):
+            from defsent_plus.methods import method_of
+
+            return method_of(self.real["runs"][run]["method"])
+
     row = {"rule": "train", "seconds": 30.0, "max_rss_mb": 3000.0, "cpu_seconds": 29.0, "units": 64,
            "real_units": 1_000_000, "tokens": 32, "model": "m", "real_jobs": 1.0, "run": "r", "outputs": []}
     gpu = Gpu("a GPU", 100.0, 0.1, 80)
