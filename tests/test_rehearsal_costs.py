@@ -253,3 +253,18 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_and_scored_again
               tokens=12.0)
     assert costs.entry_scoring_rate(row, context) == pytest.approx(
         (fake_scoring_seconds(400, 128, 384, 1, False) - fake_scoring_seconds(40, 128, 384, 1, False)) / 128)
+
+
+def test_the_sheet_reads_each_jobs_threads_from_snakemakes_log_and_names_them(tmp_path):
+    """A rehearsal run with ``--set-threads`` projects the CPU at those threads: the log's ``threads:`` line (absent
+    for one thread) reaches the job's row and the sheet's header."""
+    log = tmp_path / ".snakemake" / "log" / "2026-11-28T000000.000000.snakemake.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("\n".join([
+        "rule train:", "    output: m, results/r/train.json", "    benchmark: benchmarks/train.tsv",
+        "    threads: 2", "[Sat Nov 28 00:00:01 2026]",
+        "rule embed:", "    output: e.npy", "    benchmark: benchmarks/embed.tsv", "[Sat Nov 28 00:00:02 2026]",
+    ]))
+    threads = {job.rule: job.threads for job in costs.executed_jobs(tmp_path)}
+    assert threads == {"train": 2, "embed": 1}
+    assert costs.thread_note(tmp_path) == "1 thread a job; train 2 threads"

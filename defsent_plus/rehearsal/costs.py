@@ -47,7 +47,6 @@ ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
 RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
 SCORING_WARMUP, SCORING_REPEATS = 3, 10
-SCORED_ROWS = {"reverse_dictionary": 128}  # queries a reverse-dictionary job scores at a time (train: its batch)
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
@@ -385,8 +384,8 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     """Seconds per unit a real unit costs beyond a rehearsal one where the work scores an entry space: a training
     example (the objective's logits over every entry, its cross-entropy and gradient) or a reverse-dictionary query
     (scored against every candidate). The rehearsal scores its capped subset's entries (hundreds), the real run every
-    entry of its dataset, a memory-bound product FLOPs undercount (MiniLM on all of dataset a: 177 ms a step of 32
-    on 2 threads, a third of the step): measured on this machine at both sizes, at the job's threads. 0 for other
+    entry of its dataset, a memory-bound product FLOPs undercount (MiniLM on all of dataset a: 220-240 ms a step of
+    32 on 2 threads, 40% of the step): measured on this machine at both sizes, at the job's threads. 0 for other
     rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
@@ -395,7 +394,8 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     if not context.method_of_run(row["run"]).uses_entry_space:
         return 0.0
     training = row["rule"] == "train"
-    rows = context.real["runs"][row["run"]]["batch_size"] if training else SCORED_ROWS[row["rule"]]
+    # a step's examples; a reverse-dictionary job scores its queries an evaluation batch at a time
+    rows = context.real["runs"][row["run"]]["batch_size"] if training else context.real["evaluation"]["batch_size"]
     hidden, threads = architecture.config["hidden_size"], row.get("threads", 1)
     real, capped = (context.scoring_seconds(classes, rows, hidden, threads, training)
                     for classes in (classes_of(context, row["run"]), rehearsed))
@@ -448,7 +448,7 @@ def on_own_clock(row: dict) -> dict:
     """A job measured twice, its work's seconds in place of its wall seconds where its record times its work at both
     sizes: the rate then comes from the work alone, not from two wall times whose starts (a few seconds each, loading
     Python and the model) vary by as much as the work grew (the entry space of all of dataset a: a rate from the
-    wall times projected 670 s, from the work's 1,007 s; measured on an idle machine 1,096 s). The start stays the
+    wall times projected 670 s, from the work's 1,013 s; measured on an idle machine 1,096 s). The start stays the
     wall time's remainder."""
     if row.get("work_seconds") is None or row.get("larger_work_seconds") is None:
         return row
