@@ -18,6 +18,7 @@ rule reverse_dictionary:
         md=dag.run_file("{run}", "reverse_dictionary.md"),
     log:
         dag.log_file("{run}", "eval", "reverse_dictionary"),
+        work=dag.work_clock_file("{run}", "eval", "reverse_dictionary"),
     benchmark:
         dag.benchmark_file("{run}", "eval", "reverse_dictionary")
     conda:

@@ -20,6 +20,7 @@ from defsent_plus.encoders.encoding import (
     batching_for,
     pad_rows,
     pad_values,
+    padded_tokens,
     tokenise,
 )
 from defsent_plus.encoders.models import load_encoder, load_tokenizer
@@ -126,6 +127,18 @@ def test_short_sentences_share_larger_batches():
     assert batch_bounds(np.array([], dtype=np.int64), 4, 20) == []
     with pytest.raises(ValueError, match="positive"):
         batch_bounds(lengths, 0)
+
+
+@pytest.mark.parametrize("batch_size, max_tokens", [(128, None), (8, None), (64, 200)])
+def test_padded_tokens_are_what_the_encoder_computes(tiny_bert, batch_size, max_tokens, monkeypatch):
+    """The cost sheet's unit of encoding work (:func:`padded_tokens`) is the rows x width of the batches the model
+    is really run on; a few texts pad more per text than many (the longest sets the width)."""
+    encoder, texts = load_encoder(tiny_bert), sentences()
+    shapes = forward_shapes(encoder, monkeypatch)
+    encoder.encode(texts, "mean", batch_size=batch_size, max_length=24, max_tokens=max_tokens)
+    lengths = tokenise(encoder.tokenizer, texts, 24).lengths
+    assert padded_tokens(lengths, batch_size, max_tokens) == sum(rows * width for rows, width in shapes)
+    assert padded_tokens(lengths[:10], batch_size) / 10 > padded_tokens(lengths, batch_size, 200) / len(texts)
 
 
 def test_prompt_pooling_still_refuses_a_lost_mask(tiny_bert):

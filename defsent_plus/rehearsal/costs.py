@@ -46,7 +46,7 @@ from defsent_plus.rehearsal import models as building
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
 RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
-SCORING_WARMUP, SCORING_REPEATS = 3, 10
+SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
@@ -99,10 +99,12 @@ def benchmark_of(workdir: Path, job: Job) -> dict:
 def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
     if job.rule == "reverse_dictionary":
-        subset = context.rehearsal["runs"][job.wildcards["run"]]["dataset"]
+        run = job.wildcards["run"]
+        subset = context.rehearsal["runs"][run]["dataset"]
         definitions = int(pd.read_parquet(workdir / dag.subset_file(subset))["definitions"].map(len).sum())
-        queries = len(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet")))
-        return context.method_of_run(job.wildcards["run"]).reverse_dictionary.encoded_sentences(definitions, queries)
+        queries = list(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet"))["definition"])
+        sentences = context.method_of_run(run).reverse_dictionary.encoded_sentences(definitions, len(queries))
+        return sentences * context.encoded_tokens(context.model_of_run(run), queries, context.rehearsal)
     if job.rule == "train":
         summary = read_json(workdir / job.outputs[1])
         return summary["examples"] * summary["config"].get("epochs", 1)
@@ -143,9 +145,22 @@ class Context:
     architectures: dict  # model name -> Architecture (the real one)
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
     built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
-    heldout_queries: dict | None = None  # held-out subset -> its queries, split from the built dataset
+    heldout_queries: dict | None = None  # held-out subset -> its queries' texts, split from the built dataset
     # (classes, rows, hidden, threads, backward) -> seconds this machine takes to score rows against classes
     scoring_seconds: Callable[..., float] = field(default=lambda *args: entry_scoring_seconds(*args))
+    # model -> its tokenizer (the rehearsal's copy: the same vocabulary as the real model's)
+    tokenizer_of: Callable[[str], object] | None = None
+
+    def encoded_tokens(self, model: str, texts: list[str], config: dict) -> float:
+        """Tokens a query costs to encode, padding included, as ``config``'s evaluation batches ``texts`` on this
+        CPU (:func:`~defsent_plus.encoders.encoding.padded_tokens`); the median definition's without a tokenizer."""
+        if self.tokenizer_of is None or not texts:
+            return MEDIAN_DEFINITION_TOKENS
+        from defsent_plus.encoders.encoding import batching_for, padded_tokens, tokenise
+
+        evaluation = config["evaluation"]
+        lengths = tokenise(self.tokenizer_of(model), texts, evaluation["max_length"]).lengths
+        return padded_tokens(lengths, *batching_for("cpu", evaluation["batch_size"])) / len(texts)
 
     def method_of_run(self, run: str):
         from defsent_plus.methods import method_of
@@ -215,11 +230,10 @@ class Context:
         if job.rule == "entry_space":
             definitions, entries = self.dataset_size(self.real_dataset(job))
             return definitions + entries, MEDIAN_DEFINITION_TOKENS
-        if job.rule == "reverse_dictionary":
+        if job.rule == "reverse_dictionary":  # in padded tokens: a few queries pad much more than thousands
             run = job.wildcards["run"]
             queries = (self.heldout_queries or {}).get(self.real["runs"][run]["dataset"])
-            return reverse_dictionary_sentences(self.real, self.method_of_run(run), run, self.built,
-                                                queries), MEDIAN_DEFINITION_TOKENS
+            return self.scored_rows(job) * self.encoded_tokens(self.model_of_run(run), queries or [], self.real), 1.0
         if job.rule in BASELINE_RULES:
             sentences, tokens = self.real_sets["baselines"]
             per_template = sentences if job.rule == "baseline_embed" else 0
@@ -231,19 +245,36 @@ class Context:
             return entries * self.real["entry_space"]["ica"]["max_iter"], 0
         return 0.0, 0
 
+    def scored_rows(self, job: Job) -> float:
+        """Sentences a real job scores against an entry space: a reverse-dictionary job's encoded queries (its
+        protocol's), a training job's examples; 0 for other rules."""
+        run = job.wildcards.get("run")
+        if job.rule == "train":
+            examples, epochs = self.training_examples(run)
+            return examples * epochs
+        if job.rule != "reverse_dictionary":
+            return 0.0
+        queries = (self.heldout_queries or {}).get(self.real["runs"][run]["dataset"])
+        return reverse_dictionary_sentences(self.real, self.method_of_run(run), run, self.built,
+                                            None if queries is None else len(queries))
 
-def flops_per_unit(rule: str, architecture, tokens: float, classes: int, passes: int = 1) -> float:
+
+def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
-    step, its method's ``encoder_passes``)."""
+    step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
     hidden = architecture.config["hidden_size"]
     if rule == "transform_space":
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = 2.0 * layer_parameters(architecture.config) * tokens
-    if rule == "train":
-        return 3.0 * (passes * forward + 2.0 * hidden * classes)  # forward + backward, the output layer
-    if rule == "reverse_dictionary":
-        return forward + 2.0 * hidden * classes  # each encoded query scored against every candidate
-    return forward
+    return 3.0 * passes * forward if rule == "train" else forward  # training: forward + backward
+
+
+def scoring_flops(row: dict, context: Context, architecture) -> float:
+    """FLOPs of a real job's scored sentences against its run's classes (h · Eᵀ; training: with its backward)."""
+    if not row.get("real_scored"):
+        return 0.0
+    product = 2.0 * architecture.config["hidden_size"] * classes_of(context, row["run"])
+    return row["real_scored"] * product * (3.0 if row["rule"] == "train" else 1.0)
 
 
 def start_seconds(rows: list[dict]) -> float:
@@ -268,6 +299,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
         real_units, tokens = context.real_units(job, units)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": units, "real_units": real_units,
+                     "real_scored": context.scored_rows(job),
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -348,41 +380,46 @@ def classes_of(context: Context, run: str | None) -> int:
 def entry_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
     """Seconds this machine takes, at ``threads``, to score ``rows`` sentence vectors against ``classes`` entries
     (h · Eᵀ and each row's rank of its target; ``backward``: the training objective's cross-entropy and its gradient
-    to h instead): the median of ``SCORING_REPEATS`` repetitions after ``SCORING_WARMUP`` unmeasured (a
-    memory-bound product: single runs of MiniLM's step over all of dataset a vary from 170 to 270 ms)."""
-    import time
-
+    to h instead): a memory-bound product whose pace depends on where its matrix lands in memory (MiniLM's step
+    over all of dataset a: 160 to 270 ms by allocation, within 10% for one), so the median over
+    ``SCORING_ALLOCATIONS`` fresh matrices of each one's median of ``SCORING_REPEATS`` after ``SCORING_WARMUP``."""
     import torch
-    import torch.nn.functional as F
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         generator = torch.Generator().manual_seed(0)
-        entries = torch.randn(classes, hidden, generator=generator)
-        h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
-        targets = torch.randint(0, classes, (rows,), generator=generator)
-
-        def score() -> None:
-            logits = h @ entries.T
-            if backward:
-                F.cross_entropy(logits, targets).backward()
-            else:
-                (logits >= logits.gather(1, targets[:, None])).sum(1)
-
-        times = []
-        for _ in range(SCORING_WARMUP + SCORING_REPEATS):
-            start = time.perf_counter()
-            score()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times[SCORING_WARMUP:])
+        return statistics.median(scoring_pace(classes, rows, hidden, backward, generator)
+                                 for _ in range(SCORING_ALLOCATIONS))
     finally:
         torch.set_num_threads(before)
 
 
+def scoring_pace(classes: int, rows: int, hidden: int, backward: bool, generator) -> float:
+    """The median seconds of scoring against one freshly allocated entry matrix (:func:`entry_scoring_seconds`)."""
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    entries = torch.randn(classes, hidden, generator=generator)
+    h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
+    targets = torch.randint(0, classes, (rows,), generator=generator)
+    times = []
+    for _ in range(SCORING_WARMUP + SCORING_REPEATS):
+        start = time.perf_counter()
+        logits = h @ entries.T
+        if backward:
+            F.cross_entropy(logits, targets).backward()
+        else:
+            (logits >= logits.gather(1, targets[:, None])).sum(1)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[SCORING_WARMUP:])
+
+
 def entry_scoring_rate(row: dict, context: Context) -> float:
-    """Seconds per unit a real unit costs beyond a rehearsal one where the work scores an entry space: a training
-    example (the objective's logits over every entry, its cross-entropy and gradient) or a reverse-dictionary query
+    """Seconds a real job's scored sentence (``real_scored``) costs beyond a rehearsal one: a training example (the
+    objective's logits over every entry, its cross-entropy and gradient) or an encoded reverse-dictionary query
     (scored against every candidate). The rehearsal scores its capped subset's entries (hundreds), the real run every
     entry of its dataset, a memory-bound product FLOPs undercount (MiniLM on all of dataset a: 220-240 ms a step of
     32 on 2 threads, 40% of the step): measured on this machine at both sizes, at the job's threads. 0 for other
@@ -408,8 +445,8 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
     passes = encoder_passes(context, row["run"]) if row["rule"] == "train" else 1
-    flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"],
-                                               classes_of(context, row["run"]), passes)
+    flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
+             + scoring_flops(row, context, architecture))
     steps = 0.0
     if row["rule"] == "train":
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
@@ -430,15 +467,19 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
     if not every:
         return 0.0
     sentences, tokens = context.real_sets["stsb-dev"]
-    return steps / every * sentences * flops_per_unit("embed", architecture, tokens, 0)
+    return steps / every * sentences * flops_per_unit("embed", architecture, tokens)
 
 
 WORK_CLOCKS = {"entry_space": "entry_space.json", "train": "train.json"}  # rule -> its output timing its own work
 
 
 def work_seconds(workdir: Path, job: Job) -> float | None:
-    """The seconds a job's own record gives its work (encoding, the training loop), without its start; None for a
-    rule without such a record (``WORK_CLOCKS``)."""
+    """The seconds a job's own record gives its work (encoding, the training loop), without its start: its work
+    clock beside its benchmark (:func:`~defsent_plus.pipeline.dag.work_clock_file`), else its output's
+    (``WORK_CLOCKS``); None for a job without either."""
+    clock = workdir / dag.work_clock_beside(job.benchmark) if job.benchmark else None
+    if clock is not None and clock.is_file():
+        return read_json(clock)["seconds"]
     name = WORK_CLOCKS.get(job.rule)
     output = next((o for o in job.outputs if name and o.endswith(name)), None)
     return None if output is None else read_json(workdir / output).get("seconds")
@@ -488,7 +529,8 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
         for r, (job_start, rate) in zip(jobs, lines, strict=True):
             job_flops, job_gpu = gpu_job(r, context, gpu)
             job_gpu += min(job_start, fixed_seconds(r))
-            cpu += r["real_jobs"] * (job_start + r["real_units"] * (rate + entry_scoring_rate(r, context)))
+            scoring = r.get("real_scored", 0.0) * entry_scoring_rate(r, context)
+            cpu += r["real_jobs"] * (job_start + r["real_units"] * rate + scoring)
             flops += r["real_jobs"] * job_flops
             gpu_seconds += r["real_jobs"] * job_gpu
             longest = max(longest, job_gpu)
@@ -615,7 +657,18 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
-                   built_heldout_queries(workdir, real) if built else None)
+                   built_heldout_queries(workdir, real) if built else None, tokenizer_of=pinned_tokenizers(workdir))
+
+
+def pinned_tokenizers(workdir: Path) -> Callable[[str], object]:
+    """Model name -> the tokenizer of the rehearsal's pinned copy of it (loaded once)."""
+    @cache
+    def tokenizer_of(model: str):
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
+
+    return tokenizer_of
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:
@@ -632,10 +685,10 @@ def built_datasets(workdir: Path, real: dict) -> dict | None:
     return sizes or None
 
 
-def built_heldout_queries(workdir: Path, real: dict) -> dict[str, int]:
-    """Queries of each held-out subset of the real config, split from the dataset the rehearsal built as the real
-    run's subset stage splits it (only an entry with a definition of its own gives one: 2,202 of all of dataset a's
-    8,262 held-out entries)."""
+def built_heldout_queries(workdir: Path, real: dict) -> dict[str, list[str]]:
+    """The queries (definitions) of each held-out subset of the real config, split from the dataset the rehearsal
+    built as the real run's subset stage splits it (only an entry with a definition of its own gives one: 2,202 of
+    all of dataset a's 8,262 held-out entries)."""
     from defsent_plus.dictionary.subsets import subsample_entries, with_heldout_queries
     from defsent_plus.dictionary.table import read_dataset
 
@@ -644,7 +697,8 @@ def built_heldout_queries(workdir: Path, real: dict) -> dict[str, int]:
         path = workdir / dag.dictionary_file(f"{subset['dataset']}.parquet")
         if "heldout" in subset and path.is_file():
             frame = subsample_entries(read_dataset(path), subset.get("max_entries"), subset["seed"])
-            queries[name] = len(with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")[1])
+            held_out = with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")[1]
+            queries[name] = list(held_out["definition"])
     return queries
 
 
