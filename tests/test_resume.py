@@ -48,7 +48,7 @@ def train(method: str, options: dict, out: Path, inputs: dict, model: Path, sent
           resume: ResumeSettings | None, lr: float = 1e-3) -> dict:
     space = inputs["space"] if method == "defsent_plus" else None
     options = method_of(method).options_in_force(options)  # as the validated config gives them
-    return train_candidate(method, options, lr=lr, batch_size=2, pooling="cls", seed=0, base_model=model,
+    return train_candidate(method_of(method), options, lr=lr, batch_size=2, pooling="cls", seed=0, base_model=model,
                            dataset_path=inputs["dataset_path"], space_path=space, model_out=out / "model",
                            summary_out=out / "train.json", senteval_dir=senteval, resume=resume,
                            metrics_out=out / "metrics.tsv")
@@ -150,11 +150,12 @@ SIGTERM_SCRIPT = """
 import logging, sys
 from pathlib import Path
 import defsent_plus.training.trainer as t
+from defsent_plus.methods import method_of
 from defsent_plus.training.resume import ResumeSettings
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s", force=True)
 model, dataset, space, out, area = sys.argv[1:6]
-t.train_candidate("defsent_plus", {"max_length": 32, "epochs": 400}, lr=1e-4, batch_size=2, pooling="cls", seed=0,
-                  base_model=model, dataset_path=dataset, space_path=space, model_out=out + "/model",
+t.train_candidate(method_of("defsent_plus"), {"max_length": 32, "epochs": 400}, lr=1e-4, batch_size=2, pooling="cls",
+                  seed=0, base_model=model, dataset_path=dataset, space_path=space, model_out=out + "/model",
                   summary_out=out + "/train.json", resume=ResumeSettings(area=area, every_steps=0, every_minutes=0))
 """
 

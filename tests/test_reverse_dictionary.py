@@ -28,6 +28,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_bootstrap, ranks_of_targets
 from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, query_ranks, read_queries
 from defsent_plus.io import write_json, write_npy
+from defsent_plus.methods import method_of
 from defsent_plus.methods.defsent_plus.reverse_dictionary import (
     ReverseDictionary,
     entry_logits,
@@ -154,7 +155,8 @@ def test_training_uses_the_train_split_against_all_entries(tmp_path, tiny_bert):
     frame.to_parquet(tmp_path / "toy.parquet", index=False)
     write_npy(tmp_path / "space.npy", np.random.default_rng(0).normal(size=(len(frame), 32)).astype(np.float32))
     summary = train_on_space(tiny_bert, tmp_path / "toy.parquet", tmp_path / "space.npy", tmp_path / "model",
-                             tmp_path / "train.json", TrainConfig(batch_size=2, max_length=16), "defsent_plus")
+                             tmp_path / "train.json", TrainConfig(batch_size=2, max_length=16),
+                             method_of("defsent_plus"))
     assert summary["examples"] == frame.loc[frame["split"] == "train", "definitions"].map(len).sum() == 4
 
 

@@ -19,12 +19,13 @@ from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
+from defsent_plus.methods import method_of
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training.selection import copy_model, select_best, write_selection
 from defsent_plus.training.task import Batch
 from defsent_plus.training.trainer import TrainConfig, learning_rate_schedule, train_on_space
 
-METHOD = "defsent_plus"
+METHOD = method_of("defsent_plus")
 
 
 def fixed_batch(encoder, frame):
@@ -148,6 +149,7 @@ KILL_SCRIPT = """
 import sys, time
 import defsent_plus.encoders.models as models
 import defsent_plus.training.trainer as t
+from defsent_plus.methods import method_of
 original = models.Encoder.save
 def save_then_stall(self, path):
     original(self, path)  # the weights are on disk: a non-atomic save would now look complete
@@ -156,7 +158,7 @@ def save_then_stall(self, path):
 models.Encoder.save = save_then_stall
 cfg = t.TrainConfig(lr=1e-3, batch_size=1, seed=0, max_length=32)
 t.train_on_space(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] + "/model", sys.argv[4] + "/train.json", cfg,
-                 "defsent_plus")
+                 method_of("defsent_plus"))
 """
 
 

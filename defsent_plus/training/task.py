@@ -1,6 +1,7 @@
 """What a method hands the trainer (:class:`TrainingTask`) and what its objective sees of a batch (:class:`Batch`).
 
-The base types methods build on: methods import this module, the trainer never imports a method.
+The base types methods build on: methods import this module, the trainer never imports a method (it is handed one,
+:class:`TrainingMethod`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,23 @@ class TrainingTask:
     targets: np.ndarray  # per example: the class the objective predicts (entry id, headword token id, ...)
     card: dict = field(default_factory=dict)  # recorded in the model's training card
     save: Callable[[Path], None] | None = None  # writes the objective's own weights next to the encoder
+
+
+class TrainingMethod(Protocol):
+    """What the trainer asks of a method's declaration (:class:`defsent_plus.methods.base.Method`), which the caller
+    resolves and passes in: the trainer never imports the methods registry."""
+
+    name: str
+
+    def task(self, inputs: TaskInputs) -> TrainingTask: ...
+
+    def config_key(self) -> str: ...
+
+    def resolved_options(self, options: dict | None) -> dict: ...
+
+    def run_deviations(self, options: dict, **run: Any) -> list[str]: ...
+
+    def training_card(self, options: dict | None) -> dict: ...
 
 
 def unused_targets(examples: list[str]) -> np.ndarray:

@@ -28,7 +28,6 @@ from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
-from defsent_plus.methods import method_of
 from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
@@ -38,7 +37,7 @@ from defsent_plus.training.metrics import MetricsTable
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
 from defsent_plus.training.tally import LossTally, Reading, StepRecord
-from defsent_plus.training.task import Batch, TaskInputs, sampled_task
+from defsent_plus.training.task import Batch, TaskInputs, TrainingMethod, sampled_task
 from defsent_plus.training.trackers import Tracking
 
 log = logging.getLogger(__name__)
@@ -395,7 +394,7 @@ def train_on_space(
     model_out: str | Path,
     summary_out: str | Path,
     cfg: TrainConfig,
-    method: str,
+    method: TrainingMethod,
     options: dict | None = None,
     senteval_dir: str | Path | None = None,
     run_deviations: Sequence[str] = (),
@@ -404,13 +403,12 @@ def train_on_space(
     metrics_out: str | Path | None = None,
     tracking: Tracking | None = None,
 ) -> dict:
-    """Train the ORIGINAL base encoder for one epoch with the registered ``method``'s task (against the frozen entry
+    """Train the ORIGINAL base encoder for one epoch with ``method``'s task (its declaration) (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
     (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
     STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
     and the state is removed once the outputs are written. ``metrics_out``: the per-step metrics table; ``tracking``:
     the experiment trackers that get its rows, the job's config and its summary."""
-    declared = method_of(method)
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
@@ -422,20 +420,20 @@ def train_on_space(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
-    task = declared.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
-                                    options or {}, cfg.batch_size, space, declared.config_key(),
-                                    None if senteval_dir is None else str(senteval_dir)))
+    task = method.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
+                                  options or {}, cfg.batch_size, space, method.config_key(),
+                                  None if senteval_dir is None else str(senteval_dir)))
     if max_examples is not None and len(task.texts) > max_examples:
         run_deviations = [*run_deviations, f"rehearsal: {max_examples} of the task's {len(task.texts)} examples "
                                            f"(seeded sample, seed {cfg.seed})"]
         task = sampled_task(task, max_examples, cfg.seed)
-    log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method, len(task.texts),
+    log.info("training %s with %s on %d sentences of %d entries (%s) on %s", base_model, method.name, len(task.texts),
              len(frame), space_path, device)
     dev = None if senteval_dir is None else dev_scorer(senteval_dir, cfg.pooling, max_length=cfg.kept_tokens)
     trackers = tracking.open() if tracking is not None else []
     summary = train_epoch(encoder, task.texts, task.targets, task.objective, cfg, dev_score=dev, checkpoint=checkpoint,
                           metrics_path=metrics_out, trackers=trackers)
-    card = {**declared.training_card(options), "dataset": str(dataset_path),
+    card = {**method.training_card(options), "dataset": str(dataset_path),
             "entry_space": None if space_path is None else str(space_path), "pooling": cfg.pooling,
             "base_model": str(base_model), "seed": cfg.seed, **task.card}
     if "resumed_after_steps" in summary:  # a re-run that continued a killed job's saved state
@@ -506,30 +504,31 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
     return space
 
 
-def train_candidate(method: str, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
+def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size: int, pooling: str, seed: int,
                     base_model: str | Path, dataset_path: str | Path, space_path: str | Path | None,
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
                     max_examples: int | None = None, resume: ResumeSettings | None = None,
                     compile: bool | str = False, metrics_out: str | Path | None = None,
                     tracking: Tracking | None = None) -> dict:
-    """One PST candidate: ``method`` with its config block ``options`` (methods.<method>, completed by its variant:
-    the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling
-    and seed; where these depart from the variant's published ones, the training card says so. ``max_examples``: a
-    rehearsal's cap on the examples (a seeded sample), recorded in the card. ``resume``: where and how often the
-    training state is saved, so that a re-run of a killed job continues it (keyed by these arguments and the inputs'
-    files). ``compile``: config ``training.compile`` (:mod:`defsent_plus.training.compilation`). ``metrics_out``: the
-    per-step metrics table, appended while the job runs (:mod:`defsent_plus.training.metrics`); ``tracking``: the
-    experiment trackers it also goes to (config ``logging``)."""
-    declared = method_of(method)
-    options = declared.resolved_options(options)
+    """One PST candidate: ``method`` (its declaration) with its config block ``options`` (methods.<method>,
+    completed by its variant: the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the
+    run's lr, batch size, pooling and seed; where these depart from the variant's published ones, the training card
+    says so. ``max_examples``: a rehearsal's cap on the examples (a seeded sample), recorded in the card.
+    ``resume``: where and how often the training state is saved, so that a re-run of a killed job continues it
+    (keyed by these arguments and the inputs' files). ``compile``: config ``training.compile``
+    (:mod:`defsent_plus.training.compilation`). ``metrics_out``: the per-step metrics table, appended while the job
+    runs (:mod:`defsent_plus.training.metrics`); ``tracking``: the experiment trackers it also goes to (config
+    ``logging``)."""
+    options = method.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
     cfg = TrainConfig(lr=lr, batch_size=batch_size, seed=seed, pooling=pooling, compile=compile_choice(compile),
                       **chosen)
     objective_options = {k: v for k, v in options.items() if k not in optimisation}
-    departures = declared.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
-    identity = job_identity({"method": method, "options": options, "config": asdict(cfg), "model_out": str(model_out),
-                             "max_examples": max_examples}, [base_model, dataset_path, space_path, senteval_dir])
+    departures = method.run_deviations(options, lr=lr, batch_size=batch_size, pooling=pooling)
+    identity = job_identity({"method": method.name, "options": options, "config": asdict(cfg),
+                             "model_out": str(model_out), "max_examples": max_examples},
+                            [base_model, dataset_path, space_path, senteval_dir])
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
                           options=objective_options, senteval_dir=senteval_dir, run_deviations=departures,
                           max_examples=max_examples, checkpoint=Checkpointer(resume, identity),

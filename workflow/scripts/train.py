@@ -1,5 +1,6 @@
 """Snakemake script: one epoch of a run's training method from its starting weights (against a frozen entry space)."""
 
+from defsent_plus.methods import method_of
 from defsent_plus.pipeline.jobs import start_job
 from defsent_plus.training.resume import ResumeSettings
 from defsent_plus.training.trackers import job_tracking
@@ -7,7 +8,7 @@ from defsent_plus.training.trainer import train_candidate
 
 start_job(snakemake, gpu=True)
 train_candidate(
-    method=snakemake.params.method,
+    method=method_of(snakemake.params.method),  # the declaration (plugins registered by start_job)
     options=snakemake.params.options,
     lr=snakemake.params.lr,
     batch_size=snakemake.params.batch_size,
