@@ -7,6 +7,12 @@ median milliseconds per step of each, and each loop's host reads of tensors per 
 bench/host_reads.py). On a CPU a read costs next to nothing, so the milliseconds barely differ there; on a GPU each
 read waits for every queued kernel (docs/gpu.md has the GPU rows, bench/gpu_loop.py).
 
+The **floor** is the step's own work with no loop around it: the trainer's step function (forward, objective,
+backward, clipping, optimiser and schedule) on the very batches the loops train on, in their order, padded before
+the clock starts; it must end at the loops' last loss (printed). A loop's **overhead** is its milliseconds a step
+above the floor: the loop's own work (padding, host reads, bookkeeping), which is what remains of a step on a GPU
+once its kernels are queued ahead.
+
     .venv/bin/python bench/bench_step_overhead.py [--steps 200] [--repeats 5]
 """
 
@@ -16,6 +22,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +42,7 @@ from defsent_plus.training import trainer  # noqa: E402
 from defsent_plus.training.trackers import Tracking  # noqa: E402
 
 WORDS = "a the of to and large small animal water tree person place time day night color food game play".split()
+FLOOR = "floor (the step alone)"
 MICRO = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
 
 
@@ -68,11 +76,41 @@ def watched(directory: Path):
 
 
 def loop_ms(loop, model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
-            cfg: trainer.TrainConfig) -> float:
+            cfg: trainer.TrainConfig) -> tuple[float, float]:
+    """(milliseconds a step, last loss) of a loop; its seconds start after tokenising (today's loop pads each epoch
+    inside them)."""
     encoder = load_encoder(model_dir, pooler_seed=0)
     objective = EntryProjection(space, encoder.pooler, "mean")
-    summary = loop(encoder, texts, ids, objective, cfg, progress=False)  # its seconds: after tokenising, as the floor
-    return 1000 * summary["seconds"] / summary["steps"]
+    summary = loop(encoder, texts, ids, objective, cfg, progress=False)
+    return 1000 * summary["seconds"] / summary["steps"], summary["loss_last"]
+
+
+def floor_ms(model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
+             cfg: trainer.TrainConfig) -> tuple[float, float]:
+    """(milliseconds a step, last loss) of the step alone on the loops' own batches (see the module's docstring)."""
+    from defsent_plus.training.batches import PreparedEpoch
+
+    encoder = load_encoder(model_dir, pooler_seed=0)
+    objective = EntryProjection(space, encoder.pooler, "mean")
+    trainer.seed_everything(cfg.seed)
+    device = next(encoder.model.parameters()).device
+    tokens = trainer.tokenized_examples(encoder.tokenizer, texts, cfg)
+    order = trainer.batch_order(tokens.lengths, cfg.batch_size, torch.Generator().manual_seed(cfg.seed),
+                                cfg.bucket_by_length)
+    named = [(n, p) for n, p in [*encoder.model.named_parameters(), *objective.named_parameters()] if p.requires_grad]
+    optimizer = trainer.make_optimizer(trainer.parameter_groups(named, cfg), cfg, device)
+    scheduler = trainer.learning_rate_schedule(optimizer, cfg, len(order))
+    step = trainer.TrainStep(encoder, objective, [p for _, p in named], cfg, device)
+    batches = [batch for _, batch in PreparedEpoch(tokens, ids, order, encoder.tokenizer, device).batches()]
+    encoder.model.train()
+    objective.train()
+    start = time.perf_counter()
+    for i, batch in enumerate(batches):
+        record = step(batch, i / len(batches), 0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+    return 1000 * (time.perf_counter() - start) / len(batches), float(record.loss)
 
 
 def reads_per_step(loop, model_dir, texts, ids, space, cfg) -> float:
@@ -97,18 +135,28 @@ def main(argv: list[str] | None = None) -> int:
         loops = {"before (legacy_loop)": legacy_loop.train_epoch, "now (trainer)": trainer.train_epoch,
                  "now + metrics + TB": watched(Path(tmp) / "watched")}
         model_dir = micro_encoder(resolve_model(args.tokenizer), Path(tmp) / "micro")
-        runs = {name: [] for name in loops}
+        runs, last = {name: [] for name in [FLOOR, *loops]}, {}
         for _ in range(args.repeats):  # interleaved, so drifting load hits every row alike
+            ms, last[FLOOR] = floor_ms(model_dir, texts, ids, space, cfg)
+            runs[FLOOR].append(ms)
             for name, loop in loops.items():
-                runs[name].append(loop_ms(loop, model_dir, texts, ids, space, cfg))
+                ms, last[name] = loop_ms(loop, model_dir, texts, ids, space, cfg)
+                runs[name].append(ms)
         reads = {name: reads_per_step(loop, model_dir, texts, ids, space, cfg) for name, loop in loops.items()}
     print(f"micro BERT (1 layer, width 32), batch {cfg.batch_size}, {args.steps} steps, {args.threads} thread(s), "
           f"median of {args.repeats}")
+    median = {name: statistics.median(times) for name, times in runs.items()}
+    print(f"{FLOOR:22s} {median[FLOOR]:.3f} ms a step, last loss {last[FLOOR]:.6f}")
     for name in loops:
-        print(f"{name:22s} {statistics.median(runs[name]):.3f} ms a step, host reads {reads[name]:.2f} a step")
-    before, now, watching = (statistics.median(runs[name]) for name in loops)
+        print(f"{name:22s} {median[name]:.3f} ms a step, overhead {median[name] - median[FLOOR]:+.3f} ms, "
+              f"host reads {reads[name]:.2f} a step, last loss {last[name]:.6f}")
+    print(f"same arithmetic (every loop's last loss equals the floor's): {len(set(last.values())) == 1}")
+    before, now, watching = (median[name] for name in loops)
+    over_before, over_now = before - median[FLOOR], now - median[FLOOR]
     print(f"ms a step, before / now: {before / now:.2f} (before - now: {before - now:+.3f} ms); host reads a step, "
           f"before / now: {reads['before (legacy_loop)'] / reads['now (trainer)']:.0f}")
+    print(f"host overhead a step (above the floor), before / now: {over_before / over_now:.2f} "
+          f"({over_before:.3f} / {over_now:.3f} ms)")
     print(f"watching (metrics table + TensorBoard) / now: {watching / now:.3f} ({watching - now:+.3f} ms a step)")
     return 0
 

@@ -14,6 +14,7 @@ TRANSFORMS = ("center", "whiten", "ica")  # candidate-space transforms of a base
 TORCH_TRANSFORMS = ("ica",)  # those that may run on torch, on a GPU (ICA's backend auto); the others are numpy
 POOLINGS = ("cls", "mean", "max", "prompt")  # sentence poolings of encoding and evaluation
 TRAINING_POOLINGS = ("cls", "mean", "max")  # poolings a training run can use (DefSent: all three)
+TRAINING_POOLING_KEY = "config: runs.<run>.training_pooling"  # where a run chooses one (its objectives' errors name it)
 BENCHMARKS = ("sts", "senteval", "dev")  # score files: STS test sets, SentEval transfer, STS-B dev (selection)
 RANKING_METRICS = ("mrr", "mrr_at_10", "top1", "top3", "top10")  # the reverse dictionary's metrics, in table order
 SENTENCE_SETS = ("sts", "stsb-dev", "senteval")  # what the embedding stage encodes (evaluation.sentence_sets)

@@ -20,6 +20,7 @@ from defsent_plus.methods.simcse.objective import (
     shuffled_positions,
     token_cutoff_mask,
 )
+from defsent_plus.names import TRAINING_POOLING_KEY
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 from defsent_plus.training.task import Batch, TaskInputs
 from defsent_plus.training.trainer import TrainConfig, train_epoch
@@ -304,5 +305,6 @@ def test_bad_options_name_the_config_key_of_the_method_that_has_them(tiny_bert, 
                         kwargs.get("pooling", "cls"), 0, "toy", options, 4, None, declared.config_key())
     with pytest.raises(DefSentError) as err:
         declared.task(inputs)
-    assert err.value.where == f"config: methods.{method}.{key}"
+    # a run's pooling is its own key (runs.<run>.training_pooling), not one of the method's
+    assert err.value.where == (TRAINING_POOLING_KEY if key == "pooling" else f"config: methods.{method}.{key}")
     assert shown in err.value.message

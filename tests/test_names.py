@@ -53,6 +53,36 @@ def test_training_pooling_enum_is_names_training_poolings(schema):
     assert set(names.TRAINING_POOLINGS) <= set(names.POOLINGS)
 
 
+def test_the_training_poolings_are_written_out_once():
+    """``("cls", "mean", "max")`` was defined three times (names, DefSent's objective, the baselines' spec): a tuple of
+    exactly those names appears in names.py alone; the others refer to it."""
+    import ast
+
+    wanted = names.TRAINING_POOLINGS
+    found = []
+    for path in sorted((REPO / "defsent_plus").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Tuple) and tuple(getattr(e, "value", None) for e in node.elts) == wanted:
+                found.append(path.relative_to(REPO).as_posix())
+    assert found == ["defsent_plus/names.py"], found
+
+
+def test_every_objective_names_the_runs_pooling_key_the_schema_has(schema):
+    """A run chooses its pooling at ``runs.<run>.training_pooling``; the objectives' errors named keys that do not
+    exist (``methods.slt_fai.pooling``, ``methods.simcse.pooling``, ``pooling``)."""
+    from defsent_plus.errors import DefSentError
+    from defsent_plus.methods.defsent.objective import check_pooling
+    from defsent_plus.methods.simcse.objective import check_options
+    from defsent_plus.methods.slt_fai.objective import _check_options
+
+    assert names.TRAINING_POOLING_KEY == "config: runs.<run>.training_pooling"
+    assert "training_pooling" in schema["properties"]["runs"]["additionalProperties"]["properties"]
+    for check in (lambda: check_pooling("prompt"), lambda: check_options("prompt", 0.05, "none", 0.1, "config: x"),
+                  lambda: _check_options(0.1, 0.1, 0.1, 0.0, "prompt")):
+        with pytest.raises(DefSentError, match=re.escape(names.TRAINING_POOLING_KEY)):
+            check()
+
+
 def test_the_space_pattern_is_names_space_pattern(schema):
     assert schema["definitions"]["space"]["pattern"] == f"^{names.SPACE_PATTERN}$"
     spaces = [*names.BASE_SPACES, *(f"{b}.{t}" for b in names.BASE_SPACES for t in names.TRANSFORMS)]

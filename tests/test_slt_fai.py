@@ -21,6 +21,7 @@ from defsent_plus.methods.slt_fai.objective import (
     reverse_gradient,
     special_token_mask,
 )
+from defsent_plus.names import TRAINING_POOLING_KEY
 
 CORPUS = ["the the the the", "dog dog dog", "cat cat", "bird"]  # counts: the 4, dog 3, cat 2, bird 1
 SENTENCES = ["the giraffe is a long necked african animal", "a lion is a large animal", "the dog"]
@@ -249,12 +250,13 @@ def test_sentences_without_low_frequency_tokens_skip_incomplete_filtering(encode
 
 @pytest.mark.parametrize(("option", "value", "key"), [
     ("epsilon", 0.0, "epsilon"), ("epsilon", 1.5, "epsilon"), ("warmup", -0.1, "warmup"), ("alpha", -1.0, "alpha"),
-    ("pooling", "prompt", "pooling"),
+    ("pooling", "prompt", None),
 ])
 def test_bad_options_name_their_config_key(encoder, option, value, key):
+    """The method's options name its block; the pooling, a run's own key (None), names the run's."""
     with pytest.raises(DefSentError) as err:
         slt_fai(encoder, **{option: value})
-    assert err.value.where == f"config: methods.slt_fai.{key}"
+    assert err.value.where == (f"config: methods.slt_fai.{key}" if key else TRAINING_POOLING_KEY)
 
 
 # --- the released code's discriminators and L_AT over both views -------------------------------------------------

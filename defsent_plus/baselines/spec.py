@@ -15,6 +15,7 @@ from dataclasses import astuple, dataclass
 
 from defsent_plus.baselines.templates import NO_TEMPLATE, has_mask, template_text
 from defsent_plus.errors import DefSentError
+from defsent_plus.names import POOLINGS
 
 STATIC_LAYER = -1  # 003's layer -1: the rows of the input embedding matrix
 LAST = "last"
@@ -28,7 +29,7 @@ FITS = ("corpus", "eval")
 NO_FIT = "-"
 RANDOM_LAYERS = "-"  # random embeddings have no layers
 SHARED_SENTENCE_SETS = ("sts",)  # sets an embed job reads from a cache (not STS-B dev: see baselines.reuse)
-SHARED_POOLINGS = ("cls", "mean", "max")  # aggregations that are the embedding stage's pooling functions
+SHARED_POOLINGS = tuple(a for a in AGGREGATIONS if a in POOLINGS)  # aggregations the embedding stage pools alike
 ABTT_STEP = re.compile(r"^abtt(?P<d>\d+)?$")
 
 

@@ -34,12 +34,11 @@ from defsent_plus.encoders.models import Encoder, _checkpoint_tensor, _safetenso
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
-from defsent_plus.names import TRAINING_CARD
+from defsent_plus.names import TRAINING_CARD, TRAINING_POOLING_KEY, TRAINING_POOLINGS
 from defsent_plus.training.task import Batch, TaskInputs, TrainingTask
 
 log = logging.getLogger(__name__)
 HEAD_FILE = "defsent_head.safetensors"  # saved next to a DefSent-trained encoder: the head it was trained with
-DEFSENT_POOLINGS = ("cls", "mean", "max")  # 001, Section 2.3 (all tokens, special tokens included, as in defsent)
 
 
 # ------------------------------------------------------------------------------------------ head layouts
@@ -278,8 +277,10 @@ def load_head(encoder: Encoder) -> nn.Module:
 
 
 def check_pooling(pooling: str) -> None:
-    if pooling not in DEFSENT_POOLINGS:
-        raise DefSentError("pooling", f"DefSent pools with one of {list(DEFSENT_POOLINGS)}, not {pooling!r}")
+    """001, Section 2.3: CLS, mean or max over all tokens, special tokens included (as in defsent)."""
+    if pooling not in TRAINING_POOLINGS:
+        raise DefSentError(TRAINING_POOLING_KEY,
+                           f"DefSent pools with one of {list(TRAINING_POOLINGS)}, not {pooling!r}")
 
 
 class HeadwordPrediction(nn.Module):

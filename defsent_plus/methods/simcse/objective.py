@@ -28,6 +28,7 @@ from defsent_plus.names import (
     AUGMENTATIONS,
     CONTRASTIVE_LOSS_NAMES,
     FIRST_AUGMENTATIONS,
+    TRAINING_POOLING_KEY,
     TRAINING_POOLINGS,
     require_same_names,
 )
@@ -259,8 +260,8 @@ def check_views(loss: str, first_augmentation: str, augmentation: str, dropout: 
 def check_options(pooling: str, temperature: float, augmentation: str, cutoff_rate: float, config_key: str) -> None:
     """Fail with the config key to fix for an unknown pooling or augmentation, or an out-of-range number."""
     if pooling not in TRAINING_POOLINGS:
-        raise DefSentError(f"{config_key}.pooling", f"unknown pooling {pooling!r}; expected one of "
-                                                f"{list(TRAINING_POOLINGS)}")
+        raise DefSentError(TRAINING_POOLING_KEY, f"unknown pooling {pooling!r}; expected one of "
+                                                 f"{list(TRAINING_POOLINGS)}")
     if augmentation not in AUGMENTATIONS:
         raise DefSentError(f"{config_key}.augmentation", f"unknown augmentation {augmentation!r}; expected one of "
                                                      f"{list(AUGMENTATIONS)}")

@@ -57,6 +57,7 @@ from defsent_plus.encoders.models import Encoder
 from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods.simcse.objective import contrastive_corpus, contrastive_objective, corpus_card
+from defsent_plus.names import TRAINING_POOLING_KEY
 from defsent_plus.training.corpus import read_corpus_file
 from defsent_plus.training.task import TaskInputs, TrainingTask, unused_targets
 
@@ -207,7 +208,7 @@ def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, poo
     if not warmup >= 0.0:
         raise DefSentError("config: methods.slt_fai.warmup", f"warm-up must be a number of epochs >= 0, got {warmup}")
     if pooling == "prompt":
-        raise DefSentError("config: methods.slt_fai.pooling", "prompt pooling is not supported (no mask positions)")
+        raise DefSentError(TRAINING_POOLING_KEY, "SLT-FAI: prompt pooling is not supported (no mask positions)")
 
 
 class SltFai(nn.Module):
