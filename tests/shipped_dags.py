@@ -2,7 +2,7 @@
 session's start: niced, two at a time, they fill the core that the other tests, mostly one process at a time,
 leave idle, instead of running alone near the session's end.
 
-One config of each class (defsent_plus.rehearsal.classes) runs its whole DAG; defsent-roberta-base's comes first,
+One config of each class (tests/config_classes.py) runs its whole DAG; defsent-roberta-base's comes first,
 as conftest's ``tiny_rehearsal``, whose train and entry space jobs start fresh interpreters for its cost sheet.
 """
 
@@ -14,9 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from config_classes import shape_classes
 from conftest import REPO
-
-from defsent_plus.rehearsal.classes import shape_classes
 
 SHIPPED = [*sorted((REPO / "configs").glob("*.yaml")), REPO / "config.yaml"]
 CLASSES = shape_classes(SHIPPED)

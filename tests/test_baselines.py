@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from grid_reference import score_combination, uniformity
 from scipy import stats
 from sklearn.preprocessing import QuantileTransformer
 
@@ -23,9 +24,7 @@ from defsent_plus.baselines.grid import (
     grid_blocks,
     grid_targets,
     score_block,
-    score_combination,
     score_grid,
-    uniformity,
 )
 from defsent_plus.baselines.postprocess import (
     UniformQuantiles,

@@ -1,5 +1,5 @@
 """Every shipped config (configs/*.yaml and config.yaml) executes end to end at tiny size: one config of each class
-(defsent_plus.rehearsal.classes: equal up to names, model sizes, learning rates and published numbers) runs its
+(tests/config_classes.py: equal up to names, model sizes, learning rates and published numbers) runs its
 whole tiny rehearsal DAG; the others of its class plan the same jobs rule by rule.
 
 The DAGs run in the background from the session's start (tests/shipped_dags.py, conftest's ``shipped_dags``), their
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from config_classes import tiny_shape
 from conftest import REPO
 from shipped_dags import CLASSES, SHIPPED
 from workflow_utils import planned_jobs
 
 from defsent_plus import banner
-from defsent_plus.rehearsal.classes import tiny_shape
 
 
 def read(path: Path) -> dict:

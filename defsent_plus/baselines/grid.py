@@ -6,8 +6,8 @@ to every evaluated sentence; fitted on ``eval`` it is fitted per STS task on tha
 alignment/uniformity on their STS-B train sentences) — transductive, and marked so. ``idf_task`` rows are
 transductive too; they have no alignment/uniformity (their idf exists only per STS task).
 
-Two scorers give the same table. :func:`score_combination` scores one combination from scratch: the reference, kept
-as the tests' oracle and the benchmark's baseline. :func:`score_grid` scores a grid block by block: the combinations
+:func:`score_grid` scores a grid block by block (the per-combination reference it replaced, ``score_combination``,
+is the tests' oracle and the benchmark's baseline: tests/grid_reference.py): the combinations
 of one (template, layer set, aggregation) read each cache file once; each post-processing chain is fitted once on the
 fit corpus and its space's isotropy measured once per cached embedding; each task's rows are gathered once for the
 chains fitted on them; every task's gold is ranked once; fitted chains are applied without scikit-learn's input checks
@@ -30,21 +30,18 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 from scipy import sparse
-from scipy.spatial.distance import pdist
-from scipy.special import logsumexp
 from scipy.stats import rankdata
 from threadpoolctl import threadpool_limits
 
 from defsent_plus.baselines.layout import INDEX, cache_file
-from defsent_plus.baselines.postprocess import apply_chain, fit_chain, fit_transform_chain, transform_rows
+from defsent_plus.baselines.postprocess import fit_chain, fit_transform_chain, transform_rows
 from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.spaces.entry_matrix import check_entry_space
-from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
 from defsent_plus.spaces.moments import covariance
-from defsent_plus.sts import STS_AGGREGATIONS, aggregate_spearman, cosine_rows
+from defsent_plus.sts import STS_AGGREGATIONS
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"
@@ -60,12 +57,6 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 def alignment(x: np.ndarray, y: np.ndarray) -> float:
     """E ||f(x) - f(y)||^2 over positive pairs, on unit-normalised embeddings (Wang & Isola's alpha = 2)."""
     return float(np.mean(np.sum((unit_rows(x) - unit_rows(y)) ** 2, axis=1)))
-
-
-def uniformity(x: np.ndarray, t: float = 2.0) -> float:
-    """log E exp(-t ||f(x) - f(y)||^2) over all distinct pairs, on unit-normalised embeddings."""
-    distances = pdist(unit_rows(x), "sqeuclidean")
-    return float(logsumexp(-t * distances) - np.log(len(distances)))
 
 
 class CachedEmbeddings:
@@ -96,75 +87,6 @@ class CachedEmbeddings:
         if combination.aggregation in TRANSDUCTIVE_AGGREGATIONS:
             return self.load(combination, f"eval-{task}")
         return evaluated[rows]
-
-
-def task_vectors(combination: Combination, embeddings: CachedEmbeddings, evaluation: EvaluationSet, task: str,
-                 evaluated: np.ndarray | None, processed) -> tuple[np.ndarray, np.ndarray]:
-    """A task's post-processed vectors and, per evaluation row, its position among them."""
-    rows = evaluation.task_rows(task)
-    vectors = processed(embeddings.task(combination, task, rows, evaluated), f"STS task {task}")
-    position = np.full(len(evaluation.sentences), -1)
-    position[rows] = np.arange(len(rows))
-    return vectors, position
-
-
-def post_processor(combination: Combination, corpus: np.ndarray, abtt_components: int):
-    """``(x, where) -> x post-processed``: fitted once on the corpus, or (fit ``eval``) on each ``x`` itself."""
-    chain = combination.postprocess
-    if combination.fit == "eval":
-        return lambda x, where: apply_chain(chain, x, x, abtt_components, where)
-    fitted = fit_chain(chain, corpus, abtt_components, FIT_CORPUS_KEY)
-    return lambda x, where: fitted.transform(x)
-
-
-def score_combination(combination: Combination, embeddings: CachedEmbeddings, evaluation: EvaluationSet,
-                      options: dict) -> dict:
-    """One row of the grid's table."""
-    transductive = combination.aggregation in TRANSDUCTIVE_AGGREGATIONS
-    corpus = embeddings.load(combination, "corpus")
-    evaluated = None if transductive else embeddings.load(combination, "eval")
-    processed = post_processor(combination, corpus, options["abtt_components"])
-    if evaluated is not None and combination.fit != "eval":  # fitted on the corpus: transform every sentence once
-        evaluated = processed(evaluated, FIT_CORPUS_KEY)
-        per_task = unchanged
-    else:
-        per_task = processed
-
-    scores = {}
-    for task, parts in evaluation.tasks.items():
-        vectors, position = task_vectors(combination, embeddings, evaluation, task, evaluated, per_task)
-        similarities = [cosine_rows(vectors[position[p.rows1]], vectors[position[p.rows2]]) for p in parts]
-        scores[task] = aggregate_spearman(similarities, [p.gold for p in parts], options["sts_aggregation"])
-    row = {**vars(combination), "transductive": transductive or combination.fit == "eval", **scores,
-           "avg": float(np.mean(list(scores.values()))), "dev": np.nan}
-    if not transductive:  # STS-B dev, the selection score (idf_task has no dev idf)
-        vectors, position = task_vectors(combination, embeddings, evaluation, DEV, evaluated, per_task)
-        similarities = [cosine_rows(vectors[position[p.rows1]], vectors[position[p.rows2]]) for p in evaluation.dev]
-        row["dev"] = aggregate_spearman(similarities, [p.gold for p in evaluation.dev], "all")
-    row.update(shape_metrics(evaluated, per_task, processed(corpus, FIT_CORPUS_KEY), evaluation, options))
-    return row
-
-
-def unchanged(x: np.ndarray, where: str) -> np.ndarray:
-    return x
-
-
-def shape_metrics(evaluated: np.ndarray | None, processed, space: np.ndarray, evaluation: EvaluationSet,
-                  options: dict) -> dict:
-    """Alignment and uniformity (STS-B train, ``processed`` unless already) and the isotropy of the post-processed
-    fit corpus ``space``."""
-    metrics = {"alignment": np.nan, "uniformity": np.nan}
-    if evaluated is not None:
-        first, second = evaluation.alignment
-        rows = np.unique(np.concatenate([first, second, evaluation.uniformity]))
-        position = np.full(len(evaluation.sentences), -1)
-        position[rows] = np.arange(len(rows))
-        vectors = processed(evaluated[rows], SHAPE_KEY)
-        metrics["alignment"] = alignment(vectors[position[first]], vectors[position[second]])
-        metrics["uniformity"] = uniformity(vectors[position[evaluation.uniformity]])
-    metrics["isoscore"] = isoscore(space)
-    metrics["mean_cosine"] = mean_pair_cosine(space, options["isotropy_seed"], options["isotropy_pairs"])
-    return metrics
 
 
 # ---------------------------------------------------------------------------------------- the grid, block by block
