@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     bound = max(over_now, median_upper_bound(paired["now (trainer)"]))
     print(f"ms a step, before / now: {before / now:.2f} (before - now: {before - now:+.3f} ms); host reads a step, "
           f"before / now: {reads['before (legacy_loop)'] / reads['now (trainer)']:.0f}")
-    print(f"host overhead a step (above the floor), before / now: at least {over_before / bound:.1f} "
+    ratio = f"at least {over_before / bound:.1f}" if bound > 0 else "unbounded (today's is below the floor)"
+    print(f"host overhead a step (above the floor), before / now: {ratio} "
           f"({over_before:.3f} ms / at most {bound:.3f} ms, the upper end of a 95% interval of today's median)")
     print(f"watching (metrics table + TensorBoard) / now: {watching / now:.3f} ({watching - now:+.3f} ms a step)")
     return 0

@@ -5,6 +5,7 @@ rate (defsent_plus.rehearsal.costs), the second size is chosen within the rehear
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -288,22 +289,24 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     dataset = {f"word{i}": [f"the {i}th sense" + " of it" * (i % 7), f"another {i}th sense"] if i % 2
                else ["a shared sense"] for i in range(400)}
     write_toy_dataset(tmp_path / dag.dictionary_file("a.parquet"), dataset)
-    queries = costs.built_heldout_queries(tmp_path, real)
+    heldout = costs.built_heldout_texts(tmp_path, real)
+    texts = heldout["a_full"]
     held = 2 * round(0.02 * 400)  # 8 headwords each for dev and test, half of them with two definitions
-    n = len(queries["a_full"])
+    n = len(texts.queries)
     assert 0 < n < held and n == pytest.approx(held / 2, abs=4)
-    assert set(queries["a_full"]) <= {d for senses in dataset.values() for d in senses}
+    every = [d for senses in dataset.values() for d in senses]
+    assert set(texts.queries) <= set(every) and 0 < len(texts.definitions) < len(every)
     minilm = model_architecture(real["models"]["minilm"])
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries, fake_scoring_seconds,
+    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout, fake_scoring_seconds,
                             tokenizer_of=lambda model: tokenizer)
-    lengths = [len(ids) for ids in tokenizer(queries["a_full"])["input_ids"]]
+    lengths = [len(ids) for ids in tokenizer(texts.queries)["input_ids"]]
     padded = padded_tokens(lengths, real["evaluation"]["batch_size"])
     assert padded > sum(lengths)  # the texts differ in length: padding counts
     rd = costs.Job("reverse_dictionary", {"run": "minilm_full"})
     assert context.real_units(rd, 30) == (pytest.approx(3 * padded), 1.0)
     assert context.scored_rows(rd) == 3 * n
-    no_tokenizer = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, queries)
+    no_tokenizer = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout)
     assert no_tokenizer.real_units(rd, 30)[0] == 3 * n * MEDIAN_DEFINITION_TOKENS
     row = job("reverse_dictionary", 30, 8.0, 3 * padded, model="minilm", run="minilm_full", classes=40,
               tokens=1.0, real_scored=3 * n)
@@ -314,6 +317,11 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     assert projected.loc[0, "real_cpu_hours"] * 3600 == pytest.approx(3 * padded * 8.0 / 30 + 3 * n * per_query)
     forward = costs.flops_per_unit("reverse_dictionary", minilm, 1.0)
     assert costs.gpu_job(row, context, GPU)[0] == pytest.approx(3 * padded * forward + 3 * n * 2 * 384 * 400)
+    # DefSent's protocol also encodes every definition, batched apart from the queries: each set pads on its own
+    defsent = {**real, "runs": {"minilm_full": {**real["runs"]["minilm_full"], "method": "defsent"}}}
+    with_definitions = replace(context, real=defsent)
+    definitions = padded_tokens([len(ids) for ids in tokenizer(texts.definitions)["input_ids"]], 128)
+    assert with_definitions.real_units(rd, 30)[0] == pytest.approx(2 * (definitions + 2 * padded))
 
 
 def test_the_sheet_reads_each_jobs_threads_from_snakemakes_log_and_names_them(tmp_path):

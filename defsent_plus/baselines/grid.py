@@ -93,9 +93,10 @@ class CachedEmbeddings:
 
 
 def gram_uniformity(x: np.ndarray, t: float = 2.0) -> float:
-    """:func:`uniformity` from the Gram matrix of the unit rows (|a - b|^2 = |a|^2 + |b|^2 - 2 a.b): the same value
-    to round-off at the cost of one matrix product, each pair counted from both sides (the sum over the whole
-    matrix, its diagonal left out, is twice the sum over the pairs)."""
+    """The reference's uniformity (tests/grid_reference.py: every pairwise distance) from the Gram matrix of the unit
+    rows (|a - b|^2 = |a|^2 + |b|^2 - 2 a.b): the same value to round-off at the cost of one matrix product, each
+    pair counted from both sides (the sum over the whole matrix, its diagonal left out, is twice the sum over the
+    pairs)."""
     n = len(x)
     if n < 2:
         return float("nan")
@@ -318,8 +319,8 @@ class EmbeddingRows:
         self.subsets: dict[str, np.ndarray] = {}
 
     def row(self, combination: Combination) -> tuple[dict, dict[str, np.ndarray]]:
-        """The combination's row of the grid's table (:func:`score_combination`'s) and every STS task's per-pair
-        cosines (its parts concatenated, in file order)."""
+        """The combination's row of the grid's table (the reference's, tests/grid_reference.py) and every STS task's
+        per-pair cosines (its parts concatenated, in file order)."""
         chain = combination.postprocess
         if combination.fit == "eval":
             cosines, dev, shape = self.fitted_per_task(chain)
@@ -425,11 +426,11 @@ def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tu
 
 def score_grid(combinations: Sequence[Combination], embeddings: CachedEmbeddings, evaluation: EvaluationSet,
                options: dict, n_jobs: int = 1, pairs: dict[int, dict[str, np.ndarray]] | None = None) -> pd.DataFrame:
-    """The grid's table, one row per combination, in grid order (:func:`score_combination`'s rows); ``n_jobs``
-    processes score blocks side by side, each on one BLAS thread: whitening all directions divides by the square
-    roots of near-zero variances, so its numbers depend on BLAS's summation order, and one thread keeps them the same
-    whatever the job's threads. ``pairs``, when given, receives every combination's per-pair cosines per STS task
-    (by grid index), for the intervals of :mod:`defsent_plus.baselines.uncertainty`."""
+    """The grid's table, one row per combination, in grid order (the reference's rows, tests/grid_reference.py);
+    ``n_jobs`` processes score blocks side by side, each on one BLAS thread: whitening all directions divides by the
+    square roots of near-zero variances, so its numbers depend on BLAS's summation order, and one thread keeps them
+    the same whatever the job's threads. ``pairs``, when given, receives every combination's per-pair cosines per
+    STS task (by grid index), for the intervals of :mod:`defsent_plus.baselines.uncertainty`."""
     start = time.perf_counter()
     targets = grid_targets(evaluation, options)
     rows: list[dict | None] = [None] * len(combinations)

@@ -9,8 +9,10 @@ and each rule its own ``seconds_per_unit`` per model, fitted by least squares ov
 one size (``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
 ``seconds_per_unit`` each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
 evaluation sentences; the baselines' forward pass: its evaluation and corpus sentences, and its grid scores them
-per template), examples trained (× epochs), entries × FastICA iterations; every other rule costs its seconds at the
-larger size.
+per template), the reverse dictionary's padded tokens (each encoded set batched as the job batches it), STS pairs
+(scores, a run's STS table, the comparison), examples trained (× epochs), entries × FastICA iterations; every other
+rule costs its seconds at the larger size. A job that times its own work (a work clock beside its benchmark, or its
+record's seconds) gets its rate from that work, not from its wall time.
 FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
 4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation,
 training at least its steps' latency floor, FastICA at its float32 rate (defaults measured on an H200).
@@ -102,10 +104,9 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     if job.rule == "reverse_dictionary":
         run = job.wildcards["run"]
         subset = context.rehearsal["runs"][run]["dataset"]
-        definitions = int(pd.read_parquet(workdir / dag.subset_file(subset))["definitions"].map(len).sum())
-        queries = list(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet"))["definition"])
-        sentences = context.method_of_run(run).reverse_dictionary.encoded_sentences(definitions, len(queries))
-        return sentences * context.encoded_tokens(context.model_of_run(run), queries, context.rehearsal)
+        texts = HeldOutTexts(list(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet"))["definition"]),
+                             definition_texts(pd.read_parquet(workdir / dag.subset_file(subset))))
+        return context.reverse_dictionary_tokens(run, texts, context.rehearsal)
     if job.rule == "train":
         summary = read_json(workdir / job.outputs[1])
         return summary["examples"] * summary["config"].get("epochs", 1)
@@ -153,6 +154,19 @@ def dataset_file(job: Job, context: Context) -> str:
 
 
 @dataclass(frozen=True)
+class HeldOutTexts:
+    """A held-out subset's reverse-dictionary queries and the definitions left in it."""
+
+    queries: list[str]
+    definitions: list[str]
+
+
+def definition_texts(frame: pd.DataFrame) -> list[str]:
+    """Every definition of a dataset table, entry by entry."""
+    return [definition for definitions in frame["definitions"] for definition in definitions]
+
+
+@dataclass(frozen=True)
 class Context:
     """What the projection needs to know of the real config and its rehearsal."""
 
@@ -161,22 +175,33 @@ class Context:
     architectures: dict  # model name -> Architecture (the real one)
     real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
     built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
-    heldout_queries: dict | None = None  # held-out subset -> its queries' texts, split from the built dataset
+    heldout: dict | None = None  # held-out subset -> its HeldOutTexts, split from the built dataset
     # (classes, rows, hidden, threads, backward) -> seconds this machine takes to score rows against classes
     scoring_seconds: Callable[..., float] = field(default=lambda *args: entry_scoring_seconds(*args))
-    # model -> its tokenizer (the rehearsal's copy: the same vocabulary as the real model's)
+    # model -> the tokenizer of the rehearsal's copy (a hub RoBERTa's stand-in trains its own BPE: both sides of the
+    # projection count tokens with it, so their ratio holds where absolute counts are approximate)
     tokenizer_of: Callable[[str], object] | None = None
 
-    def encoded_tokens(self, model: str, texts: list[str], config: dict) -> float:
-        """Tokens a query costs to encode, padding included, as ``config``'s evaluation batches ``texts`` on this
-        CPU (:func:`~defsent_plus.encoders.encoding.padded_tokens`); the median definition's without a tokenizer."""
+    def padded_total(self, model: str, texts: list[str], config: dict) -> float:
+        """Tokens the encoder computes for ``texts``, padding included, as ``config``'s evaluation batches them on
+        this CPU (:func:`~defsent_plus.encoders.encoding.padded_tokens`); the median definition's each without a
+        tokenizer."""
         if self.tokenizer_of is None or not texts:
-            return MEDIAN_DEFINITION_TOKENS
+            return float(MEDIAN_DEFINITION_TOKENS * len(texts))
         from defsent_plus.encoders.encoding import batching_for, padded_tokens, tokenise
 
         evaluation = config["evaluation"]
         lengths = tokenise(self.tokenizer_of(model), texts, evaluation["max_length"]).lengths
-        return padded_tokens(lengths, *batching_for("cpu", evaluation["batch_size"])) / len(texts)
+        return float(padded_tokens(lengths, *batching_for("cpu", evaluation["batch_size"])))
+
+    def reverse_dictionary_tokens(self, run: str, texts: HeldOutTexts, config: dict) -> float:
+        """Padded tokens a reverse-dictionary job of ``run`` encodes, its method's protocol applied to each set's
+        own padding (the queries and, where the protocol encodes them, the dataset's definitions, batched
+        apart: a few queries pad several times more than thousands of definitions)."""
+        protocol = self.method_of_run(run).reverse_dictionary
+        model = self.model_of_run(run)
+        definitions = self.padded_total(model, texts.definitions, config) if protocol.encoded_sentences(1, 0) else 0
+        return protocol.encoded_sentences(definitions, self.padded_total(model, texts.queries, config))
 
     def method_of_run(self, run: str):
         from defsent_plus.methods import method_of
@@ -248,8 +273,10 @@ class Context:
             return definitions + entries, MEDIAN_DEFINITION_TOKENS
         if job.rule == "reverse_dictionary":  # in padded tokens: a few queries pad much more than thousands
             run = job.wildcards["run"]
-            queries = (self.heldout_queries or {}).get(self.real["runs"][run]["dataset"])
-            return self.scored_rows(job) * self.encoded_tokens(self.model_of_run(run), queries or [], self.real), 1.0
+            texts = (self.heldout or {}).get(self.real["runs"][run]["dataset"])
+            if texts is None:  # no built dataset (Oxford stand-ins): the median definition's tokens, no padding
+                return self.scored_rows(job) * MEDIAN_DEFINITION_TOKENS, 1.0
+            return self.reverse_dictionary_tokens(run, texts, self.real), 1.0
         if job.rule in BASELINE_RULES:
             sentences, tokens = self.real_sets["baselines"]
             per_template = sentences if job.rule == "baseline_embed" else 0
@@ -264,17 +291,18 @@ class Context:
         return 0.0, 0
 
     def scored_rows(self, job: Job) -> float:
-        """Sentences a real job scores against an entry space: a reverse-dictionary job's encoded queries (its
-        protocol's), a training job's examples; 0 for other rules."""
+        """Sentences a real job scores against its classes: a reverse-dictionary job's encoded sentences (its
+        protocol's: DefSent+'s queries against every entry, DefSent's definitions and queries against the
+        vocabulary), a training job's examples; 0 for other rules."""
         run = job.wildcards.get("run")
         if job.rule == "train":
             examples, epochs = self.training_examples(run)
             return examples * epochs
         if job.rule != "reverse_dictionary":
             return 0.0
-        queries = (self.heldout_queries or {}).get(self.real["runs"][run]["dataset"])
+        texts = (self.heldout or {}).get(self.real["runs"][run]["dataset"])
         return reverse_dictionary_sentences(self.real, self.method_of_run(run), run, self.built,
-                                            None if queries is None else len(queries))
+                                            None if texts is None else len(texts.queries))
 
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
@@ -677,7 +705,7 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
-                   built_heldout_queries(workdir, real) if built else None, tokenizer_of=pinned_tokenizers(workdir))
+                   built_heldout_texts(workdir, real) if built else None, tokenizer_of=pinned_tokenizers(workdir))
 
 
 def pinned_tokenizers(workdir: Path) -> Callable[[str], object]:
@@ -705,10 +733,10 @@ def built_datasets(workdir: Path, real: dict) -> dict | None:
     return sizes or None
 
 
-def built_heldout_queries(workdir: Path, real: dict) -> dict[str, list[str]]:
-    """The queries (definitions) of each held-out subset of the real config, split from the dataset the rehearsal
-    built as the real run's subset stage splits it (only an entry with a definition of its own gives one: 2,202 of
-    all of dataset a's 8,262 held-out entries)."""
+def built_heldout_texts(workdir: Path, real: dict) -> dict[str, HeldOutTexts]:
+    """The queries and the remaining definitions of each held-out subset of the real config, split from the dataset
+    the rehearsal built as the real run's subset stage splits it (only an entry with a definition of its own gives a
+    query: 2,202 of all of dataset a's 8,262 held-out entries)."""
     from defsent_plus.dictionary.subsets import subsample_entries, with_heldout_queries
     from defsent_plus.dictionary.table import read_dataset
 
@@ -717,8 +745,8 @@ def built_heldout_queries(workdir: Path, real: dict) -> dict[str, list[str]]:
         path = workdir / dag.dictionary_file(f"{subset['dataset']}.parquet")
         if "heldout" in subset and path.is_file():
             frame = subsample_entries(read_dataset(path), subset.get("max_entries"), subset["seed"])
-            held_out = with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")[1]
-            queries[name] = list(held_out["definition"])
+            kept, held_out = with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")
+            queries[name] = HeldOutTexts(list(held_out["definition"]), definition_texts(kept))
     return queries
 
 

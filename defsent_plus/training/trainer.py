@@ -1,8 +1,9 @@
 """The training loop every method shares: one epoch of a method's task from the run's ORIGINAL weights.
 
 The loop is objective-agnostic: a method's task (:mod:`defsent_plus.training.task`) gives an objective that maps a
-batch's encoder outputs to a loss plus named sub-losses for logging, the examples and their targets. Which method a
-candidate trains is looked up in the registry (:mod:`defsent_plus.methods`); the loop never names one.
+batch's encoder outputs to a loss plus named sub-losses for logging, the examples and their targets. The caller hands
+in the method's declaration (:class:`~defsent_plus.training.task.TrainingMethod`); the loop never names one and never
+imports the registry.
 """
 
 from __future__ import annotations
