@@ -44,10 +44,10 @@ from defsent_plus.pipeline.requests import (
     training_memory_bytes,
 )
 from defsent_plus.rehearsal import models as building
+from defsent_plus.rehearsal.caps import STS_PAIR_RULES
 
 ENCODER_RULES = ("embed", "entry_space")
 BASELINE_RULES = ("baseline_embed", "baseline_grid")
-STS_PAIR_RULES = ("score", "score_table", "compare_sts")  # their work: every STS pair, scored and resampled
 RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
 SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
@@ -260,8 +260,7 @@ class Context:
     def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
         """(units, tokens per unit) of the real config's job matching a rehearsal job."""
         if job.rule == "train":
-            examples, epochs = self.training_examples(job.wildcards["run"])
-            return examples * epochs, MEDIAN_DEFINITION_TOKENS
+            return self.scored_rows(job), MEDIAN_DEFINITION_TOKENS  # its examples × epochs
         if job.rule == "embed":
             if not rehearsal_units:  # read from a cache in the rehearsal, so in the real run too
                 return 0.0, 0
