@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.pipeline import dag
 from defsent_plus.rehearsal.costs import benchmark_of, executed_jobs
 
 
@@ -47,11 +48,19 @@ def loss_curves(workdir: Path, run: str) -> pd.DataFrame:
     for summary in sorted((workdir / "results" / run).glob("step*/*/seed*/train.json")):
         train = json.loads(summary.read_text(encoding="utf-8"))
         classes = train["classes"]
-        rows.append({"candidate": str(summary.parent.relative_to(workdir / "results")), "steps": train["steps"],
-                     "examples": train["examples"], "seconds": train["seconds"], "ln_entries": math.log(classes),
+        candidate = summary.parent.relative_to(workdir / "results")
+        rows.append({"candidate": str(candidate), "steps": train["steps"], "examples": train["examples"],
+                     "seconds": loop_seconds(workdir, candidate, train), "ln_entries": math.log(classes),
                      "entries": classes, "first": train["loss_first"], "last": train["loss_last"],
                      "segments": " ".join(f"{x:.2f}" for x in train["loss_curve"])})
     return pd.DataFrame(rows)
+
+
+def loop_seconds(workdir: Path, candidate: Path, train: dict) -> float:
+    """A train job's loop seconds: its work clock (results/ holds no timing), or in a workdir run before the clocks
+    its train.json's."""
+    clock = workdir / dag.work_clock_file(*candidate.parts, "train")
+    return json.loads(clock.read_text(encoding="utf-8"))["seconds"] if clock.is_file() else train["seconds"]
 
 
 def main(argv: list[str] | None = None) -> int:

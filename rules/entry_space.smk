@@ -11,6 +11,7 @@ rule entry_space:
         meta=dag.space_meta("{encoder}", "{dataset}"),
     log:
         dag.log_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
+        work=dag.work_clock_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
     benchmark:
         dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "entry_space")
     priority: CHAIN_PRIORITY

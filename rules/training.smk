@@ -11,6 +11,7 @@ rule train:
         metrics=dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "metrics.tsv"),
     log:
         dag.log_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
+        work=dag.work_clock_file("{run}", "step{step}", "{space}", "seed{seed}", "train"),
     benchmark:
         dag.benchmark_file("{run}", "step{step}", "{space}", "seed{seed}", "train")
     wildcard_constraints:

@@ -100,7 +100,7 @@ def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     from workflow_utils import snakemake, write_tiny_config
 
     workdir = tmp_path_factory.mktemp("tiny_run")
-    write_tiny_config(workdir, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "results/trackers"})
+    write_tiny_config(workdir, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "logs/trackers"})
     snakemake(workdir, python=warm_python)
     return workdir
 

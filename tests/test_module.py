@@ -41,7 +41,7 @@ def module_run(tmp_path_factory, tiny_bert, tiny_run, warm_python) -> Path:
     assert '"../defsent-plus/Snakefile"' in wrapper
     (workdir / "Snakefile").write_text(wrapper.replace('"../defsent-plus/Snakefile"', repr(str(REPO / "Snakefile"))))
     (workdir / "config").mkdir()
-    write_tiny_config(workdir / "config", tiny_bert, logging={"report_to": ["tensorboard"], "dir": "results/trackers"})
+    write_tiny_config(workdir / "config", tiny_bert, logging={"report_to": ["tensorboard"], "dir": "logs/trackers"})
     (workdir / "config" / "config.yaml").rename(workdir / "config" / "defsent.yaml")
     module_snakemake(workdir, python=warm_python)
     return workdir

@@ -70,6 +70,10 @@ def test_mteb_scores_the_stored_vectors_like_the_project(stored):
     sts12 = json.loads((results / "STS12.json").read_text())
     assert sts12["dataset_revision"].startswith("senteval-")  # read locally, never MTEB's hub copy
     assert 100 * sts12["scores"]["test"][0]["cosine_spearman"] == pytest.approx(check["mteb"][0], abs=1e-3)
+    assert [sts12[key] for key in ("evaluation_time", "date", "evaluation_phases")] == [None] * 3  # no timing
+    from mteb.results import TaskResult
+
+    assert TaskResult.from_disk(results / "STS12.json").get_score() == sts12["scores"]["test"][0]["main_score"]
 
 
 def test_the_stored_vectors_serve_every_sts_sentence_and_others_are_encoded_once(stored):

@@ -13,10 +13,10 @@ import yaml
 from conftest import REPO
 from workflow_utils import snakemake, validated, write_tiny_config
 
+from defsent_plus.methods.simcse import STSSICK_SENTENCES
 from defsent_plus.pipeline.model_architectures import architecture_names, architecture_of
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import (
-    STSSICK_SENTENCES,
     Gpu,
     embedding_parameters,
     layer_parameters,
@@ -55,10 +55,11 @@ def test_a_contrastive_runs_examples_are_its_corpus_sample_not_its_whole_corpus(
     for run in ("simcse", "slt_fai", "slt_fai_consert"):
         options = plan.method(run).resolved_options(plan.method_options(run))
         assert options["max_sentences"] == 5000
-        assert training_examples(config, run, options) == (5000, 1)
-    whole = {**options, "max_sentences": None}
-    assert training_examples(config, "slt_fai_consert", whole) == (STSSICK_SENTENCES, 1)
-    assert training_examples(config, "slt_fai_consert", {**whole, "max_sentences": 10 ** 6}) == (STSSICK_SENTENCES, 1)
+        assert training_examples(config, run, plan.method(run), options) == (5000, 1)
+    whole, method = {**options, "max_sentences": None}, plan.method("slt_fai_consert")
+    assert training_examples(config, "slt_fai_consert", method, whole) == (STSSICK_SENTENCES, 1)
+    assert training_examples(config, "slt_fai_consert", method, {**whole, "max_sentences": 10 ** 6}) == (
+        STSSICK_SENTENCES, 1)
 
 
 def test_a_train_request_grows_with_the_work_and_the_model_and_keeps_its_margin():
@@ -131,3 +132,28 @@ def test_the_gpu_defaults_reproduce_the_measured_h200_rows():
             assert gpu.seconds(flops, 0, layers) == pytest.approx(rows["entry space"]["seconds"], rel=0.03)
             ica = rows["ica"]["steps"] * 4.0 * hidden * hidden * 206_546
             assert gpu.ica_seconds(ica) == pytest.approx(rows["ica"]["seconds"], rel=0.03)
+
+
+def test_the_cost_model_asks_a_methods_declaration_not_its_name_or_options():
+    """A method's cost facts are its declaration's (methods/costs.py): a SimCSE run costed with a declaration that
+    says otherwise follows the declaration, whatever the method's name and its options say."""
+    from dataclasses import replace
+
+    from defsent_plus.methods.costs import VOCABULARY, TrainingCosts
+    from defsent_plus.pipeline.model_architectures import model_architecture
+    from defsent_plus.pipeline.requests import model_of_run, output_classes
+    from defsent_plus.rehearsal.estimate import saved_weights_bytes
+
+    plan, config = plan_and_config(REPO / "configs" / "contrastive-minilm.yaml")
+    simcse = plan.method("simcse")
+    options = simcse.resolved_options(plan.method_options("simcse"))
+    architecture = model_architecture(config["models"][model_of_run(config, "simcse")])
+    declared = replace(simcse, costs=TrainingCosts(classes=VOCABULARY, sentences=lambda options, definitions: 1234.0,
+                                                   saves_masked_lm_head=True))
+    assert output_classes(config, "simcse", simcse, architecture) == 0  # in-batch contrast
+    assert output_classes(config, "simcse", declared, architecture) == architecture.config["vocab_size"]
+    assert training_examples(config, "simcse", declared, options) == (1234.0, 1)
+    bert = architecture_of("bert-base-uncased")  # MiniLM's package has no masked-LM head
+    assert saved_weights_bytes(bert, declared) > saved_weights_bytes(bert, simcse)  # with the head
+    assert simcse.dev_scorings_every(options) == options["select_every"] > 0
+    assert replace(simcse, dev_in_training=False).dev_scorings_every(options) == 0

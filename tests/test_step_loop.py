@@ -130,7 +130,7 @@ def test_the_metrics_table_has_every_step_once_with_the_logged_losses_and_the_st
     assert {step: round(table.loss[step - 1], 4) for step in logged} == logged
     assert (table.loss.iloc[0], table.loss.iloc[-1]) == (summary["loss_first"], summary["loss_last"])
     np.testing.assert_allclose(table["lr"], cfg.lr * (1 - np.arange(12) / 12))  # linear decay, no warm-up
-    assert (table["grad_norm"] > 0).all() and (table["examples_per_second"] > 0).all()
+    assert (table["grad_norm"] > 0).all() and "examples_per_second" not in table  # no timing in results
     assert table["dev_score"].dropna().to_dict() == {4: 0.0, 9: 1.0, 11: 2.0}  # steps 5, 10 and the epoch's end
 
 

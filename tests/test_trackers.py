@@ -17,6 +17,7 @@ from workflow_utils import validated
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.training import trainer
+from defsent_plus.training.metrics import PACE
 from defsent_plus.training.trackers import KINDS, Tracking, check_trackers, job_tracking
 
 INSTALLED = [name for name, kind in KINDS.items() if importlib.util.find_spec(kind.module) is not None]
@@ -98,10 +99,11 @@ def test_each_installed_tracker_stores_the_train_jobs_metrics_table(tiny_bert, t
     for tracker in trackers:
         tracker.finish(summary)
     expected = as_stored(pd.read_csv(tmp_path / "metrics.tsv", sep="\t"))
-    assert set(expected) == {"lr", "loss", "entry_ce", "grad_norm", "examples_per_second"}  # entry_ce: its part
+    assert set(expected) == {"lr", "loss", "entry_ce", "grad_norm"}  # entry_ce: its part
     for name in INSTALLED:
         stored = READ_BACK[name](tmp_path / "trackers", "default/step1/amp/seed0")
-        assert stored.keys() == expected.keys(), name
+        assert stored.keys() == {*expected, PACE}, name  # the pace: the trackers', not the table's (no timing)
+        assert stored[PACE].keys() == expected["loss"].keys() and min(stored[PACE].values()) > 0, name
         for column, values in expected.items():  # TensorBoard keeps float32
             assert stored[column].keys() == values.keys(), (name, column)
             np.testing.assert_allclose(list(stored[column].values()), list(values.values()), rtol=1e-6,
@@ -131,7 +133,7 @@ def test_an_unknown_or_missing_tracker_is_refused_naming_the_key_and_the_extra(m
 def test_the_schema_knows_the_trackers_and_reports_none_by_default(tmp_path):
     from test_dag import tiny_config
 
-    assert tiny_config()["logging"] == {"report_to": [], "dir": "results/trackers"}
+    assert tiny_config()["logging"] == {"report_to": [], "dir": "logs/trackers"}
     config = tiny_config()
     config["logging"] = {"report_to": ["neptune"]}
     with pytest.raises(DefSentError, match=r"config: logging\.report_to\.0"):
@@ -156,7 +158,7 @@ sys.meta_path.insert(0, NoMlflow())
 def test_a_missing_tracker_stops_the_workflow_before_any_job(tmp_path, tiny_bert):
     from workflow_utils import snakemake, write_tiny_config
 
-    write_tiny_config(tmp_path, tiny_bert, logging={"report_to": ["mlflow"], "dir": "results/trackers"})
+    write_tiny_config(tmp_path, tiny_bert, logging={"report_to": ["mlflow"], "dir": "logs/trackers"})
     (tmp_path / "block").mkdir()
     (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK_MLFLOW)
     refused = snakemake(tmp_path, "--dry-run", check=False, pythonpath=[tmp_path / "block"])
@@ -171,6 +173,6 @@ def test_every_train_job_of_the_tiny_run_reported_its_metrics_table_to_tensorboa
     for path in tables:
         table = pd.read_csv(path, sep="\t")
         name = "/".join(path.parent.relative_to(tiny_run / "results").parts)
-        stored = tensorboard_scalars(tiny_run / "results" / "trackers" / "tensorboard" / name)
+        stored = tensorboard_scalars(tiny_run / "logs" / "trackers" / "tensorboard" / name)
         assert table["step"].tolist() == list(range(1, len(table) + 1))
         assert stored["loss"] == pytest.approx(dict(zip(table["step"], table["loss"], strict=True)), rel=1e-6)

@@ -174,7 +174,8 @@ class Extraction:
                  "eval_sentences": len(evaluation), "eval_digest": sentences_digest(evaluation),
                  "corpus_sentences": len(corpus), "corpus_digest": sentences_digest(corpus),
                  "frequent_tokens": tokenizer.convert_ids_to_tokens(np.flatnonzero(tables.frequent).tolist()),
-                 "fallbacks": cache.fallbacks, "seconds": seconds, **({"provenance": record} if record else {})}
+                 "fallbacks": cache.fallbacks, **({"provenance": record} if record else {})}
+        log.info("forward pass seconds: %s", seconds)
         for name, count in cache.fallbacks.items():
             log.info("%s: %d sentences had no token left and fell back to mean_nospecial", name, count)
         write_json(out_dir / INDEX, index)

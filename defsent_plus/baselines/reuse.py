@@ -74,7 +74,6 @@ def write_cached_sentence_embeddings(*, cache_dir: str | Path, model_dir: str | 
     record = write_embeddings(
         vectors, sentences, out_npy, out_json, label=label, model_dir=model_dir, sentence_set=sentence_set,
         pooling=pooling, batch_size=source["batch_size"], max_length=source["max_length"], source=str(path),
-        seconds=round(seconds, 1),
         provenance=with_training(index.get("provenance", {}), training_provenance(model_dir)))
     log.info("%s: %d sentences of %s (%s pooling) read from %s in %.1f s (no forward pass)", label, len(sentences),
              sentence_set, pooling, path, seconds)

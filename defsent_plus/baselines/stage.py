@@ -97,8 +97,8 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
              "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
              f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (003's W), 'eval' = on each "
              "evaluated task's own sentences (transductive)",
-             f"{len(table)} combinations scored in {scored:.0f} s; intervals and paired tests of the "
-             f"{len(uncertainty.indices)} rows named here in {time.perf_counter() - start - scored:.0f} s"]
+             f"{len(table)} combinations scored; intervals and paired tests of the {len(uncertainty.indices)} rows "
+             "named here (their seconds: the job's log)"]
     write_page(outputs["md"], summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)))
     plot_layers(table, n_layers, outputs["png"], title)
     inductive = table[~table["transductive"]]

@@ -45,7 +45,7 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     seconds = time.perf_counter() - start
     record = write_embeddings(
         vectors, sentences, out_npy, out_json, label=label, model_dir=model_dir, sentence_set=sentence_set,
-        pooling=pooling, batch_size=batch_size, max_length=max_length, seconds=round(seconds, 1),
+        pooling=pooling, batch_size=batch_size, max_length=max_length,
         batching={"batch_size": batch, "max_tokens": max_tokens},
         provenance=with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
                                  training_provenance(model_dir)))

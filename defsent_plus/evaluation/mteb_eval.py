@@ -97,6 +97,24 @@ def run_mteb(model: Any, tasks: Sequence[Any], results_dir: str | Path) -> dict[
     return {ours[name]: 100 * float(result.get_score()) for name, result in by_name.items()}
 
 
+MTEB_TIMINGS = ("evaluation_time", "date", "evaluation_phases")  # a task result's timings (each may be null)
+
+
+def without_timings(results_dir: Path) -> dict[str, float]:
+    """Null the timings (``MTEB_TIMINGS``) of every task result MTEB wrote under ``results_dir``, so that two runs'
+    results compare byte for byte; returns each task's evaluation seconds (for the log)."""
+    import json
+
+    seconds = {}
+    for path in sorted(results_dir.rglob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if "task_name" not in result:  # model_meta.json
+            continue
+        seconds[result["task_name"]] = round(result.get("evaluation_time") or 0.0, 2)
+        path.write_text(json.dumps({**result, **dict.fromkeys(MTEB_TIMINGS)}, indent=2) + "\n", encoding="utf-8")
+    return seconds
+
+
 def cross_check(mteb_scores: Mapping[str, float], project: Mapping[str, float],
                 project_float32: Mapping[str, float]) -> pd.DataFrame:
     """Per task: MTEB's main score, this project's (Spearman x 100 of cosine, STS12-16 ``all``) and the same with
@@ -143,6 +161,7 @@ def write_mteb(*, embeddings: str | Path, record: str | Path, pairs: str | Path,
         tasks += list(mteb.get_tasks(tasks=list(extra_tasks)))
     with atomic_path(out_dir) as tmp:
         scores = run_mteb(model, tasks, tmp)
+        log.info("MTEB's seconds per task: %s", without_timings(Path(tmp)))
     if model.encoded:
         log.info("MTEB: %d sentences were not among the stored vectors and were encoded", model.encoded)
     check = cross_check(scores, project_scores(pairs), project_scores(pairs, float32=True))

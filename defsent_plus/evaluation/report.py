@@ -196,8 +196,9 @@ def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
 
 def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
     """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, whether it left chance
-    level (``fitted``: final loss below 98% of ln(classes)), seconds. ``steps``: one
-    record per step with its selection file (``best``) and its candidates' training summaries (``train``)."""
+    level (``fitted``: final loss below 98% of ln(classes)); no timing (each job's work clock has its seconds).
+    ``steps``: one record per step with its selection file (``best``) and its candidates' training summaries
+    (``train``)."""
     rows = []
     for record in steps:
         best = read_json(record["best"])
@@ -208,7 +209,6 @@ def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
                 "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
                 "loss_first": train["loss_first"], "loss_last": train["loss_last"],
                 **fit_columns(train),
-                "train_seconds": train["seconds"], "sentences_per_second": train["sentences_per_second"],
             })
     return pd.DataFrame(rows)
 

@@ -39,9 +39,8 @@ def write_scores(*, evaluator: str, embeddings: str | Path, record: str | Path, 
         with atomic_path(out_pairs) as tmp:
             scored.pairs.to_parquet(tmp, index=False)
     result = {"model": label or stored["encoder"], "model_dir": stored["model_dir"], "pooling": stored["pooling"],
-              "benchmark": evaluator, "scores": scored.scores, **scored.fields,
-              "seconds": round(time.perf_counter() - start, 1), "embeddings": stored}
-    log.info("%s %s %s: %s", evaluator, result["model"], stored["pooling"],
-             {k: round(v, 2) for k, v in scored.scores.items()})
+              "benchmark": evaluator, "scores": scored.scores, **scored.fields, "embeddings": stored}
+    log.info("%s %s %s: %s in %.1f s", evaluator, result["model"], stored["pooling"],
+             {k: round(v, 2) for k, v in scored.scores.items()}, time.perf_counter() - start)
     write_json(out_json, result)
     return result

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.methods.costs import ENTRIES, IN_BATCH, VOCABULARY, TrainingCosts
 from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPORA
 
 ENTRY_SPACE = "entry space"  # a method whose candidates train against a frozen entry space (their <space> part)
@@ -73,6 +74,7 @@ class Method:
     # forward (and backward) passes of the encoder over the batch's sentences per optimiser step: each pass adds its
     # layers' launches to a GPU step's latency and its activations to the peak memory (pipeline/requests.py)
     encoder_passes: int = 1
+    costs: TrainingCosts = field(default_factory=TrainingCosts)  # what the cost model asks (methods/costs.py)
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -90,6 +92,16 @@ class Method:
     def uses_entry_space(self) -> bool:
         """Trains against a frozen entry space built by the previous step (its training job's ``space`` input)."""
         return self.target == ENTRY_SPACE
+
+    def output_classes(self, entries: int, vocabulary: int) -> int:
+        """Classes its output layer scores for a dataset of ``entries`` and a model of ``vocabulary`` tokens (0:
+        in-batch contrast, no output layer)."""
+        classes = self.costs.classes or (ENTRIES if self.uses_entry_space else IN_BATCH)
+        return {ENTRIES: entries, VOCABULARY: vocabulary, IN_BATCH: 0}[classes]
+
+    def dev_scorings_every(self, options: dict) -> int:
+        """Optimiser steps between its STS-B dev scorings while training, under its resolved ``options`` (0: none)."""
+        return (options.get("select_every") or 0) if self.dev_in_training else 0
 
     def targets(self, step: dict) -> list[str]:
         """The candidate targets of a run's step: its entry spaces, or the method's fixed target."""

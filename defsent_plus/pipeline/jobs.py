@@ -34,13 +34,16 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
 
 
 @contextmanager
-def work_clock(path: str | Path) -> Iterator[None]:
+def work_clock(path: str | Path) -> Iterator[dict]:
     """Time the block (a job's work, past its start) and write ``{"seconds": ...}`` to ``path`` when it completes
-    (:func:`defsent_plus.pipeline.dag.work_clock_file`); nothing when it fails."""
+    (:func:`defsent_plus.pipeline.dag.work_clock_file`); nothing when it fails. The block gets a dict for the work's
+    own timings (a training loop's seconds, a resumed job's earlier ones included; a pace), written with it, so that
+    ``results/`` holds no timing and two runs' results compare byte for byte."""
     import time
 
     from defsent_plus.io import write_json
 
     start = time.perf_counter()
-    yield
-    write_json(path, {"seconds": round(time.perf_counter() - start, 3)})
+    timings: dict = {}
+    yield timings
+    write_json(path, {"seconds": round(time.perf_counter() - start, 3), **timings})

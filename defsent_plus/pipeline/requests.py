@@ -32,15 +32,12 @@ if TYPE_CHECKING:
 
 REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}  # 000 Table 1: defs, entries
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
-WIKI1M_SENTENCES = 1_000_000  # SimCSE's corpus
-STSSICK_SENTENCES = 79_192  # ConSERT's stssick corpus: the STS and SICK sentences (tests check it on SentEval's data)
 # A job's fixed part on a cluster node: 13.75 s for Python, torch, transformers and the package, CUDA's initialisation
 # and loading BERT-base onto the GPU (bench/gpu_job_start.py on an H200 node, 2026-11-27, median of 3) and 2 s of
 # Snakemake's own start inside the job (its no-op dry run of this workflow, docs/measurements.md). Was 60 s, assumed.
 START_SECONDS = 16.0
 BASE_MEMORY_BYTES = 1.5e9  # Python, torch and the data beside the model (rehearsals: 0.7-1.4 GB)
 UNKNOWN_MODEL_REQUEST = {"runtime": 240, "mem_mb": 8000}  # the rule's fixed request, for a model of unknown size
-VOCABULARY_TARGET = "vocab"  # methods predicting headwords through the masked-LM head (DefSent)
 
 
 @dataclass(frozen=True)
@@ -96,20 +93,15 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
     return round(definitions * kept / entries), kept
 
 
-def training_examples(config: dict, run: str, options: dict, built: dict | None = None) -> tuple[float, int]:
-    """(examples per epoch, epochs) of a run's training, ``options`` its method's resolved options (``built``: as
-    :func:`dataset_size`): its corpus (the run's training definitions, a corpus file, ConSERT's stssick), at most
-    ``max_sentences`` of it (the seeded sample defsent_plus.training.corpus draws)."""
-    examples = min(corpus_sentences(config, run, options, built), options.get("max_sentences") or math.inf)
-    return examples, options.get("epochs", 1)
+def training_examples(config: dict, run: str, method, options: dict, built: dict | None = None) -> tuple[float, int]:
+    """(examples per epoch, epochs) of a run's training by ``method`` (its declaration), ``options`` its resolved
+    options (``built``: as :func:`dataset_size`): the sentences its cost facts say an epoch trains on
+    (:class:`~defsent_plus.methods.costs.TrainingCosts`), given the run's training definitions."""
+    return method.costs.sentences(options, training_definitions(config, run, built)), options.get("epochs", 1)
 
 
-def corpus_sentences(config: dict, run: str, options: dict, built: dict | None = None) -> float:
-    """Sentences of a run's whole training corpus, before any ``max_sentences`` sample."""
-    if options.get("corpus") == "stssick":
-        return STSSICK_SENTENCES
-    if options.get("corpus_file"):
-        return WIKI1M_SENTENCES
+def training_definitions(config: dict, run: str, built: dict | None = None) -> float:
+    """Definitions a run's dataset trains on: all of them, less a held-out split's share."""
     name = config["runs"][run]["dataset"]
     definitions, _ = dataset_size(config, name, built)
     heldout = config.get("subsets", {}).get(name, {}).get("heldout")
@@ -117,13 +109,10 @@ def corpus_sentences(config: dict, run: str, options: dict, built: dict | None =
 
 
 def output_classes(config: dict, run: str, method, architecture: Architecture, built: dict | None = None) -> int:
-    """Classes of a run's objective: its dataset's entries (an entry space; ``built``: as :func:`dataset_size`), the
-    vocabulary (headword prediction), else 0 (contrastive methods: their logits are the batch)."""
-    if method.uses_entry_space:
-        return dataset_size(config, config["runs"][run]["dataset"], built)[1]
-    if method.target == VOCABULARY_TARGET:
-        return architecture.config["vocab_size"]
-    return 0
+    """Classes of a run's objective, as its ``method`` declares them: its dataset's entries (``built``: as
+    :func:`dataset_size`), the model's vocabulary, or 0 (in-batch contrast: no output layer)."""
+    entries = dataset_size(config, config["runs"][run]["dataset"], built)[1]
+    return method.output_classes(entries, architecture.config["vocab_size"])
 
 
 def train_flops(architecture: Architecture, examples: float, classes: int, tokens: float = MEDIAN_DEFINITION_TOKENS,
@@ -176,7 +165,7 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> TrainingRequ
         nan = float("nan")
         return TrainingRequest(nan, nan, nan, nan, runtime=UNKNOWN_MODEL_REQUEST["runtime"],
                                mem_mb=UNKNOWN_MODEL_REQUEST["mem_mb"])
-    per_epoch, epochs = training_examples(config, run, options)
+    per_epoch, epochs = training_examples(config, run, method, options)
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)
     steps = examples / block["batch_size"]

@@ -11,8 +11,8 @@ one size (``--size tiny``, or a second run past the time budget) ``start`` is th
 evaluation sentences; the baselines' forward pass: its evaluation and corpus sentences, and its grid scores them
 per template), the reverse dictionary's padded tokens (each encoded set batched as the job batches it), STS pairs
 (scores, a run's STS table, the comparison), examples trained (× epochs), entries × FastICA iterations; every other
-rule costs its seconds at the larger size. A job that times its own work (a work clock beside its benchmark, or its
-record's seconds) gets its rate from that work, not from its wall time.
+rule costs its seconds at the larger size. A job that times its own work (its work clock beside its benchmark: the
+training loop, an entry space's encoding, scoring) gets its rate from that work, not from its wall time.
 FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
 4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation,
 training at least its steps' latency floor, FastICA at its float32 rate (defaults measured on an H200).
@@ -255,7 +255,7 @@ class Context:
 
     def training_examples(self, run: str) -> tuple[float, int]:
         """(examples per epoch, epochs) of a real run's training."""
-        return training_examples(self.real, run, self.method_options(run), self.built)
+        return training_examples(self.real, run, self.method_of_run(run), self.method_options(run), self.built)
 
     def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
         """(units, tokens per unit) of the real config's job matching a rehearsal job."""
@@ -508,26 +508,18 @@ def encoder_passes(context: Context, run: str) -> int:
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
     """FLOPs of scoring STS-B dev while training (SimCSE's and SLT-FAI's ``select_every`` steps)."""
-    every = context.method_options(run).get("select_every") or 0
+    every = context.method_of_run(run).dev_scorings_every(context.method_options(run))
     if not every:
         return 0.0
     sentences, tokens = context.real_sets["stsb-dev"]
     return steps / every * sentences * flops_per_unit("embed", architecture, tokens)
 
 
-WORK_CLOCKS = {"entry_space": "entry_space.json", "train": "train.json"}  # rule -> its output timing its own work
-
-
 def work_seconds(workdir: Path, job: Job) -> float | None:
-    """The seconds a job's own record gives its work (encoding, the training loop), without its start: its work
-    clock beside its benchmark (:func:`~defsent_plus.pipeline.dag.work_clock_file`), else its output's
-    (``WORK_CLOCKS``); None for a job without either."""
+    """The seconds of a job's own work (encoding, the training loop), without its start: its work clock beside its
+    benchmark (:func:`~defsent_plus.pipeline.dag.work_clock_file`); None for a job without one."""
     clock = workdir / dag.work_clock_beside(job.benchmark) if job.benchmark else None
-    if clock is not None and clock.is_file():
-        return read_json(clock)["seconds"]
-    name = WORK_CLOCKS.get(job.rule)
-    output = next((o for o in job.outputs if name and o.endswith(name)), None)
-    return None if output is None else read_json(workdir / output).get("seconds")
+    return read_json(clock)["seconds"] if clock is not None and clock.is_file() else None
 
 
 def on_own_clock(row: dict) -> dict:

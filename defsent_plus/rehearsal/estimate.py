@@ -118,8 +118,7 @@ def saved_weights_bytes(architecture, method) -> float:
     headwords over the vocabulary (DefSent)."""
     from defsent_plus.rehearsal.models import parameter_count
 
-    with_head = method.target == requests.VOCABULARY_TARGET
-    return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not with_head)
+    return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
 
 
 def disk_gb(config: dict, plan) -> dict[str, float]:

@@ -425,12 +425,14 @@ def apply_transform(E: np.ndarray, name: str, **params: Any) -> tuple[np.ndarray
 def write_transform(space_path: str, transform: str, options: dict, threads: int, out_space: str,
                     out_info: str) -> dict:
     """Transform the entry space in ``space_path`` on at most ``threads`` CPU threads (ICA: also its own thread
-    setting) and write the result and its record (input, transform, convergence, warnings). Only a transform that
-    may run on torch (``names.TORCH_TRANSFORMS``) imports it."""
+    setting) and write the result and its record (input, transform, convergence, warnings; its seconds go to the
+    log, so two runs' records compare byte for byte). Only a transform that may run on torch
+    (``names.TORCH_TRANSFORMS``) imports it."""
     options = {**options, "threads": threads} if transform == "ica" else dict(options)
     with limited_threads(threads, with_torch=transform in names.TORCH_TRANSFORMS):
         space, info = apply_transform(load_space(space_path), transform, **options)
     write_npy(out_space, space)
     info = {"input": str(space_path), "transform": transform, **info}
-    write_json(out_info, info)
+    log.info("%s of %s: %s s", transform, space_path, info.get("seconds", "under a second"))
+    write_json(out_info, {key: value for key, value in info.items() if key != "seconds"})
     return info

@@ -1,12 +1,13 @@
 """A train job's per-step metrics table (TSV), appended while the job runs, so ``tail -f`` follows the training.
 
 One row per optimisation step: step (counted from 1 over all epochs), epoch, the learning rate the step used, its
-loss, gradient norm (where the method clips) and named loss parts, the examples per second of the logging interval
-that read it, and the STS-B dev score where the method scored one after that step (empty elsewhere). Rows reach the
-file when the loop reads the device (each logging interval, before a saved state, at the end: no extra host read);
-the last row read waits for the next read, since a dev score may still follow it. A resumed job rewrites the rows
-its saved state holds and goes on from there, so every step is in the table once. A rehearsal's table starts with
-its banner as a ``#`` line (read with ``comment="#"``).
+loss, gradient norm (where the method clips) and named loss parts, and the STS-B dev score where the method scored
+one after that step (empty elsewhere). Rows reach the file when the loop reads the device (each logging interval,
+before a saved state, at the end: no extra host read); the last row read waits for the next read, since a dev score
+may still follow it. A resumed job rewrites the rows its saved state holds and goes on from there, so every step is
+in the table once. A rehearsal's table starts with its banner as a ``#`` line (read with ``comment="#"``). The
+examples per second of the logging interval that read a row go to the trackers with it and to the log, not to the
+file, so two runs' tables compare byte for byte.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from defsent_plus import banner
 
-COLUMNS = ("step", "epoch", "lr", "loss", "grad_norm", "examples_per_second", "dev_score")
+COLUMNS = ("step", "epoch", "lr", "loss", "grad_norm", "dev_score")
+PACE = "examples_per_second"  # the trackers' and the log's, not the file's: results hold no timing
 
 
 class MetricsTable:
@@ -67,7 +69,7 @@ class MetricsTable:
     def _append(self, rows: list[dict], header: bool) -> None:
         lines = []
         if header:
-            self.parts = sorted({k for row in self.rows for k in row} - set(COLUMNS))
+            self.parts = sorted({k for row in self.rows for k in row} - {*COLUMNS, PACE})
             lines.append(banner.comment_line() + "\t".join([*COLUMNS, *self.parts]))
         lines += ["\t".join(cell(row.get(name)) for name in [*COLUMNS, *self.parts]) for row in rows]
         with self.path.open("a", encoding="utf-8") as out:

@@ -63,7 +63,7 @@ class Tracking:
     """Where and as what a train job reports: tracker names, their directory, the tracker run's name and config."""
 
     report_to: Sequence[str] = ()
-    directory: str | Path = "results/trackers"
+    directory: str | Path = "logs/trackers"
     name: str = "train"
     config: dict = field(default_factory=dict)
 
@@ -78,7 +78,7 @@ def job_tracking(logging: dict, run: str, step: int | str, space: str, seed: int
     config the run's name, step, space, seed and the job's parameters."""
     name = f"{run}/step{step}/{space}/seed{seed}"
     config = {"run": run, "step": int(step), "space": space, "seed": int(seed), **params}
-    return Tracking(tuple(logging.get("report_to") or ()), logging.get("dir", "results/trackers"), name, config)
+    return Tracking(tuple(logging.get("report_to") or ()), logging.get("dir", "logs/trackers"), name, config)
 
 
 class TensorBoard:

@@ -366,6 +366,9 @@ class TrainStep:
         return StepRecord(loss.detach(), parts, norm)
 
 
+TIMING_KEYS = ("seconds", "sentences_per_second")  # a summary's timings: the job's work clock keeps them
+
+
 def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConfig) -> dict:
     """Loss curve summary (first, last, mean and ten segment means), examples trained on (of every epoch), seconds,
     throughput."""
@@ -403,13 +406,16 @@ def train_on_space(
     checkpoint: Checkpointer | None = None,
     metrics_out: str | Path | None = None,
     tracking: Tracking | None = None,
+    timings: dict | None = None,
 ) -> dict:
     """Train the ORIGINAL base encoder for one epoch with ``method``'s task (its declaration) (against the frozen entry
     space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
     (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
     STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
     and the state is removed once the outputs are written. ``metrics_out``: the per-step metrics table; ``tracking``:
-    the experiment trackers that get its rows, the job's config and its summary."""
+    the experiment trackers that get its rows, the job's config and its summary. The summary's timings
+    (``TIMING_KEYS``) go to ``timings`` (the job's work clock), not to ``summary_out``: two runs' results compare byte
+    for byte; the returned summary has them."""
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
@@ -453,7 +459,10 @@ def train_on_space(
         if task.save is not None:
             task.save(tmp)
         write_json(Path(tmp) / TRAINING_CARD, card)
+    timing = {key: summary.pop(key) for key in TIMING_KEYS}
+    (timings if timings is not None else {}).update(timing)
     write_json(summary_out, summary)
+    summary.update(timing)
     for tracker in trackers:
         tracker.finish(summary)
     if checkpoint is not None:
@@ -510,7 +519,7 @@ def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size
                     model_out: str | Path, summary_out: str | Path, senteval_dir: str | Path | None = None,
                     max_examples: int | None = None, resume: ResumeSettings | None = None,
                     compile: bool | str = False, metrics_out: str | Path | None = None,
-                    tracking: Tracking | None = None) -> dict:
+                    tracking: Tracking | None = None, timings: dict | None = None) -> dict:
     """One PST candidate: ``method`` (its declaration) with its config block ``options`` (methods.<method>,
     completed by its variant: the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the
     run's lr, batch size, pooling and seed; where these depart from the variant's published ones, the training card
@@ -519,7 +528,7 @@ def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size
     (keyed by these arguments and the inputs' files). ``compile``: config ``training.compile``
     (:mod:`defsent_plus.training.compilation`). ``metrics_out``: the per-step metrics table, appended while the job
     runs (:mod:`defsent_plus.training.metrics`); ``tracking``: the experiment trackers it also goes to (config
-    ``logging``)."""
+    ``logging``); ``timings``: gets the loop's seconds and pace (the job's work clock)."""
     options = method.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
@@ -533,4 +542,4 @@ def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size
     return train_on_space(base_model, dataset_path, space_path, model_out, summary_out, cfg, method=method,
                           options=objective_options, senteval_dir=senteval_dir, run_deviations=departures,
                           max_examples=max_examples, checkpoint=Checkpointer(resume, identity),
-                          metrics_out=metrics_out, tracking=tracking)
+                          metrics_out=metrics_out, tracking=tracking, timings=timings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol, with_defaults
+from defsent_plus.methods.costs import VOCABULARY, TrainingCosts
 from defsent_plus.methods.defsent.ranking import headword_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
@@ -56,4 +57,5 @@ METHOD = Method(
          "the warm-up length is rounded up to whole steps (ceil(0.1 x steps)); DefSent's scheduler does not round"),
     ),
     max_steps=1,
+    costs=TrainingCosts(classes=VOCABULARY, saves_masked_lm_head=True),  # the head's vocabulary, saved with it
 )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from defsent_plus.methods.base import Method, with_defaults
+from defsent_plus.methods.costs import TrainingCosts
 from defsent_plus.names import AUGMENTATIONS, CONTRASTIVE_LOSS_NAMES, CORPORA, FIRST_AUGMENTATIONS
 from defsent_plus.training.options import EPOCH_OPTIONS, OPTIMISATION_OPTIONS
 
@@ -47,6 +50,20 @@ CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (sh
 CONTRASTIVE_OPTIMISATION = with_defaults({**OPTIMISATION_OPTIONS, **EPOCH_OPTIONS}, max_length=32, adam_eps=1.0e-8,
                                          bucket_by_length=False, select_every=125)
 
+WIKI1M_SENTENCES = 1_000_000  # SimCSE's corpus (a corpus_file is costed as it)
+STSSICK_SENTENCES = 79_192  # ConSERT's stssick corpus: the STS and SICK sentences (tests check it on SentEval's data)
+
+
+def corpus_sentences(options: dict, definitions: float) -> float:
+    """Sentences an epoch of a contrastive run trains on: its corpus (the run's training definitions, a corpus file,
+    ConSERT's stssick), at most ``max_sentences`` of it (the seeded sample defsent_plus.training.corpus draws)."""
+    corpus = (STSSICK_SENTENCES if options.get("corpus") == "stssick"
+              else WIKI1M_SENTENCES if options.get("corpus_file") else definitions)
+    return min(corpus, options.get("max_sentences") or math.inf)
+
+
+CONTRASTIVE_COSTS = TrainingCosts(sentences=corpus_sentences)  # in-batch contrast (no output layer) over its corpus
+
 METHOD = Method(
     name="simcse",
     paper="Gao et al. 2021 (unsupervised SimCSE): dropout views, in-batch InfoNCE",
@@ -57,4 +74,5 @@ METHOD = Method(
     max_steps=1,
     dev_in_training=True,
     encoder_passes=2,  # the loop's pass and the second view's (objective.py: second_view)
+    costs=CONTRASTIVE_COSTS,
 )

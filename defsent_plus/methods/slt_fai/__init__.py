@@ -8,7 +8,7 @@ the block sets them; a run whose lr, batch size or pooling differ from the varia
 from __future__ import annotations
 
 from defsent_plus.methods.base import Method, Variant, without_defaults
-from defsent_plus.methods.simcse import CONTRASTIVE_OPTIMISATION, CONTRASTIVE_OPTIONS
+from defsent_plus.methods.simcse import CONTRASTIVE_COSTS, CONTRASTIVE_OPTIMISATION, CONTRASTIVE_OPTIONS
 
 
 def build_task(inputs):
@@ -107,4 +107,5 @@ METHOD = Method(
     # the contrastive objective's two views, and L_ISF's incomplete sentences through the encoder again (004 §3.3;
     # objective.py: incomplete_loss), once the discriminators' warm-up is over
     encoder_passes=3,
+    costs=CONTRASTIVE_COSTS,
 )
