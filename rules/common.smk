@@ -15,12 +15,7 @@ from defsent_plus.pipeline.module_prefix import declare_prefix
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
-from defsent_plus.pipeline.requests import (
-    requests_below_projection,
-    rule_request,
-    rule_requests_below_projection,
-    training_request,
-)
+from defsent_plus.pipeline.job_model import requests_below_projection, rule_request
 from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 from defsent_plus.training.trackers import check_trackers
@@ -53,8 +48,8 @@ GPU = config["resources"]["gpu"]
 # that read them (its dev score, the copy of the selected one, candidate evaluations) are done, and retrained only if
 # a job that must run needs them again.
 CANDIDATE_WEIGHTS = temp if PLAN.keeps_selected_weights_only else (lambda path: path)
-# What each train job asks its scheduler for: its run's projected work (defsent_plus/pipeline/requests.py), on a GPU
-# when the profile or config gives rule train one; a retry (a job killed at its time limit) asks for attempt x that.
+# What a job asks its scheduler for: its projected work (defsent_plus/pipeline/job_model.py, projected_request below),
+# on a GPU when the profile or config gives its rule one; a retry (a job killed at its time limit) asks attempt x that.
 OVERRIDES = {  # rule -> its --set-resources (a profile's set-resources too), as values
     name: {key: getattr(value, "value", value) for key, value in asked.items()}
     for name, asked in workflow.resource_settings.overwrite_resources.items()
@@ -66,19 +61,14 @@ def on_gpu(rule):
     return int(OVERRIDES.get(rule, {}).get("gpu", GPU) or 0) > 0
 
 
-TRAIN_ON_GPU = on_gpu("train")
-TRAINING_REQUESTS = {run: training_request(config, PLAN, run, TRAIN_ON_GPU) for run in config["runs"]}
-# A user's runtime or mem_mb below a job's projection (train, and every rule asking projected_request) is flagged
-# now, before anything is submitted: such a job would die at its limit.
-for problem in [
-    *requests_below_projection(config, PLAN, TRAIN_ON_GPU, OVERRIDES.get("train", {})),
-    *rule_requests_below_projection(config, PLAN, OVERRIDES, on_gpu),
-]:
+# A user's runtime or mem_mb below a job's projection (the job model's rules, train and those asking
+# projected_request) is flagged now, before anything is submitted: such a job would die at its limit.
+for problem in requests_below_projection(config, PLAN, OVERRIDES, on_gpu):
     logger.warning(f"Request too small: {problem}")
 
 
 def projected_request(rule, key):
-    """A job's ``key`` (runtime or mem_mb) from its work in this config (defsent_plus/pipeline/requests.py
+    """A job's ``key`` (runtime or mem_mb) from its work in this config (defsent_plus/pipeline/job_model.py
     rule_request, with costs.margin); a retry (killed at its limit) asks for attempt x that."""
     gpu = on_gpu(rule)
     return lambda w, attempt: getattr(rule_request(config, PLAN, rule, dict(w.items()), gpu), key) * attempt

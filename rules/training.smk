@@ -22,8 +22,8 @@ rule train:
     threads: THREADS
     resources:
         gpu=GPU,
-        mem_mb=lambda w, attempt: TRAINING_REQUESTS[w.run].mem_mb * attempt,
-        runtime=lambda w, attempt: TRAINING_REQUESTS[w.run].runtime * attempt,
+        mem_mb=projected_request("train", "mem_mb"),
+        runtime=projected_request("train", "runtime"),
     params:
         **REHEARSAL_EXAMPLES,  # a rehearsal's cap on the examples; none on a real run
         **BANNER,  # a rehearsal's banner on the metrics table; none on a real run

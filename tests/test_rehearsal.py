@@ -290,37 +290,6 @@ def test_a_rehearsal_caps_training_examples_with_a_seeded_sample_in_order():
     assert sampled_task(task, 10, seed=3).texts == sample.texts != sampled_task(task, 10, seed=4).texts
 
 
-SNAKEMAKE_LOG = """\
-[Wed Nov 25 23:11:51 2026]
-localrule train:
-    input: resources/models/m, results/dictionary/a.parquet
-    output: results/r/step1/amp/seed0/model, results/r/step1/amp/seed0/train.json
-    log: logs/r/step1/amp/seed0/train.log
-    jobid: 18
-    benchmark: benchmarks/r/step1/amp/seed0/train.tsv
-    wildcards: run=r, step=1, space=amp, seed=0
-    resources: tmpdir=/tmp, gpu=0, mem_mb=8000, mem_mib=7630, runtime=240
-Shell command: None
-rule embed:
-    output: results/embeddings/r.step1.amp.seed0/sts.mean.npy, results/embeddings/r.step1.amp.seed0/sts.mean.json
-    benchmark: benchmarks/embeddings/r.step1.amp.seed0/sts_mean.tsv
-    wildcards: encoder=r.step1.amp.seed0, sentences=sts, pooling=mean
-    resources: tmpdir=/tmp, mem_mb=6000, runtime=120
-
-"""
-
-
-def test_the_cost_sheet_reads_each_job_its_rule_wildcards_and_requests_from_snakemakes_log(tmp_path):
-    from defsent_plus.rehearsal.costs import executed_jobs
-
-    (tmp_path / ".snakemake" / "log").mkdir(parents=True)
-    (tmp_path / ".snakemake" / "log" / "x.snakemake.log").write_text(SNAKEMAKE_LOG)
-    jobs = {job.rule: job for job in executed_jobs(tmp_path)}
-    assert jobs["train"].wildcards == {"run": "r", "step": "1", "space": "amp", "seed": "0"}
-    assert jobs["train"].resources["runtime"] == "240" and jobs["train"].outputs[1].endswith("train.json")
-    assert jobs["embed"].benchmark == "benchmarks/embeddings/r.step1.amp.seed0/sts_mean.tsv"
-
-
 def test_training_memory_counts_weights_gradients_adam_and_activations():
     from defsent_plus.pipeline.requests import training_memory_bytes
 

@@ -5,12 +5,15 @@ rate (defsent_plus.rehearsal.costs), the second size is chosen within the rehear
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 import yaml
 from helpers import write_toy_dataset
 
+from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
@@ -324,16 +327,57 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     assert with_definitions.real_units(rd, 30)[0] == pytest.approx(2 * (definitions + 2 * padded))
 
 
-def test_the_sheet_reads_each_jobs_threads_from_snakemakes_log_and_names_them(tmp_path):
-    """A rehearsal run with ``--set-threads`` projects the CPU at those threads: the log's ``threads:`` line (absent
-    for one thread) reaches the job's row and the sheet's header."""
-    log = tmp_path / ".snakemake" / "log" / "2026-11-28T000000.000000.snakemake.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("\n".join([
-        "rule train:", "    output: m, results/r/train.json", "    benchmark: benchmarks/train.tsv",
-        "    threads: 2", "[Sat Nov 28 00:00:01 2026]",
-        "rule embed:", "    output: e.npy", "    benchmark: benchmarks/embed.tsv", "[Sat Nov 28 00:00:02 2026]",
-    ]))
-    threads = {job.rule: job.threads for job in costs.executed_jobs(tmp_path)}
-    assert threads == {"train": 2, "embed": 1}
+TOY_SNAKEFILE = """
+rule all:
+    input: "results/r/step1/amp/seed0/train.json", "results/embeddings/r/sts.mean.json"
+rule train:
+    output:
+        "results/{run}/step{step}/{space}/seed{seed}/model.txt",
+        "results/{run}/step{step}/{space}/seed{seed}/train.json",
+    log: "logs/{run}/step{step}/{space}/seed{seed}/train.log"
+    benchmark: "benchmarks/{run}/step{step}/{space}/seed{seed}/train.tsv"
+    threads: 2
+    resources: mem_mb=123, runtime=7
+    params: banner="a\\tb\\nc"
+    shell: "touch {output}"
+rule embed:
+    output:
+        "results/embeddings/{encoder}/{sentences}.{pooling}.npy",
+        "results/embeddings/{encoder}/{sentences}.{pooling}.json",
+    log:
+        "logs/embeddings/{encoder}/{sentences}_{pooling}.log",
+        work="benchmarks/embeddings/{encoder}/{sentences}_{pooling}.work.json",
+    benchmark: "benchmarks/embeddings/{encoder}/{sentences}_{pooling}.tsv"
+    shell: "touch {output}; echo '{{}}' > {log.work}"
+"""
+
+
+def test_the_sheet_reads_each_job_from_snakemakes_own_records_and_names_its_threads(tmp_path):
+    """What ran comes from Snakemake's extended benchmarks (rule, wildcards, threads, resources) and its metadata
+    (each job's outputs, recorded with its log beside the benchmark), not from its log text; a run with
+    ``--set-threads`` projects the CPU at those threads, named in the sheet's header."""
+    (tmp_path / "Snakefile").write_text(TOY_SNAKEFILE)
+    run = [sys.executable, "-m", "snakemake", "--cores", "2", "--directory", str(tmp_path), "--snakefile",
+           str(tmp_path / "Snakefile"), "-q"]
+    subprocess.run([*run, "--benchmark-extended"], check=True, capture_output=True)
+    jobs = {job.rule: job for job in costs.executed_jobs(tmp_path)}
+    train, embed = jobs["train"], jobs["embed"]
+    assert train.wildcards == {"run": "r", "step": "1", "space": "amp", "seed": "0"}
+    assert (train.threads, train.resources["runtime"], train.resources["mem_mb"]) == (2, 7, 123)
+    assert train.output("train.json") == "results/r/step1/amp/seed0/train.json"
+    assert embed.wildcards == {"encoder": "r", "sentences": "sts", "pooling": "mean"} and embed.threads == 1
+    assert embed.outputs == ["results/embeddings/r/sts.mean.json", "results/embeddings/r/sts.mean.npy"]
     assert costs.thread_note(tmp_path) == "1 thread a job; train 2 threads"
+    subprocess.run([*run, "--forceall"], check=True, capture_output=True)  # benchmarks without the job's record
+    with pytest.raises(DefSentError, match="--benchmark-extended"):
+        costs.executed_jobs(tmp_path)
+
+
+@pytest.mark.workflow
+def test_every_job_of_the_tiny_dag_is_read_with_its_rule_wildcards_and_outputs(tiny_run):
+    """Each rule names its log and its benchmark by the same parts (dag.log_beside), so Snakemake's metadata gives
+    every job its outputs."""
+    jobs = costs.executed_jobs(tiny_run)
+    assert {"train", "entry_space", "embed", "score", "select_best", "score_table"} <= {job.rule for job in jobs}
+    for job in jobs:
+        assert job.outputs, f"{job.benchmark}: no outputs recorded with {dag.log_beside(job.benchmark)}"

@@ -99,7 +99,7 @@ def test_the_train_rule_asks_for_its_projection_and_flags_a_smaller_user_request
     assert jobs and {(int(j["runtime"]), int(j["mem_mb"])) for j in jobs} == {(request.runtime, request.mem_mb)}
     assert "Request too small" not in result.stdout + result.stderr
     result = snakemake(tmp_path, "--dry-run", "--set-resources", "train:runtime=1")
-    assert "Request too small: run tiny: train runtime=1 is below its projection" in result.stdout + result.stderr
+    assert "Request too small: rule train: runtime=1 is below the projection" in result.stdout + result.stderr
 
 
 def test_a_model_of_unknown_architecture_asks_for_the_rules_fixed_request():

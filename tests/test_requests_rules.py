@@ -15,16 +15,9 @@ import yaml
 from conftest import REPO
 from workflow_utils import snakemake, validated, write_tiny_config
 
+from defsent_plus.pipeline.job_model import JOB_KINDS, requests_below_projection, rule_request
 from defsent_plus.pipeline.plan import Plan
-from defsent_plus.pipeline.requests import (
-    BASELINE_EVALUATION_SENTENCES,
-    EVALUATION_SENTENCES,
-    RULE_JOBS,
-    dataset_size,
-    projection,
-    rule_request,
-    rule_requests_below_projection,
-)
+from defsent_plus.pipeline.requests import BASELINE_EVALUATION_SENTENCES, EVALUATION_SENTENCES, dataset_size, projection
 
 PAPER_CONFIG = REPO / "configs" / "defsent-bert-large.yaml"
 
@@ -122,7 +115,7 @@ def test_the_dag_gives_each_encoding_job_its_projected_request(tmp_path):
 
 def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
     rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(RULE_JOBS)
+    assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(JOB_KINDS)
 
 
 @pytest.mark.workflow
@@ -132,25 +125,25 @@ def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
 
     config, plan = config_and_plan(tiny_run / "config.yaml")
     ran = executed_jobs(tiny_run)
-    for rule, jobs_of in RULE_JOBS.items():
-        enumerated = {tuple(sorted(job.items())) for job in jobs_of(plan)}
+    for rule, kind in JOB_KINDS.items():
+        enumerated = {tuple(sorted(job.items())) for job in kind.jobs(plan)}
         assert enumerated == {tuple(sorted(job.wildcards.items())) for job in ran if job.rule == rule}, rule
 
 
 def largest_projection(config, plan, rule, key):
     """(the largest projection of ``key`` among ``rule``'s jobs, the first job that has it)."""
     return max(((projection(config, rule_request(config, plan, rule, job, on_gpu=False))[key], job)
-                for job in RULE_JOBS[rule](plan)), key=lambda pair: pair[0])
+                for job in JOB_KINDS[rule].jobs(plan)), key=lambda pair: pair[0])
 
 
 def test_a_request_below_a_rules_largest_projection_is_flagged_with_its_job_and_one_at_it_is_not():
     config, plan = config_and_plan(REPO / "config.yaml")
-    for rule in RULE_JOBS:
+    for rule in JOB_KINDS:
         for key in ("runtime", "mem_mb"):
             top, job = largest_projection(config, plan, rule, key)
             named = ", ".join(f"{name}={value}" for name, value in job.items())
-            assert not rule_requests_below_projection(config, plan, {rule: {key: top}}, lambda rule: False)
-            problems = rule_requests_below_projection(config, plan, {rule: {key: top - 0.5}}, lambda rule: False)
+            assert not requests_below_projection(config, plan, {rule: {key: top}}, lambda rule: False)
+            problems = requests_below_projection(config, plan, {rule: {key: top - 0.5}}, lambda rule: False)
             assert len(problems) == 1 and problems[0].startswith(f"rule {rule}: {key}={top - 0.5} is below the "
                                                                  "projection "), problems
             assert f"of its job {named} (" in problems[0]

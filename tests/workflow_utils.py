@@ -124,7 +124,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequenc
     start = python.snakemake_command(fresh) if python else [sys.executable, "-m", "snakemake"]
     niced = ["nice", "-n", str(niceness)] if niceness else []
     command = [*niced, *start, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
-               str(workdir / "config.yaml"), "--cores", "2", *args]
+               str(workdir / "config.yaml"), "--cores", "2", "--benchmark-extended", *args]  # as the profiles
     result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")

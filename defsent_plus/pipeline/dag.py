@@ -265,6 +265,12 @@ def work_clock_file(*parts: str) -> str:
     return work_clock_beside(benchmark_file(*parts))
 
 
+def log_beside(benchmark: str) -> str:
+    """The log of the job whose benchmark is ``benchmark``: every rule names both by the same parts (a test checks
+    it), so Snakemake's record of a job's outputs (kept with its log) is found from its benchmark."""
+    return log_file(benchmark.removeprefix("benchmarks/").removesuffix(".tsv"))
+
+
 def work_clock_beside(benchmark: str) -> str:
     """The work clock of the job whose benchmark is ``benchmark``."""
     return benchmark.removesuffix(".tsv") + ".work.json"

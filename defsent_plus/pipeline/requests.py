@@ -1,34 +1,24 @@
-"""What a job asks its scheduler for (runtime, mem_mb), from the config's work and the cost model: training here in
-detail; the encoding rules (embed, entry_space, reverse_dictionary, baseline_embed) and transform_space through
-``rule_request`` (a forward pass of their sentences, FastICA's iterations), with the same rates and margin.
+"""The cost model's formulas: what a job of some work asks its scheduler for (runtime, mem_mb), from the config and
+measured rates, with ``costs.margin``: training in detail, an encoding job (a forward pass of its sentences), a space
+transform (FastICA's iterations). :mod:`defsent_plus.pipeline.job_model` applies them to each rule's jobs.
 
 A fixed request (the train rule asked 240 minutes and 8,000 MB for any model) either kills a long job at its limit or
 queues a short one for resources it never uses. A train job's work is known from the config: examples per epoch
-(000 Table 1's dataset sizes, a subset's share of them, a corpus' sentences) × epochs, each a forward and backward pass
-of the run's architecture at the median definition length. Its runtime is that work's FLOPs at ``costs.gpu``'s rate
-(or, without a GPU, ``costs.cpu``'s measured rate per thread), or the GPU's per-step floor, plus a start; its memory
-is fp32 weights, gradients and Adam's moments, activations and a base. Both get ``costs.margin``. Light on purpose
-(no torch, no pandas): the DAG evaluates it for every job of these rules. docs/rehearsal.md compares it with measured
-jobs. A user's ``--set-resources`` runtime or mem_mb below a job's projection is flagged when the DAG is built: train's
-per run, the other rules' from their jobs' wildcards, enumerated from the plan (``RULE_JOBS``).
+(000 Table 1's dataset sizes, a subset's share of them, a corpus' sentences: the method's declaration says which)
+× epochs, each a forward and backward pass of the run's architecture at the median definition length. Its runtime is
+that work's FLOPs at ``costs.gpu``'s rate (or, without a GPU, ``costs.cpu``'s measured rate per thread), or the GPU's
+per-step floor, plus a start; its memory is fp32 weights, gradients and Adam's moments, activations and a base. Both
+get ``costs.margin``. Light on purpose (no torch, no pandas): the DAG evaluates it for every job of these rules.
+docs/rehearsal.md compares it with measured jobs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-import yaml
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import split_space
 from defsent_plus.pipeline.model_architectures import Architecture, model_architecture
-
-if TYPE_CHECKING:
-    from defsent_plus.pipeline.plan import Plan
 
 REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}  # 000 Table 1: defs, entries
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
@@ -115,12 +105,25 @@ def output_classes(config: dict, run: str, method, architecture: Architecture, b
     return method.output_classes(entries, architecture.config["vocab_size"])
 
 
+TRAINING_FLOPS = 3.0  # a training example's FLOPs per forward FLOP: its forward and backward passes
+
+
+def forward_flops(architecture: Architecture, tokens: float) -> float:
+    """FLOPs of ``tokens`` through the encoder's layers: 2 × layer parameters a token."""
+    return 2.0 * layer_parameters(architecture.config) * tokens
+
+
+def output_layer_flops(architecture: Architecture, classes: int) -> float:
+    """FLOPs of one sentence vector against ``classes`` output classes (h · Eᵀ)."""
+    return 2.0 * architecture.config["hidden_size"] * classes
+
+
 def train_flops(architecture: Architecture, examples: float, classes: int, tokens: float = MEDIAN_DEFINITION_TOKENS,
                 passes: int = 1) -> float:
-    """Forward and backward FLOPs of ``examples`` training examples: 3 × (2 × layer parameters × tokens × the
-    encoder's ``passes`` + the objective's output layer)."""
-    hidden = architecture.config["hidden_size"]
-    return examples * 3.0 * (2.0 * layer_parameters(architecture.config) * tokens * passes + 2.0 * hidden * classes)
+    """Forward and backward FLOPs of ``examples`` training examples: 3 × (the encoder's ``passes`` over ``tokens`` +
+    the objective's output layer)."""
+    return examples * TRAINING_FLOPS * (forward_flops(architecture, tokens) * passes
+                                        + output_layer_flops(architecture, classes))
 
 
 def training_memory_bytes(architecture: Architecture, batch: int, length: int, classes: int,
@@ -269,160 +272,9 @@ def reverse_dictionary_sentences(config: dict, method, run: str, built: dict | N
     return method.reverse_dictionary.encoded_sentences(definitions, queries)
 
 
-def rule_request(config: dict, plan, rule: str, wildcards: dict, on_gpu: bool) -> Request:
-    """What a job of an encoding rule (embed, entry_space, reverse_dictionary, baseline_embed) or of
-    transform_space asks for: its work in the config through the cost model, with ``costs.margin``."""
-    if rule == "transform_space":
-        model = model_of_encoder(config, wildcards["encoder"])
-        entries = dataset_size(config, wildcards["dataset"])[1]
-        return transform_request(config, model, entries, wildcards["transform"], on_gpu)
-    if rule == "reverse_dictionary":
-        run = wildcards["run"]
-        return encoding_request(config, model_of_run(config, run),
-                                reverse_dictionary_sentences(config, plan.method(run), run), on_gpu)
-    model = model_of_encoder(config, wildcards["encoder"])
-    if rule == "embed":
-        sentences = EVALUATION_SENTENCES[wildcards["sentences"]]
-    elif rule == "entry_space":
-        sentences = sum(dataset_size(config, wildcards["dataset"]))
-    elif rule == "baseline_embed":
-        sentences = BASELINE_EVALUATION_SENTENCES + config["baselines"]["fit_corpus"]["max_sentences"]
-    else:
-        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/requests.py)")
-    return encoding_request(config, model, sentences, on_gpu)
-
-
 def projection(config: dict, request: TrainingRequest | Request) -> dict[str, float]:
     """What a job is projected to use, without the margin: ``runtime`` (minutes) and ``mem_mb``; none for a model
     of unknown architecture (its request is the rule's fixed one, not a projection)."""
     if math.isnan(request.seconds):
         return {}
     return {"runtime": request.seconds / 60, "mem_mb": request.mem_mb / config["costs"]["margin"]}
-
-
-def requests_below_projection(config: dict, plan, on_gpu: bool, asked: dict) -> list[str]:
-    """The runs whose train jobs would outlast or outgrow what the user set for rule train (``asked``: its
-    ``--set-resources`` values), each with the projection, so they are flagged before anything is submitted."""
-    problems = []
-    for run in config["runs"]:
-        request = training_request(config, plan, run, on_gpu)
-        for key, projected in projection(config, request).items():
-            if isinstance(asked.get(key), int | float) and asked[key] < projected:
-                problems.append(f"run {run}: train {key}={asked[key]} is below its projection {projected:.0f} "
-                                f"({request.examples:.3g} examples, {request.flops:.3g} FLOPs; "
-                                "defsent_plus/pipeline/requests.py)")
-    return problems
-
-
-# ------------------------------------------------------------------ the jobs of the rules with a projected request
-# Their wildcards before the DAG exists, from the plan: a selected encoder is named, not resolved (its work is its
-# run's model's, whichever candidate wins), so no checkpoint is asked.
-
-Wildcards = dict[str, str]
-
-
-def entry_space_jobs(plan: Plan) -> list[Wildcards]:
-    """Each step's entry space (built by the step's builder) of a run that trains against one, and the starting
-    model's of a held-out run (its reverse dictionary's reference)."""
-    heldout = set(plan.heldout_runs())
-    jobs = []
-    for run, cfg in plan.config["runs"].items():
-        builders = plan.analysed_encoders(run) if plan.method(run).uses_entry_space else []
-        builders += [plan.space_builder(run, 1)] if run in heldout else []
-        jobs += [{"encoder": encoder.name, "dataset": cfg["dataset"]} for encoder in builders]
-    return jobs
-
-
-def transform_space_jobs(plan: Plan) -> list[Wildcards]:
-    """The transformed spaces of each step's builder: those its step trains against and the analysed ones."""
-    analysed = plan.config["entry_space"]["analyse"]
-    jobs = []
-    for run, cfg in plan.config["runs"].items():
-        if not plan.method(run).uses_entry_space:
-            continue
-        for step, block in enumerate(cfg["steps"], start=1):
-            encoder = plan.space_builder(run, step).name
-            jobs += [{"encoder": encoder, "dataset": cfg["dataset"], "base": base, "transform": transform}
-                     for base, transform in map(split_space, [*block["spaces"], *analysed]) if transform]
-    return jobs
-
-
-def embed_jobs(plan: Plan) -> list[Wildcards]:
-    """The STS-B dev vectors (the selection's pooling) of every candidate and of a base starting model (the steps
-    report's reference; a run starting from another's selection reads its winning candidate's), and the sentence set
-    of every table, for each model of the table and each evaluated pooling."""
-    config = plan.config
-    dev = [encoder for run in config["runs"] for encoder in (
-        *([plan.start(run)] if plan.start(run).kind == "base" else []),
-        *(candidate for step in range(1, plan.final_step(run) + 1) for candidate in plan.candidates(run, step)))]
-    jobs = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": config["selection"]["pooling"]}
-            for encoder in dev]
-    for evaluator in plan.tables():
-        jobs += [{"encoder": row.encoder.name, "sentences": evaluator.sentence_set, "pooling": pooling}
-                 for run in config["runs"] for row in plan.table_models(run, evaluator.name)
-                 for pooling in config["evaluation"]["poolings"]]
-    return jobs
-
-
-def reverse_dictionary_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"run": run} for run in plan.heldout_runs()]
-
-
-def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
-            for template in plan.baseline_grid(encoder)["templates"]]
-
-
-def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
-    """Each job once (runs that share a starting model and dataset share its entry space and its vectors)."""
-    return list({tuple(job.items()): job for job in jobs}.values())
-
-
-RULE_JOBS: dict[str, Callable[[Plan], list[Wildcards]]] = {  # every rule that asks for rule_request's projection
-    "entry_space": entry_space_jobs,
-    "transform_space": transform_space_jobs,
-    "embed": embed_jobs,
-    "reverse_dictionary": reverse_dictionary_jobs,
-    "baseline_embed": baseline_embed_jobs,
-}
-
-
-SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
-
-
-def slurm_groups(profile: Path = SLURM_PROFILE) -> dict[str, str]:
-    """The SLURM profile's job groups, rule -> group name pattern (``embed=eval_{encoder}``); none without it."""
-    if not profile.is_file():
-        return {}
-    entries = yaml.safe_load(profile.read_text(encoding="utf-8")).get("groups") or []
-    return dict(entry.split("=", 1) for entry in entries)
-
-
-def group_of(groups: dict[str, str], rule: str, job: Wildcards) -> str | None:
-    """The job group a job of ``rule`` runs in on SLURM (one start for all its jobs), or None."""
-    return groups[rule].format(**job) if rule in groups else None
-
-
-def rule_requests_below_projection(config: dict, plan: Plan, asked: dict[str, dict],
-                                   on_gpu: Callable[[str], bool]) -> list[str]:
-    """Per rule of ``RULE_JOBS`` and key, a ``runtime`` or ``mem_mb`` the user set (``asked``: rule -> its
-    ``--set-resources`` values) below the projection of one of the rule's jobs in this config: the largest
-    projection, the job that has it and how many jobs exceed the request."""
-    problems = []
-    for rule, jobs_of in RULE_JOBS.items():
-        keys = [key for key in ("runtime", "mem_mb") if isinstance(asked.get(rule, {}).get(key), int | float)]
-        if not keys:
-            continue
-        jobs = distinct_jobs(jobs_of(plan))
-        projected = [(projection(config, rule_request(config, plan, rule, job, on_gpu(rule))), job) for job in jobs]
-        for key in keys:
-            value = asked[rule][key]
-            over = [(p[key], job) for p, job in projected if p.get(key, 0) > value]
-            if over:
-                top, job = max(over, key=lambda pair: pair[0])
-                shown = f"{math.ceil(top * 10) / 10} min" if key == "runtime" else f"{math.ceil(top)} MB"  # up
-                named = ", ".join(f"{name}={wildcard}" for name, wildcard in job.items())
-                problems.append(f"rule {rule}: {key}={value} is below the projection {shown} of its job {named} "
-                                f"({len(over)} of {len(projected)} jobs project more; "
-                                "defsent_plus/pipeline/requests.py)")
-    return problems

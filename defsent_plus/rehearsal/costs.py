@@ -20,7 +20,9 @@ training at least its steps' latency floor, FastICA at its float32 rate (default
 
 from __future__ import annotations
 
-import re
+import ast
+import base64
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -30,20 +32,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.requests import (
     MEDIAN_DEFINITION_TOKENS,
+    TRAINING_FLOPS,
     Gpu,
     dataset_size,
-    layer_parameters,
+    forward_flops,
+    model_of_encoder,
+    model_of_run,
     output_classes,
+    output_layer_flops,
     reverse_dictionary_sentences,
     training_examples,
-    training_memory_bytes,
 )
-from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal.caps import STS_PAIR_RULES
 
 ENCODER_RULES = ("embed", "entry_space")
@@ -51,11 +56,12 @@ BASELINE_RULES = ("baseline_embed", "baseline_grid")
 RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
 SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
-JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 
 
 @dataclass
 class Job:
+    """A job Snakemake ran, from its own records."""
+
     rule: str
     wildcards: dict = field(default_factory=dict)
     benchmark: str | None = None
@@ -63,33 +69,51 @@ class Job:
     resources: dict = field(default_factory=dict)  # what the job asked for (mem_mb, runtime in minutes)
     threads: int = 1
 
+    def output(self, suffix: str) -> str:
+        """The job's one output whose path ends with ``suffix``."""
+        matches = [path for path in self.outputs if path.endswith(suffix)]
+        if len(matches) != 1:
+            raise DefSentError(self.benchmark, f"rule {self.rule}: {len(matches)} outputs end with {suffix!r} "
+                                               f"(Snakemake's metadata of this job: {self.outputs})")
+        return matches[0]
+
 
 def executed_jobs(workdir: Path) -> list[Job]:
-    """The jobs Snakemake ran in ``workdir`` (from its logs), each with its wildcards and benchmark file."""
-    jobs: dict[str, Job] = {}
-    for log in sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log")):
-        job = None
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            header = JOB_HEADER.match(line)
-            if header:
-                job = Job(header.group(1))
-            elif job is not None and line.startswith("    "):
-                key, _, value = line.strip().partition(": ")
-                if key == "wildcards":
-                    job.wildcards = dict(part.split("=", 1) for part in value.split(", "))
-                elif key == "benchmark":
-                    job.benchmark = value
-                elif key == "output":
-                    job.outputs = value.split(", ")
-                elif key == "resources":
-                    job.resources = dict(part.split("=", 1) for part in value.split(", "))
-                elif key == "threads":
-                    job.threads = int(value)
-            elif job is not None:
-                if job.benchmark:
-                    jobs[job.benchmark] = job
-                job = None
-    return list(jobs.values())
+    """The jobs Snakemake ran in ``workdir``, from its own records: each job's benchmark, in Snakemake's extended
+    format (rule, wildcards, threads, resources: ``--benchmark-extended``, which profiles/workstation and
+    profiles/slurm set), and its outputs from Snakemake's metadata (those recorded with the job's log, which lies
+    beside its benchmark: :func:`~defsent_plus.pipeline.dag.log_beside`)."""
+    outputs = outputs_by_log(workdir)
+    jobs = []
+    for path in sorted((workdir / "benchmarks").rglob("*.tsv")):
+        record = pd.read_csv(path, sep="\t").iloc[-1]
+        if "rule_name" not in record:
+            raise DefSentError(path, "a benchmark without its job's rule and wildcards: Snakemake ran without "
+                                     "--benchmark-extended (profiles/workstation and profiles/slurm set it)")
+        benchmark = str(path.relative_to(workdir))
+        jobs.append(Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
+                        sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
+                        int(record["threads"])))
+    return jobs
+
+
+def literal_dict(text: str) -> dict:
+    """A dict an extended benchmark writes as Python's repr (no code runs: literals only)."""
+    return ast.literal_eval(text) if isinstance(text, str) and text.startswith("{") else {}
+
+
+def outputs_by_log(workdir: Path) -> dict[str, list[str]]:
+    """Job log -> the outputs Snakemake recorded with it (``.snakemake/metadata``: a JSON record per output, named
+    by its path's URL-safe base64, split into ``@``-prefixed folders where it is long)."""
+    by_log: dict[str, list[str]] = defaultdict(list)
+    folder = workdir / ".snakemake" / "metadata"
+    for path in folder.rglob("*") if folder.is_dir() else []:
+        if path.is_file():
+            name = "".join(part.removeprefix("@") for part in path.relative_to(folder).parts)
+            output = base64.urlsafe_b64decode(name).decode()
+            for log in json.loads(path.read_text(encoding="utf-8")).get("log") or []:
+                by_log[log].append(output)
+    return by_log
 
 
 def benchmark_of(workdir: Path, job: Job) -> dict:
@@ -108,20 +132,21 @@ def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
                              definition_texts(pd.read_parquet(workdir / dag.subset_file(subset))))
         return context.reverse_dictionary_tokens(run, texts, context.rehearsal)
     if job.rule == "train":
-        summary = read_json(workdir / job.outputs[1])
+        summary = read_json(workdir / job.output("train.json"))
         return summary["examples"] * summary["config"].get("epochs", 1)
     if job.rule == "embed":
-        record = read_json(workdir / job.outputs[1])
+        record = read_json(workdir / job.output(".json"))
         return 0.0 if "source" in record else record["sentences"]  # served from the baselines' cache: no encoding
     if job.rule == "entry_space":
-        record = read_json(workdir / next(o for o in job.outputs if o.endswith("entry_space.json")))
+        record = read_json(workdir / job.output("entry_space.json"))
         return record["definitions"] + record["entries"]
     if job.rule == "baseline_embed":
-        return baseline_sentences(workdir / job.outputs[0] / "index.json")
+        return baseline_sentences(workdir / job.output(job.wildcards["template"]) / "index.json")
     if job.rule == "baseline_grid":
-        return sum(baseline_sentences(index) for index in (workdir / job.outputs[0]).parent.glob("cache/*/index.json"))
+        folder = (workdir / job.output("scores.tsv")).parent
+        return sum(baseline_sentences(index) for index in folder.glob("cache/*/index.json"))
     if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
-        record = read_json(workdir / next(o for o in job.outputs if o.endswith(".json")))
+        record = read_json(workdir / job.output(".json"))
         return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
     if scores_sts_pairs(job):
         return float(sts_pairs(workdir / dag.data_dir("senteval")))
@@ -209,18 +234,13 @@ class Context:
         return method_of(self.real["runs"][run]["method"])
 
     def model_of_run(self, run: str) -> str:
-        block = self.real["runs"][run]
-        return block["model"] if "model" in block else self.model_of_run(block["start_from"])
+        return model_of_run(self.real, run)
 
     def model_of(self, job: Job) -> str | None:
-        from defsent_plus.pipeline.dag import EncoderId
-
+        """The real config's model a job runs (None: a job of no model)."""
         if "run" in job.wildcards:
             return self.model_of_run(job.wildcards["run"])
-        if "encoder" in job.wildcards:
-            encoder = EncoderId.parse(job.wildcards["encoder"])
-            return encoder.model if encoder.kind == "base" else self.model_of_run(encoder.run)
-        return None
+        return model_of_encoder(self.real, job.wildcards["encoder"]) if "encoder" in job.wildcards else None
 
     def seed_scale(self, job: Job) -> float:
         """Real jobs per rehearsal job: the real seeds over the rehearsal's for a per-seed job, else 1."""
@@ -242,9 +262,6 @@ class Context:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
         return name.removeprefix("rehearsal_")
 
-    def real_dataset_of_outputs(self, outputs: list[str]) -> str:
-        """The real dataset of an entry-space output (results/entry_spaces/<encoder>/<dataset>/...)."""
-        return Path(outputs[0]).parts[3].removeprefix("rehearsal_")
 
     def method_options(self, run: str) -> dict:
         """A real run's method options, its variant's defaults filled in."""
@@ -310,16 +327,16 @@ def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> f
     hidden = architecture.config["hidden_size"]
     if rule == "transform_space":
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
-    forward = 2.0 * layer_parameters(architecture.config) * tokens
-    return 3.0 * passes * forward if rule == "train" else forward  # training: forward + backward
+    forward = forward_flops(architecture, tokens)
+    return TRAINING_FLOPS * passes * forward if rule == "train" else forward
 
 
 def scoring_flops(row: dict, context: Context, architecture) -> float:
     """FLOPs of a real job's scored sentences against its run's classes (h · Eᵀ; training: with its backward)."""
     if not row.get("real_scored"):
         return 0.0
-    product = 2.0 * architecture.config["hidden_size"] * classes_of(context, row["run"])
-    return row["real_scored"] * product * (3.0 if row["rule"] == "train" else 1.0)
+    product = output_layer_flops(architecture, classes_of(context, row["run"]))
+    return row["real_scored"] * product * (TRAINING_FLOPS if row["rule"] == "train" else 1.0)
 
 
 def start_seconds(rows: list[dict]) -> float:
@@ -350,6 +367,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
+                     "dataset": context.real_dataset(job) if "dataset" in job.wildcards else None,
                      "method": context.real["runs"][job.wildcards["run"]]["method"] if job.rule == "train" else None,
                      "classes": rehearsal_classes(workdir, job),
                      "benchmark": job.benchmark})
@@ -360,9 +378,9 @@ def rehearsal_classes(workdir: Path, job: Job) -> int | None:
     """What a rehearsal job ranks: a train job's output classes, a reverse-dictionary job's candidates (its trained
     model's, where its protocol records them); None for other jobs."""
     if job.rule == "train":
-        return read_json(workdir / job.outputs[1]).get("classes")
+        return read_json(workdir / job.output("train.json")).get("classes")
     if job.rule == "reverse_dictionary":
-        return read_json(workdir / job.outputs[0]).get("trained", {}).get("candidates")
+        return read_json(workdir / job.output("reverse_dictionary.json")).get("trained", {}).get("candidates")
     return None
 
 
@@ -616,10 +634,10 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
         elif r["rule"] == "embed":
             embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
         elif r["rule"] == "entry_space":
-            entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
+            entries = context.dataset_size(r["dataset"])[1]
             spaces += 2 * entries * hidden * 4  # AMP and AC
         elif r["rule"] == "transform_space":
-            entries = context.dataset_size(context.real_dataset_of_outputs(r["outputs"]))[1]
+            entries = context.dataset_size(r["dataset"])[1]
             spaces += entries * hidden * 4
     every = sum(candidates_by_step.values())
     largest_step = {run: max(v for (r, _), v in candidates_by_step.items() if r == run) for run in trained}
@@ -639,17 +657,17 @@ def counted_checkpoint_bytes(context: Context, run: str) -> float:
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
-    """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length."""
-    rows = []
-    for run, block in context.real["runs"].items():
-        architecture = context.architectures[context.model_of_run(run)]
-        options = context.method_options(run)
-        batch, length, passes = block["batch_size"], options.get("max_length", 128), encoder_passes(context, run)
-        whole = building.parameter_count(architecture, encoder_only=False)  # the masked-LM head included
-        peak = training_memory_bytes(architecture, batch, length, classes_of(context, run), whole, passes) / 1e9
-        rows.append({"run": run, "model": architecture.name, "batch": batch, "passes": passes, "max_length": length,
-                     "peak_gpu_gb": peak, "fits": peak <= gpu.memory_gb})
-    return pd.DataFrame(rows)
+    """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length
+    (:func:`~defsent_plus.rehearsal.estimate.training_memory_gb`, with the datasets the rehearsal built)."""
+    from defsent_plus.pipeline.plan import Plan
+    from defsent_plus.rehearsal.estimate import training_memory_gb
+
+    peaks = training_memory_gb(context.real, Plan(context.real, lambda run, step: {}), context.built)
+    return pd.DataFrame([{"run": run, "model": context.architectures[context.model_of_run(run)].name,
+                          "batch": block["batch_size"], "passes": encoder_passes(context, run),
+                          "max_length": context.method_options(run).get("max_length", 128), "peak_gpu_gb": peak,
+                          "fits": peak <= gpu.memory_gb} for (run, block), peak in zip(
+                              context.real["runs"].items(), peaks.values(), strict=True)])
 
 
 def real_sentence_sets(senteval: Path, real: dict) -> dict:

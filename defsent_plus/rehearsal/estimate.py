@@ -1,9 +1,10 @@
-"""A config's cost without a rehearsal: ``defsent-plus estimate``. The analytic half of the cost model only
-(:mod:`defsent_plus.pipeline.requests`, the same numbers the jobs' SLURM requests come from, without the margin):
+"""A config's cost without a rehearsal: ``defsent-plus estimate``. The analytic half of the cost model only (the job
+model, :mod:`defsent_plus.pipeline.job_model`: the same numbers the jobs' SLURM requests come from, without the
+margin):
 
-* GPU-hours: every candidate's training and every job of the rules with a projected request (entry spaces, space
-  transforms, embeddings, reverse dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s
-  rates; the CPU jobs (scores, tables, selection, centring and whitening) are not counted;
+* GPU-hours: every job of the job model that runs on a GPU node (training, entry spaces, FastICA, embeddings, reverse
+  dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s rates; the CPU jobs (scores,
+  tables, selection, centring and whitening) are not counted;
 * peak GPU memory of each run's training job at its batch size and maximum length;
 * disk: checkpoints (fp32 weights of the saved class: the encoder, with the masked-LM head for DefSent's methods),
   each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
@@ -21,13 +22,12 @@ from pathlib import Path
 import yaml
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import TORCH_TRANSFORMS
-from defsent_plus.pipeline import requests
+from defsent_plus.pipeline import job_model, requests
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.rehearsal import REPO
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-FLOAT32_BYTES = 4
+FLOAT32_BYTES = job_model.FLOAT32_BYTES
 
 
 @dataclass(frozen=True)
@@ -61,24 +61,19 @@ def estimate(config: dict) -> Estimate:
                     **disk_gb(config, plan))
 
 
-def candidates_of(plan, run: str) -> int:
-    return sum(len(plan.candidates(run, step)) for step in range(1, plan.final_step(run) + 1))
-
-
 def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
-    """GPU-hours per rule: train's candidates and each distinct job of ``requests.RULE_JOBS``; the jobs of one SLURM
-    job group (``groups``, the SLURM profile's by default) pay one start between them."""
-    groups = requests.slurm_groups() if groups is None else groups
-    hours = {"train": sum(candidates_of(plan, run) * requests.training_request(config, plan, run, True).seconds
-                          for run in config["runs"]) / 3600}
+    """GPU-hours per rule of the job model: each distinct job that runs on a GPU node; the jobs of one SLURM job group
+    (``groups``, the SLURM profile's by default) pay one start between them."""
+    groups = job_model.slurm_groups() if groups is None else groups
+    hours = {}
     started: set[str] = set()
-    for rule, jobs_of in requests.RULE_JOBS.items():
+    for rule, kind in job_model.JOB_KINDS.items():
         seconds = 0.0
-        for job in requests.distinct_jobs(jobs_of(plan)):
-            if not on_gpu(rule, job):
+        for job in job_model.distinct_jobs(kind.jobs(plan)):
+            if not kind.on_gpu(job):
                 continue
-            seconds += requests.rule_request(config, plan, rule, job, True).seconds
-            group = requests.group_of(groups, rule, job)
+            seconds += kind.request(config, plan, job, True).seconds
+            group = job_model.group_of(groups, rule, job)
             if group is not None and group in started:  # its group's job has started already
                 seconds -= requests.START_SECONDS
             started.add(group)
@@ -86,13 +81,9 @@ def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[
     return hours
 
 
-def on_gpu(rule: str, job: dict) -> bool:
-    """Whether a job of a projected rule runs on a GPU: all but centring and whitening (numpy, on a CPU)."""
-    return rule != "transform_space" or job["transform"] in TORCH_TRANSFORMS
-
-
-def training_memory_gb(config: dict, plan) -> dict[str, float]:
-    """Per run: the peak GPU memory of its training job (weights, gradients, Adam, activations, logits)."""
+def training_memory_gb(config: dict, plan, built: dict | None = None) -> dict[str, float]:
+    """Per run: the peak GPU memory of its training job (weights, gradients, Adam, activations, logits) at its batch
+    size and its method's maximum length (``built``: dataset sizes, as :func:`requests.dataset_size`)."""
     from defsent_plus.rehearsal.models import parameter_count
 
     memory = {}
@@ -100,7 +91,7 @@ def training_memory_gb(config: dict, plan) -> dict[str, float]:
         method = plan.method(run)
         options = method.resolved_options(plan.method_options(run))
         architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
-        classes = requests.output_classes(config, run, method, architecture)
+        classes = requests.output_classes(config, run, method, architecture, built)
         memory[run] = requests.training_memory_bytes(
             architecture, block["batch_size"], options.get("max_length", 128), classes,
             parameter_count(architecture, encoder_only=False), method.encoder_passes) / 1e9
@@ -132,24 +123,10 @@ def disk_gb(config: dict, plan) -> dict[str, float]:
         every += sum(per_step)
         transient += max(per_step)  # each run prunes its own steps: their largest may train at once
     keep_all = config["selection"]["keep_weights"] == "all"
-    embeddings = sum(requests.EVALUATION_SENTENCES[job["sentences"]] * hidden_of(config, job["encoder"])
-                     for job in requests.distinct_jobs(requests.embed_jobs(plan))) * FLOAT32_BYTES
-    spaces = sum(2 * entries_of(config, job) * hidden_of(config, job["encoder"])  # AMP and AC
-                 for job in requests.distinct_jobs(requests.entry_space_jobs(plan))) * FLOAT32_BYTES
-    spaces += sum(entries_of(config, job) * hidden_of(config, job["encoder"])
-                  for job in requests.distinct_jobs(requests.transform_space_jobs(plan))) * FLOAT32_BYTES
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
-            "transient_gb": 0.0 if keep_all else transient / 1e9, "embeddings_gb": embeddings / 1e9,
-            "spaces_gb": spaces / 1e9}
-
-
-def hidden_of(config: dict, encoder: str) -> int:
-    model = requests.model_of_encoder(config, encoder)
-    return model_architecture(config["models"][model]).config["hidden_size"]
-
-
-def entries_of(config: dict, job: dict) -> int:
-    return requests.dataset_size(config, job["dataset"])[1]
+            "transient_gb": 0.0 if keep_all else transient / 1e9,
+            "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
+            "spaces_gb": job_model.kept_bytes(config, plan, job_model.SPACES) / 1e9}
 
 
 def markdown_table(estimates: dict[str, Estimate]) -> str:
