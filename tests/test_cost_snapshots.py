@@ -34,7 +34,7 @@ def job_requests(config: dict) -> dict[str, list]:
     jobs: dict[str, list] = {"train": [[run, *(vars(requests.training_request(config, plan, run, gpu))[key]
                                               for gpu in (True, False) for key in ("runtime", "mem_mb"))]
                                        for run in config["runs"]]}
-    for rule, kind in job_model.JOB_KINDS.items():
+    for rule, kind in job_model.projected_kinds().items():
         if rule != "train":
             jobs[rule] = [[job, *(vars(kind.request(config, plan, job, gpu))[key]
                                   for gpu in (True, False) for key in ("runtime", "mem_mb"))]

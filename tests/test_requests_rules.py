@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO
 from workflow_utils import snakemake, validated, write_tiny_config
 
-from defsent_plus.pipeline.job_model import JOB_KINDS, requests_below_projection, rule_request
+from defsent_plus.pipeline.job_model import projected_kinds, requests_below_projection, rule_request
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import BASELINE_EVALUATION_SENTENCES, EVALUATION_SENTENCES, dataset_size, projection
 
@@ -115,7 +115,7 @@ def test_the_dag_gives_each_encoding_job_its_projected_request(tmp_path):
 
 def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
     rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
-    assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(JOB_KINDS)
+    assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(projected_kinds())
 
 
 @pytest.mark.workflow
@@ -125,7 +125,7 @@ def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
 
     config, plan = config_and_plan(tiny_run / "config.yaml")
     ran = executed_jobs(tiny_run)
-    for rule, kind in JOB_KINDS.items():
+    for rule, kind in projected_kinds().items():
         enumerated = {tuple(sorted(job.items())) for job in kind.jobs(plan)}
         assert enumerated == {tuple(sorted(job.wildcards.items())) for job in ran if job.rule == rule}, rule
 
@@ -133,12 +133,12 @@ def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
 def largest_projection(config, plan, rule, key):
     """(the largest projection of ``key`` among ``rule``'s jobs, the first job that has it)."""
     return max(((projection(config, rule_request(config, plan, rule, job, on_gpu=False))[key], job)
-                for job in JOB_KINDS[rule].jobs(plan)), key=lambda pair: pair[0])
+                for job in projected_kinds()[rule].jobs(plan)), key=lambda pair: pair[0])
 
 
 def test_a_request_below_a_rules_largest_projection_is_flagged_with_its_job_and_one_at_it_is_not():
     config, plan = config_and_plan(REPO / "config.yaml")
-    for rule in JOB_KINDS:
+    for rule in projected_kinds():
         for key in ("runtime", "mem_mb"):
             top, job = largest_projection(config, plan, rule, key)
             named = ", ".join(f"{name}={value}" for name, value in job.items())

@@ -43,6 +43,17 @@ if TYPE_CHECKING:
 Wildcards = dict[str, str]
 FLOAT32_BYTES = 4
 EMBEDDINGS, SPACES = "embeddings", "spaces"  # what a job's kept outputs are (estimate's disk columns)
+# What a rule's work is counted in (the cost sheet's units, defsent_plus/rehearsal/units.py)
+EXAMPLES_TRAINED = "examples trained"
+SET_SENTENCES = "sentences of a set"
+DATASET_TEXTS = "definitions and entries"
+PADDED_TOKENS = "padded tokens"
+BASELINE_PASS = "sentences of a baselines' pass"
+BASELINE_SCORES = "sentences scored per template"
+ICA_ITERATIONS = "entries x FastICA iterations"
+STS_PAIRS = "STS pairs"
+CHECKPOINT_COPY = "a checkpoint's copy"
+STS_UNITS = (SET_SENTENCES, BASELINE_PASS, BASELINE_SCORES, STS_PAIRS)  # the work a rehearsal's STS pairs set
 
 
 def always(job: Wildcards) -> bool:
@@ -55,15 +66,17 @@ def nothing_kept(config: dict, job: Wildcards) -> float:
 
 @dataclass(frozen=True)
 class JobKind:
-    """The jobs of one rule. ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share
-    an entry space and its vectors: :func:`distinct_jobs` keeps each once); ``request(config, plan, job, on_gpu)``:
-    what one asks for on a GPU node or on CPU threads; ``on_gpu(job)``: whether it runs on a GPU node when the config
-    has one (centring and whitening: numpy, on a CPU); ``keeps``: what its kept outputs are (``EMBEDDINGS``,
-    ``SPACES``; "" none) and ``kept_bytes(config, job)`` their size."""
+    """The jobs of one rule. ``unit``: what its work is counted in (the cost sheet's; "" a job of fixed cost);
+    ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share an entry space and its
+    vectors: :func:`distinct_jobs` keeps each once); ``request(config, plan, job, on_gpu)``: what one asks for on a
+    GPU node or on CPU threads (None: the rule's declared request); ``on_gpu(job)``: whether it runs on a GPU node
+    when the config has one (centring and whitening: numpy, on a CPU); ``keeps``: what its kept outputs are
+    (``EMBEDDINGS``, ``SPACES``; "" none) and ``kept_bytes(config, job)`` their size."""
 
     rule: str
-    jobs: Callable[[Plan], list[Wildcards]]
-    request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest]
+    unit: str = ""
+    jobs: Callable[[Plan], list[Wildcards]] | None = None
+    request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest] | None = None
     on_gpu: Callable[[Wildcards], bool] = always
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
@@ -191,18 +204,35 @@ def space_bytes(config: dict, job: Wildcards) -> float:
 
 
 JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
-    JobKind("train", candidate_jobs, train_request),
-    JobKind("entry_space", entry_space_jobs, entry_space_request, keeps=SPACES, kept_bytes=space_pair_bytes),
-    JobKind("transform_space", transform_space_jobs, transform_space_request,
+    JobKind("train", EXAMPLES_TRAINED, candidate_jobs, train_request),
+    JobKind("entry_space", DATASET_TEXTS, entry_space_jobs, entry_space_request, keeps=SPACES,
+            kept_bytes=space_pair_bytes),
+    JobKind("transform_space", ICA_ITERATIONS, transform_space_jobs, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACES, kept_bytes=space_bytes),
-    JobKind("embed", embed_jobs, embed_request, keeps=EMBEDDINGS, kept_bytes=vector_bytes),
-    JobKind("reverse_dictionary", reverse_dictionary_jobs, reverse_dictionary_request),
-    JobKind("baseline_embed", baseline_embed_jobs, baseline_embed_request),
+    JobKind("embed", SET_SENTENCES, embed_jobs, embed_request, keeps=EMBEDDINGS, kept_bytes=vector_bytes),
+    JobKind("reverse_dictionary", PADDED_TOKENS, reverse_dictionary_jobs, reverse_dictionary_request),
+    JobKind("baseline_embed", BASELINE_PASS, baseline_embed_jobs, baseline_embed_request),
+    JobKind("baseline_grid", BASELINE_SCORES),
+    JobKind("score", STS_PAIRS),  # an STS score's pairs (another evaluator's score: fixed)
+    JobKind("score_table", STS_PAIRS),
+    JobKind("compare_sts", STS_PAIRS),
+    JobKind("keep_best", CHECKPOINT_COPY),
 )}
 
 
+def unit_name(rule: str) -> str:
+    """What a rule's work is counted in ("" a rule without a job declaration: a job of fixed cost)."""
+    kind = JOB_KINDS.get(rule)
+    return kind.unit if kind is not None else ""
+
+
+def projected_kinds() -> dict[str, JobKind]:
+    """The job kinds whose jobs ask for a projected request (their jobs enumerated from the plan)."""
+    return {rule: kind for rule, kind in JOB_KINDS.items() if kind.request is not None}
+
+
 def job_kind(rule: str) -> JobKind:
-    if rule not in JOB_KINDS:
+    if rule not in projected_kinds():
         raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
     return JOB_KINDS[rule]
 
@@ -215,7 +245,7 @@ def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_g
 
 def kept_bytes(config: dict, plan: Plan, keeps: str) -> float:
     """Bytes of every kept output of kind ``keeps`` (``EMBEDDINGS``, ``SPACES``) of a config's jobs."""
-    return sum(kind.kept_bytes(config, job) for kind in JOB_KINDS.values() if kind.keeps == keeps
+    return sum(kind.kept_bytes(config, job) for kind in projected_kinds().values() if kind.keeps == keeps
                for job in distinct_jobs(kind.jobs(plan)))
 
 
@@ -246,7 +276,7 @@ def requests_below_projection(config: dict, plan: Plan, asked: dict[str, dict],
     ``--set-resources`` values) below the projection of one of the rule's jobs in this config: the largest
     projection, the job that has it and how many jobs exceed the request."""
     problems = []
-    for rule, kind in JOB_KINDS.items():
+    for rule, kind in projected_kinds().items():
         keys = [key for key in ("runtime", "mem_mb") if isinstance(asked.get(rule, {}).get(key), int | float)]
         if not keys:
             continue

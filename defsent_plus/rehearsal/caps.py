@@ -58,8 +58,6 @@ SIZES = {
 LARGER_FACTORS = (8, 4, 2)  # the second work size, the largest one the rehearsal's time budget allows (runner)
 LARGER_ENTRIES = 2  # entries grow less: every definition of a dataset is encoded (entry spaces, DefSent's protocol)
 LARGER_STS = 4  # STS pairs grow this many times more: a sentence costs little beside an encoding job's start
-STS_PAIR_RULES = ("score", "score_table", "compare_sts")  # their work: every STS pair, scored and resampled
-STS_RULES = ("embed", "baseline_embed", "baseline_grid", *STS_PAIR_RULES)  # the rules whose work the STS pairs set
 
 
 def larger_caps(caps: Caps, factor: int) -> Caps:

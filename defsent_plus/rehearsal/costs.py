@@ -46,14 +46,18 @@ from defsent_plus.pipeline.requests import (
     model_of_run,
     output_classes,
     output_layer_flops,
-    reverse_dictionary_sentences,
     training_examples,
 )
-from defsent_plus.rehearsal.caps import STS_PAIR_RULES
+from defsent_plus.rehearsal import units
+from defsent_plus.rehearsal.units import (
+    ICA,
+    TRAINING,
+    HeldOutTexts,
+    definition_texts,
+    sts_pairs,
+    unit_of,
+)
 
-ENCODER_RULES = ("embed", "entry_space")
-BASELINE_RULES = ("baseline_embed", "baseline_grid")
-RANKING_RULES = ("train", "reverse_dictionary")  # rules whose unit ranks an entry space (entry_scoring_seconds)
 SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 LARGER = "larger"  # the second work size's working directory (runner.LARGER)
 
@@ -125,70 +129,7 @@ def benchmark_of(workdir: Path, job: Job) -> dict:
 
 def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
-    if job.rule == "reverse_dictionary":
-        run = job.wildcards["run"]
-        subset = context.rehearsal["runs"][run]["dataset"]
-        texts = HeldOutTexts(list(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet"))["definition"]),
-                             definition_texts(pd.read_parquet(workdir / dag.subset_file(subset))))
-        return context.reverse_dictionary_tokens(run, texts, context.rehearsal)
-    if job.rule == "train":
-        summary = read_json(workdir / job.output("train.json"))
-        return summary["examples"] * summary["config"].get("epochs", 1)
-    if job.rule == "embed":
-        record = read_json(workdir / job.output(".json"))
-        return 0.0 if "source" in record else record["sentences"]  # served from the baselines' cache: no encoding
-    if job.rule == "entry_space":
-        record = read_json(workdir / job.output("entry_space.json"))
-        return record["definitions"] + record["entries"]
-    if job.rule == "baseline_embed":
-        return baseline_sentences(workdir / job.output(job.wildcards["template"]) / "index.json")
-    if job.rule == "baseline_grid":
-        folder = (workdir / job.output("scores.tsv")).parent
-        return sum(baseline_sentences(index) for index in folder.glob("cache/*/index.json"))
-    if job.rule == "transform_space" and job.wildcards.get("transform") == "ica":
-        record = read_json(workdir / job.output(".json"))
-        return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
-    if scores_sts_pairs(job):
-        return float(sts_pairs(workdir / dag.data_dir("senteval")))
-    return 0.0
-
-
-def scores_sts_pairs(job: Job) -> bool:
-    """Whether a job's work is every STS pair (its scores, their intervals and paired tests)."""
-    return job.rule in STS_PAIR_RULES and job.wildcards.get("evaluator", "sts") == "sts"
-
-
-@cache
-def sts_pairs(senteval: Path) -> int:
-    """Scored pairs of every STS task in a SentEval folder (a rehearsal's stand-in: its capped files)."""
-    from defsent_plus.sts import STS_TASKS, load_sts_parts
-
-    return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
-
-
-def baseline_sentences(index: Path) -> float:
-    """Sentences of a baselines' forward pass (its cache's index): the evaluation set's and the fit corpus's."""
-    record = read_json(index)
-    return float(record["eval_sentences"] + record["corpus_sentences"])
-
-
-def dataset_file(job: Job, context: Context) -> str:
-    """The rehearsal's dataset file of a job with a ``dataset`` wildcard (a subset or a whole dataset)."""
-    name = job.wildcards["dataset"]
-    return dag.subset_file(name) if name in context.rehearsal["subsets"] else dag.dictionary_file(f"{name}.parquet")
-
-
-@dataclass(frozen=True)
-class HeldOutTexts:
-    """A held-out subset's reverse-dictionary queries and the definitions left in it."""
-
-    queries: list[str]
-    definitions: list[str]
-
-
-def definition_texts(frame: pd.DataFrame) -> list[str]:
-    """Every definition of a dataset table, entry by entry."""
-    return [definition for definitions in frame["definitions"] for definition in definitions]
+    return unit_of(job.rule).rehearsed(workdir, job, context)
 
 
 @dataclass(frozen=True)
@@ -276,59 +217,22 @@ class Context:
 
     def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
         """(units, tokens per unit) of the real config's job matching a rehearsal job."""
-        if job.rule == "train":
-            return self.scored_rows(job), MEDIAN_DEFINITION_TOKENS  # its examples × epochs
-        if job.rule == "embed":
-            if not rehearsal_units:  # read from a cache in the rehearsal, so in the real run too
-                return 0.0, 0
-            sentences, tokens = self.real_sets.get(job.wildcards["sentences"], (rehearsal_units,
-                                                                                 MEDIAN_DEFINITION_TOKENS))
-            return sentences, tokens
-        if job.rule == "entry_space":
-            definitions, entries = self.dataset_size(self.real_dataset(job))
-            return definitions + entries, MEDIAN_DEFINITION_TOKENS
-        if job.rule == "reverse_dictionary":  # in padded tokens: a few queries pad much more than thousands
-            run = job.wildcards["run"]
-            texts = (self.heldout or {}).get(self.real["runs"][run]["dataset"])
-            if texts is None:  # no built dataset (Oxford stand-ins): the median definition's tokens, no padding
-                return self.scored_rows(job) * MEDIAN_DEFINITION_TOKENS, 1.0
-            return self.reverse_dictionary_tokens(run, texts, self.real), 1.0
-        if job.rule in BASELINE_RULES:
-            sentences, tokens = self.real_sets["baselines"]
-            per_template = sentences if job.rule == "baseline_embed" else 0
-            templates = 1 if per_template else len(self.real["baselines"]["grids"][self.real["baselines"]["encoders"][
-                job.wildcards["encoder"]]]["templates"])
-            return sentences * templates, tokens if per_template else 0  # the grid scores: no forward pass
-        if job.rule == "transform_space" and rehearsal_units:
-            _, entries = self.dataset_size(self.real_dataset(job))
-            return entries * self.real["entry_space"]["ica"]["max_iter"], 0
-        if scores_sts_pairs(job):
-            return self.real_sets["sts-pairs"][0], 0  # no forward pass
-        return 0.0, 0
+        return unit_of(job.rule).real(job, rehearsal_units, self)
 
     def scored_rows(self, job: Job) -> float:
-        """Sentences a real job scores against its classes: a reverse-dictionary job's encoded sentences (its
-        protocol's: DefSent+'s queries against every entry, DefSent's definitions and queries against the
-        vocabulary), a training job's examples; 0 for other rules."""
-        run = job.wildcards.get("run")
-        if job.rule == "train":
-            examples, epochs = self.training_examples(run)
-            return examples * epochs
-        if job.rule != "reverse_dictionary":
-            return 0.0
-        texts = (self.heldout or {}).get(self.real["runs"][run]["dataset"])
-        return reverse_dictionary_sentences(self.real, self.method_of_run(run), run, self.built,
-                                            None if texts is None else len(texts.queries))
+        """Sentences a real job scores against its classes (a training job's examples, a reverse-dictionary job's
+        encoded sentences); 0 for other rules."""
+        return unit_of(job.rule).scored(job, self)
 
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
     step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
-    hidden = architecture.config["hidden_size"]
-    if rule == "transform_space":
+    hidden, flops = architecture.config["hidden_size"], unit_of(rule).flops
+    if flops == ICA:
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = forward_flops(architecture, tokens)
-    return TRAINING_FLOPS * passes * forward if rule == "train" else forward
+    return TRAINING_FLOPS * passes * forward if flops == TRAINING else forward
 
 
 def scoring_flops(row: dict, context: Context, architecture) -> float:
@@ -336,7 +240,12 @@ def scoring_flops(row: dict, context: Context, architecture) -> float:
     if not row.get("real_scored"):
         return 0.0
     product = output_layer_flops(architecture, classes_of(context, row["run"]))
-    return row["real_scored"] * product * (TRAINING_FLOPS if row["rule"] == "train" else 1.0)
+    return row["real_scored"] * product * (TRAINING_FLOPS if trains(row) else 1.0)
+
+
+def trains(row: dict) -> bool:
+    """Whether a row's job trains (forward and backward passes, the steps' GPU floor)."""
+    return unit_of(row["rule"]).flops == TRAINING
 
 
 def start_seconds(rows: list[dict]) -> float:
@@ -344,9 +253,9 @@ def start_seconds(rows: list[dict]) -> float:
     embedding jobs."""
     import numpy as np
 
-    points = [(r["units"], r["seconds"]) for r in rows if r["rule"] == "embed" and r["units"] > 0]
+    points = [(r["units"], r["seconds"]) for r in rows if unit_of(r["rule"]).fits_start and r["units"] > 0]
     if len({u for u, _ in points}) < 2:
-        return min((s for r in rows for s in [r["seconds"]] if r["rule"] in ENCODER_RULES), default=0.0)
+        return min((s for r in rows for s in [r["seconds"]] if unit_of(r["rule"]).encodes), default=0.0)
     slope, intercept = np.polyfit([u for u, _ in points], [s for _, s in points], 1)
     return max(float(intercept), 0.0)
 
@@ -355,12 +264,10 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     """One row per rehearsal job: its measurement, its work and the real config's matching work."""
     rows = []
     for job in executed_jobs(workdir):
-        if not (workdir / job.benchmark).is_file():
-            continue  # a job of an earlier, interrupted run
-        units = rehearsal_units(workdir, job, context)
-        real_units, tokens = context.real_units(job, units)
+        done = rehearsal_units(workdir, job, context)
+        real_units, tokens = context.real_units(job, done)
         model = context.model_of(job)
-        rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": units, "real_units": real_units,
+        rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
                      "real_scored": context.scored_rows(job),
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
@@ -368,20 +275,10 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
                      "dataset": context.real_dataset(job) if "dataset" in job.wildcards else None,
-                     "method": context.real["runs"][job.wildcards["run"]]["method"] if job.rule == "train" else None,
-                     "classes": rehearsal_classes(workdir, job),
+                     "method": context.real["runs"][job.wildcards["run"]]["method"] if trains(vars(job)) else None,
+                     "classes": unit_of(job.rule).classes(workdir, job),
                      "benchmark": job.benchmark})
     return rows
-
-
-def rehearsal_classes(workdir: Path, job: Job) -> int | None:
-    """What a rehearsal job ranks: a train job's output classes, a reverse-dictionary job's candidates (its trained
-    model's, where its protocol records them); None for other jobs."""
-    if job.rule == "train":
-        return read_json(workdir / job.output("train.json")).get("classes")
-    if job.rule == "reverse_dictionary":
-        return read_json(workdir / job.output("reverse_dictionary.json")).get("trained", {}).get("candidates")
-    return None
 
 
 def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
@@ -411,8 +308,8 @@ def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
 
     design, seconds = [], []
     for i, row in enumerate(jobs):
-        for units, measured in ((row["units"], row["seconds"]), (row["larger_units"], row["larger_seconds"])):
-            design.append([*(1.0 if j == i else 0.0 for j in range(len(jobs))), units])
+        for work, measured in ((row["units"], row["seconds"]), (row["larger_units"], row["larger_seconds"])):
+            design.append([*(1.0 if j == i else 0.0 for j in range(len(jobs))), work])
             seconds.append(measured)
     solution, *_ = np.linalg.lstsq(np.array(design), np.array(seconds), rcond=None)
     rate = max(float(solution[-1]), 0.0)
@@ -489,11 +386,11 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
-    if row["rule"] not in RANKING_RULES or architecture is None or not rehearsed:
+    if not unit_of(row["rule"]).ranks or architecture is None or not rehearsed:
         return 0.0
     if not context.method_of_run(row["run"]).uses_entry_space:
         return 0.0
-    training = row["rule"] == "train"
+    training = trains(row)
     # a step's examples; a reverse-dictionary job scores its queries an evaluation batch at a time
     rows = context.real["runs"][row["run"]]["batch_size"] if training else context.real["evaluation"]["batch_size"]
     hidden, threads = architecture.config["hidden_size"], row.get("threads", 1)
@@ -507,14 +404,14 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     architecture = context.architectures.get(row["model"])
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
-    passes = encoder_passes(context, row["run"]) if row["rule"] == "train" else 1
+    passes = encoder_passes(context, row["run"]) if trains(row) else 1
     flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
              + scoring_flops(row, context, architecture))
     steps = 0.0
-    if row["rule"] == "train":
+    if trains(row):
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
         flops += dev_scoring_flops(context, row["run"], steps, architecture)
-    if row["rule"] == "transform_space":
+    if unit_of(row["rule"]).flops == ICA:
         return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
 
@@ -530,7 +427,7 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
     if not every:
         return 0.0
     sentences, tokens = context.real_sets["stsb-dev"]
-    return steps / every * sentences * flops_per_unit("embed", architecture, tokens)
+    return steps / every * sentences * forward_flops(architecture, tokens)
 
 
 def work_seconds(workdir: Path, job: Job) -> float | None:
@@ -620,8 +517,10 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
     ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
-    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows if r["rule"] == "keep_best" and full}
-    trained = {r["run"] for r in rows if r["rule"] == "train"}
+    kept = {id(r): unit_of(r["rule"]).keeps for r in rows}
+    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
+                if kept[id(r)] == units.CHECKPOINT_COPY and full}
+    trained = {r["run"] for r in rows if kept[id(r)] == units.CANDIDATE_WEIGHTS}
     checkpoint = {run: measured.get(run) or counted_checkpoint_bytes(context, run) for run in trained}
     candidates_by_step: dict[tuple, float] = defaultdict(float)
     selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
@@ -629,16 +528,13 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
-        if r["rule"] == "train":
+        if kept[id(r)] == units.CANDIDATE_WEIGHTS:
             candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint[r["run"]]
-        elif r["rule"] == "embed":
+        elif kept[id(r)] == units.EMBEDDINGS:
             embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
-        elif r["rule"] == "entry_space":
-            entries = context.dataset_size(r["dataset"])[1]
-            spaces += 2 * entries * hidden * 4  # AMP and AC
-        elif r["rule"] == "transform_space":
-            entries = context.dataset_size(r["dataset"])[1]
-            spaces += entries * hidden * 4
+        elif kept[id(r)] in (units.SPACE_PAIR, units.SPACE):
+            copies = 2 if kept[id(r)] == units.SPACE_PAIR else 1  # AMP and AC; a transformed space
+            spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * 4
     every = sum(candidates_by_step.values())
     largest_step = {run: max(v for (r, _), v in candidates_by_step.items() if r == run) for run in trained}
     keep_all = context.real["selection"]["keep_weights"] == "all"

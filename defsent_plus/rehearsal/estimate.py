@@ -67,7 +67,7 @@ def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[
     groups = job_model.slurm_groups() if groups is None else groups
     hours = {}
     started: set[str] = set()
-    for rule, kind in job_model.JOB_KINDS.items():
+    for rule, kind in job_model.projected_kinds().items():
         seconds = 0.0
         for job in job_model.distinct_jobs(kind.jobs(plan)):
             if not kind.on_gpu(job):

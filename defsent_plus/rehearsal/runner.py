@@ -21,6 +21,7 @@ import yaml
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
+from defsent_plus.pipeline.job_model import STS_UNITS, unit_name
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.model_store import resolve_model, spec_kind
 from defsent_plus.rehearsal import REPO, standins
@@ -176,12 +177,12 @@ def larger_factor(workdir: Path, first_wall_seconds: float) -> int | None:
 def factor_within_budget(rows: list[dict], seconds_left: float, cores: int) -> int | None:
     """The largest factor of ``caps.LARGER_FACTORS`` whose second run ends within ``seconds_left`` on ``cores``,
     estimated from the first run's jobs (each job's start, plus its work beyond the start times its growth: the
-    factor, × ``caps.LARGER_STS`` for the STS rules); None if none does."""
+    factor, × ``caps.LARGER_STS`` for the work the STS pairs set, ``job_model.STS_UNITS``); None if none does."""
     from defsent_plus.rehearsal.costs import start_seconds
 
     start = start_seconds(rows)
     fixed = sum(min(r["seconds"], start) if r["units"] else r["seconds"] for r in rows)
-    work = [(max(r["seconds"] - start, 0.0), r["rule"] in capping.STS_RULES) for r in rows if r["units"]]
+    work = [(max(r["seconds"] - start, 0.0), unit_name(r["rule"]) in STS_UNITS) for r in rows if r["units"]]
 
     def seconds(factor: int) -> float:
         return (fixed + sum(w * factor * (capping.LARGER_STS if sts else 1) for w, sts in work)) / cores
