@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.io import read_tsv_table
-from defsent_plus.rehearsal.costs import benchmark_of, executed_jobs
+from defsent_plus.rehearsal.records import benchmark_of, executed_jobs
 
 
 def measured_seconds(workdir: Path) -> dict[str, tuple[int, float, float]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.pipeline import dag
-from defsent_plus.rehearsal.costs import benchmark_of, executed_jobs
+from defsent_plus.rehearsal.records import benchmark_of, executed_jobs
 
 
 def job_table(workdir: Path) -> pd.DataFrame:

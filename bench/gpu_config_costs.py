@@ -71,7 +71,8 @@ from defsent_plus.pipeline.requests import (  # noqa: E402
     output_classes,
     training_request,
 )
-from defsent_plus.rehearsal.costs import Context, training_memory  # noqa: E402
+from defsent_plus.rehearsal.context import Context  # noqa: E402
+from defsent_plus.rehearsal.costs import training_memory  # noqa: E402
 from defsent_plus.rehearsal.models import bert_tokenizer, build_model, roberta_tokenizer  # noqa: E402
 from defsent_plus.training.task import TaskInputs  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402

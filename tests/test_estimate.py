@@ -12,6 +12,7 @@ from defsent_plus.cli import main
 from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline.model_architectures import architecture_of
 from defsent_plus.rehearsal import costs
+from defsent_plus.rehearsal.context import Context
 from defsent_plus.rehearsal.estimate import estimate, read_config
 from defsent_plus.rehearsal.models import parameter_count
 
@@ -84,7 +85,7 @@ def test_a_sheet_of_a_rehearsal_without_keep_best_jobs_counts_its_checkpoints(tm
     real = validated(yaml.safe_load((REPO / "configs" / "bert-base.yaml").read_text()))
     architecture = architecture_of("bert-base-uncased")
     rehearsal = {**real, "rehearsal": {"size": "full"}}
-    context = costs.Context(real=real, rehearsal=rehearsal, architectures={"bert_base": architecture}, real_sets={})
+    context = Context(real=real, rehearsal=rehearsal, architectures={"bert_base": architecture}, real_sets={})
     rows = [{"rule": "train", "run": "bert_base", "step": "1", "real_jobs": 10.0, "model": "bert_base",
              "outputs": []}]
     disk = costs.disk_gb(rows, context, tmp_path)

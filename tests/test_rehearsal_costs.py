@@ -18,6 +18,12 @@ from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
+from defsent_plus.rehearsal.context import Context, built_heldout_texts
+from defsent_plus.rehearsal.fit import job_line, job_lines, on_own_clock, with_larger_size
+from defsent_plus.rehearsal.records import Job, executed_jobs, work_seconds
+from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
+from defsent_plus.rehearsal.sheet import thread_note
+from defsent_plus.rehearsal.units import sts_pairs
 
 GPU = Gpu("a GPU", 100.0, 0.1, 80)
 
@@ -50,7 +56,7 @@ def test_a_job_measured_at_two_sizes_projects_from_its_own_start_and_rate():
     seconds = projected_seconds([slow, fast, other])
     assert seconds["train"] == pytest.approx(start + real * rate)
     assert seconds["embed"] == pytest.approx(2 * (3.0 + 5_000.0 * 0.01))
-    assert costs.job_line(slow) == pytest.approx((start, rate))
+    assert job_line(slow) == pytest.approx((start, rate))
 
 
 def test_a_job_that_times_its_own_work_gets_its_rate_from_that_not_from_its_wall_times():
@@ -61,7 +67,7 @@ def test_a_job_that_times_its_own_work_gets_its_rate_from_that_not_from_its_wall
     timed = {**wall, "work_seconds": 1_000 * rate, "larger_work_seconds": 2_000 * rate}
     assert projected_seconds([wall])["entry_space"] < 0.5 * real * rate  # the wall times' slope: 0.0005 s a unit
     assert projected_seconds([timed])["entry_space"] == pytest.approx(8.25 + real * rate)
-    assert costs.on_own_clock({**timed, "larger_work_seconds": None}) == {**timed, "larger_work_seconds": None}
+    assert on_own_clock({**timed, "larger_work_seconds": None}) == {**timed, "larger_work_seconds": None}
 
 
 def test_a_jobs_work_clock_beside_its_benchmark_gives_its_work_seconds(tmp_path):
@@ -72,8 +78,8 @@ def test_a_jobs_work_clock_beside_its_benchmark_gives_its_work_seconds(tmp_path)
     from defsent_plus.pipeline.jobs import work_clock
 
     benchmark = dag.benchmark_file("r", "eval", "reverse_dictionary")
-    rd = costs.Job("reverse_dictionary", {"run": "r"}, benchmark=benchmark)
-    assert costs.work_seconds(tmp_path, rd) is None
+    rd = Job("reverse_dictionary", {"run": "r"}, benchmark=benchmark)
+    assert work_seconds(tmp_path, rd) is None
     clock = tmp_path / dag.work_clock_file("r", "eval", "reverse_dictionary")
     assert clock == tmp_path / dag.work_clock_beside(benchmark)
     with pytest.raises(RuntimeError), work_clock(clock):
@@ -81,7 +87,7 @@ def test_a_jobs_work_clock_beside_its_benchmark_gives_its_work_seconds(tmp_path)
     assert not clock.exists()
     with work_clock(clock):
         sum(range(100_000))
-    assert 0 < costs.work_seconds(tmp_path, rd) < 5
+    assert 0 < work_seconds(tmp_path, rd) < 5
 
 
 def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, senteval_dir):
@@ -92,15 +98,15 @@ def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, 
     from defsent_plus.rehearsal.standins import write_senteval
 
     stand_in = write_senteval(tmp_path / dag.data_dir("senteval"), senteval_dir, 5)
-    capped, every = costs.sts_pairs(stand_in), costs.sts_pairs(senteval_dir)
+    capped, every = sts_pairs(stand_in), sts_pairs(senteval_dir)
     assert 0 < capped < every
-    context = costs.Context({}, {}, {}, {"sts-pairs": (every, 0.0)})
+    context = Context({}, {}, {}, {"sts-pairs": (every, 0.0)})
     for rule, wildcards in [("score", {"encoder": "m", "evaluator": "sts"}), ("score_table", {"run": "r"}),
                             ("compare_sts", {})]:
-        scoring = costs.Job(rule, wildcards)
+        scoring = Job(rule, wildcards)
         assert costs.rehearsal_units(tmp_path, scoring, context) == capped
         assert context.real_units(scoring, capped) == (every, 0)
-    transfer = costs.Job("score", {"encoder": "m", "evaluator": "senteval"})
+    transfer = Job("score", {"encoder": "m", "evaluator": "senteval"})
     assert costs.rehearsal_units(tmp_path, transfer, context) == 0
     assert context.real_units(transfer, 0) == (0.0, 0)
 
@@ -108,7 +114,7 @@ def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, 
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
     fixed = job("score", 0, 4.0, 0, larger_units=0, larger_seconds=6.0)
     same = job("isotropy", 100, 4.0, 1000, larger_units=100, larger_seconds=9.0)
-    assert costs.job_line(fixed) is None and costs.job_line(same) is None
+    assert job_line(fixed) is None and job_line(same) is None
     assert projected_seconds([fixed])["score"] == pytest.approx(6.0)
     assert projected_seconds([fixed, same])["isotropy"] > 0
 
@@ -120,12 +126,12 @@ def test_a_rules_rate_is_pooled_over_its_jobs_so_a_job_whose_work_hardly_grew_we
     large = job("embed", 152, 6.0 + 152 * rate, 26_000, larger_units=1177, larger_seconds=6.0 + 1177 * rate)
     noisy = job("embed", 6, 5.0 + 6 * rate, 2_900, larger_units=43, larger_seconds=5.0 + 43 * rate + 1.0)
     noisy["benchmark"] = "benchmarks/embed_dev.tsv"
-    alone = costs.job_line(noisy)[1]
-    lines = costs.job_lines([large, noisy], start=0.0)
+    alone = job_line(noisy)[1]
+    lines = job_lines([large, noisy], start=0.0)
     assert alone > 5 * rate and lines[0][1] == lines[1][1] < 1.1 * rate
     assert lines[0][0] == pytest.approx(6.0, abs=0.5) and lines[1][0] == pytest.approx(5.5, abs=0.5)
     other_model = {**noisy, "model": "another"}  # another model's jobs get their own rate
-    assert costs.job_lines([large, other_model], start=0.0)[1][1] == pytest.approx(alone)
+    assert job_lines([large, other_model], start=0.0)[1][1] == pytest.approx(alone)
 
 
 def test_each_training_method_of_a_model_gets_its_own_rate():
@@ -134,20 +140,20 @@ def test_each_training_method_of_a_model_gets_its_own_rate():
     fast, slow = 0.015, 0.075
     rows = [job("train", 64, 7.0 + 64 * rate, 5000, larger_units=256, larger_seconds=7.0 + 256 * rate, method=method,
                 benchmark=f"benchmarks/{method}.tsv") for method, rate in (("defsent_plus", fast), ("slt_fai", slow))]
-    lines = costs.job_lines(rows, start=0.0)
+    lines = job_lines(rows, start=0.0)
     assert [rate for _, rate in lines] == pytest.approx([fast, slow])
 
 
 def test_a_rate_that_falls_with_the_work_is_not_negative():
     noisy = job("embed", 100, 10.0, 10_000, larger_units=800, larger_seconds=9.0)
-    start, rate = costs.job_line(noisy)
+    start, rate = job_line(noisy)
     assert rate == 0.0 and start == pytest.approx(9.5)
 
 
 def test_the_second_size_is_matched_to_the_first_by_benchmark_file():
     first = [job("train", 64, 10.0, 1000), job("embed", 100, 5.0, 1000)]
     second = [{**job("train", 512, 30.0, 1000), "max_rss_mb": 900.0}]
-    paired = costs.with_larger_size(first, second)
+    paired = with_larger_size(first, second)
     assert paired[0]["larger_units"] == 512 and paired[0]["larger_seconds"] == 30.0
     assert "larger_units" not in paired[1]
     table = costs.projected(paired, NoModels(), GPU).set_index("rule")
@@ -221,18 +227,18 @@ def test_the_baselines_forward_pass_counts_its_evaluation_and_corpus_sentences(t
         cache = tmp_path / "results" / "baselines" / "m" / "cache" / template
         cache.mkdir(parents=True)
         (cache / "index.json").write_text(json.dumps({"eval_sentences": sentences, "corpus_sentences": 100}))
-    embed = costs.Job("baseline_embed", {"encoder": "m", "template": "T0"},
+    embed = Job("baseline_embed", {"encoder": "m", "template": "T0"},
                       outputs=["results/baselines/m/cache/T0"])
-    grid = costs.Job("baseline_grid", {"encoder": "m"}, outputs=["results/baselines/m/scores.tsv"])
+    grid = Job("baseline_grid", {"encoder": "m"}, outputs=["results/baselines/m/scores.tsv"])
     assert costs.rehearsal_units(tmp_path, embed, None) == 600
     assert costs.rehearsal_units(tmp_path, grid, None) == 1000
 
 
 def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
     real = {"baselines": {"encoders": {"m": "g"}, "grids": {"g": {"templates": ["none", "T0", "T1"]}}}}
-    context = costs.Context(real, {}, {}, {"baselines": (2_000, 12.0)})
-    embed = costs.Job("baseline_embed", {"encoder": "m", "template": "T0"})
-    grid = costs.Job("baseline_grid", {"encoder": "m"})
+    context = Context(real, {}, {}, {"baselines": (2_000, 12.0)})
+    embed = Job("baseline_embed", {"encoder": "m", "template": "T0"})
+    grid = Job("baseline_grid", {"encoder": "m"})
     assert context.real_units(embed, 600) == (2_000, 12.0)
     assert context.real_units(grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
 
@@ -254,7 +260,7 @@ def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_
     real = read_config(REPO / "configs" / "minilm-full.yaml")
     minilm = model_architecture(real["models"]["minilm"])
     built = {"a": (378_769, 206_546)}
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, built, scoring_seconds=fake_scoring_seconds)
+    context = Context(real, {}, {"minilm": minilm}, {}, built, scoring_seconds=fake_scoring_seconds)
     train = job("train", 64, 10.0, 363_907, model="minilm", run="minilm_full", method="defsent_plus", classes=300,
                 tokens=12.0, threads=2)
     batch = real["runs"]["minilm_full"]["batch_size"]
@@ -269,9 +275,9 @@ def test_a_real_training_example_costs_its_output_layer_over_every_entry_of_the_
 
 
 def test_scoring_an_entry_space_is_measured_and_grows_with_its_entries():
-    small, large = (costs.entry_scoring_seconds(classes, 32, 64, 1, True) for classes in (100, 100_000))
+    small, large = (entry_scoring_seconds(classes, 32, 64, 1, True) for classes in (100, 100_000))
     assert 0 < small < large
-    assert costs.entry_scoring_seconds(100_000, 128, 64, 1, False) > 0
+    assert entry_scoring_seconds(100_000, 128, 64, 1, False) > 0
 
 
 def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens_and_scored_against_every_entry(
@@ -292,7 +298,7 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     dataset = {f"word{i}": [f"the {i}th sense" + " of it" * (i % 7), f"another {i}th sense"] if i % 2
                else ["a shared sense"] for i in range(400)}
     write_toy_dataset(tmp_path / dag.dictionary_file("a.parquet"), dataset)
-    heldout = costs.built_heldout_texts(tmp_path, real)
+    heldout = built_heldout_texts(tmp_path, real)
     texts = heldout["a_full"]
     held = 2 * round(0.02 * 400)  # 8 headwords each for dev and test, half of them with two definitions
     n = len(texts.queries)
@@ -301,15 +307,15 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     assert set(texts.queries) <= set(every) and 0 < len(texts.definitions) < len(every)
     minilm = model_architecture(real["models"]["minilm"])
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    context = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout, fake_scoring_seconds,
+    context = Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout, fake_scoring_seconds,
                             tokenizer_of=lambda model: tokenizer)
     lengths = [len(ids) for ids in tokenizer(texts.queries)["input_ids"]]
     padded = padded_tokens(lengths, real["evaluation"]["batch_size"])
     assert padded > sum(lengths)  # the texts differ in length: padding counts
-    rd = costs.Job("reverse_dictionary", {"run": "minilm_full"})
+    rd = Job("reverse_dictionary", {"run": "minilm_full"})
     assert context.real_units(rd, 30) == (pytest.approx(3 * padded), 1.0)
     assert context.scored_rows(rd) == 3 * n
-    no_tokenizer = costs.Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout)
+    no_tokenizer = Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout)
     assert no_tokenizer.real_units(rd, 30)[0] == 3 * n * MEDIAN_DEFINITION_TOKENS
     row = job("reverse_dictionary", 30, 8.0, 3 * padded, model="minilm", run="minilm_full", classes=40,
               tokens=1.0, real_scored=3 * n)
@@ -360,24 +366,24 @@ def test_the_sheet_reads_each_job_from_snakemakes_own_records_and_names_its_thre
     run = [sys.executable, "-m", "snakemake", "--cores", "2", "--directory", str(tmp_path), "--snakefile",
            str(tmp_path / "Snakefile"), "-q"]
     subprocess.run([*run, "--benchmark-extended"], check=True, capture_output=True)
-    jobs = {job.rule: job for job in costs.executed_jobs(tmp_path)}
+    jobs = {job.rule: job for job in executed_jobs(tmp_path)}
     train, embed = jobs["train"], jobs["embed"]
     assert train.wildcards == {"run": "r", "step": "1", "space": "amp", "seed": "0"}
     assert (train.threads, train.resources["runtime"], train.resources["mem_mb"]) == (2, 7, 123)
     assert train.output("train.json") == "results/r/step1/amp/seed0/train.json"
     assert embed.wildcards == {"encoder": "r", "sentences": "sts", "pooling": "mean"} and embed.threads == 1
     assert embed.outputs == ["results/embeddings/r/sts.mean.json", "results/embeddings/r/sts.mean.npy"]
-    assert costs.thread_note(tmp_path) == "1 thread a job; train 2 threads"
+    assert thread_note(tmp_path) == "1 thread a job; train 2 threads"
     subprocess.run([*run, "--forceall"], check=True, capture_output=True)  # benchmarks without the job's record
     with pytest.raises(DefSentError, match="--benchmark-extended"):
-        costs.executed_jobs(tmp_path)
+        executed_jobs(tmp_path)
 
 
 @pytest.mark.workflow
 def test_every_job_of_the_tiny_dag_is_read_with_its_rule_wildcards_and_outputs(tiny_run):
     """Each rule names its log and its benchmark by the same parts (dag.log_beside), so Snakemake's metadata gives
     every job its outputs."""
-    jobs = costs.executed_jobs(tiny_run)
+    jobs = executed_jobs(tiny_run)
     assert {"train", "entry_space", "embed", "score", "select_best", "score_table"} <= {job.rule for job in jobs}
     for job in jobs:
         assert job.outputs, f"{job.benchmark}: no outputs recorded with {dag.log_beside(job.benchmark)}"

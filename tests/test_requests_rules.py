@@ -121,7 +121,7 @@ def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
 @pytest.mark.workflow
 def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
     """The enumeration is the plan's own reading of the DAG: it must list what Snakemake ran, no more, no less."""
-    from defsent_plus.rehearsal.costs import executed_jobs
+    from defsent_plus.rehearsal.records import executed_jobs
 
     config, plan = config_and_plan(tiny_run / "config.yaml")
     ran = executed_jobs(tiny_run)

@@ -168,7 +168,8 @@ def run(workdir: Path, *args: str) -> int:
 
 def larger_factor(workdir: Path, first_wall_seconds: float) -> int | None:
     """The second work size's factor for the rehearsal in ``workdir``, from its first run's jobs."""
-    from defsent_plus.rehearsal.costs import build_context, job_rows
+    from defsent_plus.rehearsal.context import build_context
+    from defsent_plus.rehearsal.costs import job_rows
 
     rows = job_rows(workdir, build_context(workdir, senteval_dir()))
     return factor_within_budget(rows, BUDGET_SECONDS - first_wall_seconds, len(os.sched_getaffinity(0)))
@@ -178,7 +179,7 @@ def factor_within_budget(rows: list[dict], seconds_left: float, cores: int) -> i
     """The largest factor of ``caps.LARGER_FACTORS`` whose second run ends within ``seconds_left`` on ``cores``,
     estimated from the first run's jobs (each job's start, plus its work beyond the start times its growth: the
     factor, × ``caps.LARGER_STS`` for the work the STS pairs set, ``job_model.STS_UNITS``); None if none does."""
-    from defsent_plus.rehearsal.costs import start_seconds
+    from defsent_plus.rehearsal.fit import start_seconds
 
     start = start_seconds(rows)
     fixed = sum(min(r["seconds"], start) if r["units"] else r["seconds"] for r in rows)

