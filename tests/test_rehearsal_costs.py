@@ -387,3 +387,47 @@ def test_every_job_of_the_tiny_dag_is_read_with_its_rule_wildcards_and_outputs(t
     assert {"train", "entry_space", "embed", "score", "select_best", "score_table"} <= {job.rule for job in jobs}
     for job in jobs:
         assert job.outputs, f"{job.benchmark}: no outputs recorded with {dag.log_beside(job.benchmark)}"
+
+
+TOY_RULE = """
+rule toy_norms:
+    output: "results/eval/{encoder}/toy_norms.json"
+    log: "logs/eval/{encoder}/toy_norms.log"
+    benchmark: "benchmarks/eval/{encoder}/toy_norms.tsv"
+    shell: "echo '{{}}' > {output}"
+"""
+
+
+def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaration(tmp_path, monkeypatch,
+                                                                                   senteval_dir):
+    """A toy evaluator with a rule of its own (toy_norms: once per encoder, every STS pair) is costed from its one
+    declaration in the job model: estimate's GPU-hours, the flags of requests set too small and the cost sheet's
+    units reach it with no edit in requests, costs or estimate."""
+    from conftest import REPO
+
+    from defsent_plus.pipeline import job_model
+    from defsent_plus.pipeline.plan import Plan
+    from defsent_plus.pipeline.requests import encoding_request
+    from defsent_plus.rehearsal.estimate import gpu_hours, read_config
+
+    def toy_request(config, plan, job, on_gpu):
+        return encoding_request(config, "minilm", 1_000, on_gpu)
+
+    toy = job_model.JobKind("toy_norms", job_model.STS_PAIRS, jobs=lambda plan: [{"encoder": "minilm"}],
+                            request=toy_request)
+    monkeypatch.setitem(job_model.JOB_KINDS, "toy_norms", toy)
+    config = read_config(REPO / "config.yaml")
+    plan = Plan(config, lambda run, step: {})
+    assert gpu_hours(config, plan, {})["toy_norms"] == pytest.approx(toy_request(config, plan, {}, True).seconds / 3600)
+    (problem,) = job_model.requests_below_projection(config, plan, {"toy_norms": {"runtime": 0}}, lambda rule: True)
+    assert problem.startswith("rule toy_norms: runtime=0 is below the projection") and "encoder=minilm" in problem
+
+    (tmp_path / "Snakefile").write_text('rule all:\n    input: "results/eval/minilm/toy_norms.json"\n' + TOY_RULE)
+    (tmp_path / "data").mkdir()
+    (tmp_path / dag.data_dir("senteval")).symlink_to(senteval_dir)
+    subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--directory", str(tmp_path), "--snakefile",
+                    str(tmp_path / "Snakefile"), "--benchmark-extended", "-q"], check=True, capture_output=True)
+    (ran,) = executed_jobs(tmp_path)
+    assert (ran.rule, ran.wildcards, ran.outputs) == ("toy_norms", {"encoder": "minilm"},
+                                                      ["results/eval/minilm/toy_norms.json"])
+    assert costs.rehearsal_units(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
