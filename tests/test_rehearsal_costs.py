@@ -18,12 +18,12 @@ from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
-from defsent_plus.rehearsal.context import Context, built_heldout_texts
+from defsent_plus.rehearsal.context import Context, built_heldout_texts, sts_pairs
 from defsent_plus.rehearsal.fit import job_line, job_lines, on_own_clock, with_larger_size
 from defsent_plus.rehearsal.records import Job, executed_jobs, work_seconds
 from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
 from defsent_plus.rehearsal.sheet import thread_note
-from defsent_plus.rehearsal.units import sts_pairs
+from defsent_plus.rehearsal.units import unit_of
 
 GPU = Gpu("a GPU", 100.0, 0.1, 80)
 
@@ -33,6 +33,11 @@ class NoModels:
 
     architectures: dict = {}
     real: dict = {"runs": {}}
+
+
+def real_units(context, job, units: float) -> tuple[float, float]:
+    """(units, tokens a unit) of the real job matching a rehearsal job of ``units``, as its unit counts them."""
+    return unit_of(job.rule).real(job, units, context)
 
 
 def job(rule: str, units: float, seconds: float, real_units: float, **extra) -> dict:
@@ -105,10 +110,10 @@ def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, 
                             ("compare_sts", {})]:
         scoring = Job(rule, wildcards)
         assert costs.rehearsal_units(tmp_path, scoring, context) == capped
-        assert context.real_units(scoring, capped) == (every, 0)
+        assert real_units(context, scoring, capped) == (every, 0)
     transfer = Job("score", {"encoder": "m", "evaluator": "senteval"})
     assert costs.rehearsal_units(tmp_path, transfer, context) == 0
-    assert context.real_units(transfer, 0) == (0.0, 0)
+    assert real_units(context, transfer, 0) == (0.0, 0)
 
 
 def test_a_job_whose_work_did_not_grow_costs_its_measurement_at_the_larger_size():
@@ -239,8 +244,8 @@ def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
     context = Context(real, {}, {}, {"baselines": (2_000, 12.0)})
     embed = Job("baseline_embed", {"encoder": "m", "template": "T0"})
     grid = Job("baseline_grid", {"encoder": "m"})
-    assert context.real_units(embed, 600) == (2_000, 12.0)
-    assert context.real_units(grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
+    assert real_units(context, embed, 600) == (2_000, 12.0)
+    assert real_units(context, grid, 1000) == (6_000, 0)  # scored per template; no forward pass, no FLOPs
 
 
 def fake_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
@@ -313,10 +318,10 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     padded = padded_tokens(lengths, real["evaluation"]["batch_size"])
     assert padded > sum(lengths)  # the texts differ in length: padding counts
     rd = Job("reverse_dictionary", {"run": "minilm_full"})
-    assert context.real_units(rd, 30) == (pytest.approx(3 * padded), 1.0)
-    assert context.scored_rows(rd) == 3 * n
+    assert real_units(context, rd, 30) == (pytest.approx(3 * padded), 1.0)
+    assert unit_of(rd.rule).scored(rd, context) == 3 * n
     no_tokenizer = Context(real, {}, {"minilm": minilm}, {}, {"a": (600, 400)}, heldout)
-    assert no_tokenizer.real_units(rd, 30)[0] == 3 * n * MEDIAN_DEFINITION_TOKENS
+    assert real_units(no_tokenizer, rd, 30)[0] == 3 * n * MEDIAN_DEFINITION_TOKENS
     row = job("reverse_dictionary", 30, 8.0, 3 * padded, model="minilm", run="minilm_full", classes=40,
               tokens=1.0, real_scored=3 * n)
     per_query = (fake_scoring_seconds(400, 128, 384, 1, False) - fake_scoring_seconds(40, 128, 384, 1, False)) / 128
@@ -330,7 +335,7 @@ def test_a_real_reverse_dictionary_query_is_encoded_three_times_in_padded_tokens
     defsent = {**real, "runs": {"minilm_full": {**real["runs"]["minilm_full"], "method": "defsent"}}}
     with_definitions = replace(context, real=defsent)
     definitions = padded_tokens([len(ids) for ids in tokenizer(texts.definitions)["input_ids"]], 128)
-    assert with_definitions.real_units(rd, 30)[0] == pytest.approx(2 * (definitions + 2 * padded))
+    assert real_units(with_definitions, rd, 30)[0] == pytest.approx(2 * (definitions + 2 * padded))
 
 
 TOY_SNAKEFILE = """

@@ -22,7 +22,27 @@ from defsent_plus.pipeline.requests import (
 )
 from defsent_plus.rehearsal.records import Job
 from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
-from defsent_plus.rehearsal.units import HeldOutTexts, definition_texts, sts_pairs, unit_of
+
+
+@dataclass(frozen=True)
+class HeldOutTexts:
+    """A held-out subset's reverse-dictionary queries and the definitions left in it."""
+
+    queries: list[str]
+    definitions: list[str]
+
+
+def definition_texts(frame: pd.DataFrame) -> list[str]:
+    """Every definition of a dataset table, entry by entry."""
+    return [definition for definitions in frame["definitions"] for definition in definitions]
+
+
+@cache
+def sts_pairs(senteval: Path) -> int:
+    """Scored pairs of every STS task in a SentEval folder (a rehearsal's stand-in: its capped files)."""
+    from defsent_plus.sts import STS_TASKS, load_sts_parts
+
+    return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
 
 
 @dataclass(frozen=True)
@@ -108,14 +128,6 @@ class Context:
         """(examples per epoch, epochs) of a real run's training."""
         return training_examples(self.real, run, self.method_of_run(run), self.method_options(run), self.built)
 
-    def real_units(self, job: Job, rehearsal_units: float) -> tuple[float, float]:
-        """(units, tokens per unit) of the real config's job matching a rehearsal job."""
-        return unit_of(job.rule).real(job, rehearsal_units, self)
-
-    def scored_rows(self, job: Job) -> float:
-        """Sentences a real job scores against its classes (a training job's examples, a reverse-dictionary job's
-        encoded sentences); 0 for other rules."""
-        return unit_of(job.rule).scored(job, self)
 
 
 def real_sentence_sets(senteval: Path, real: dict) -> dict:

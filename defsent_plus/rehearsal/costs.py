@@ -80,10 +80,11 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     rows = []
     for job in executed_jobs(workdir):
         done = rehearsal_units(workdir, job, context)
-        real_units, tokens = context.real_units(job, done)
+        unit = unit_of(job.rule)
+        real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
-                     "real_scored": context.scored_rows(job),
+                     "real_scored": unit.scored(job, context),
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -91,7 +92,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
                      "dataset": context.real_dataset(job) if "dataset" in job.wildcards else None,
                      "method": context.real["runs"][job.wildcards["run"]]["method"] if trains(vars(job)) else None,
-                     "classes": unit_of(job.rule).classes(workdir, job),
+                     "classes": unit.classes(workdir, job),
                      "benchmark": job.benchmark})
     return rows
 

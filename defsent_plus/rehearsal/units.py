@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +18,9 @@ from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline import job_model as model
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, reverse_dictionary_sentences
+from defsent_plus.rehearsal.context import Context, HeldOutTexts, definition_texts, sts_pairs
 
 if TYPE_CHECKING:
-    from defsent_plus.rehearsal.context import Context
     from defsent_plus.rehearsal.records import Job
 
 FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what a unit's FLOPs are
@@ -113,19 +112,6 @@ def real_dataset_texts(job: Job, units: float, context: Context) -> tuple[float,
     return definitions + entries, MEDIAN_DEFINITION_TOKENS
 
 
-@dataclass(frozen=True)
-class HeldOutTexts:
-    """A held-out subset's reverse-dictionary queries and the definitions left in it."""
-
-    queries: list[str]
-    definitions: list[str]
-
-
-def definition_texts(frame: pd.DataFrame) -> list[str]:
-    """Every definition of a dataset table, entry by entry."""
-    return [definition for definitions in frame["definitions"] for definition in definitions]
-
-
 def padded_tokens_encoded(workdir: Path, job: Job, context: Context) -> float:
     """A reverse-dictionary job's padded tokens, its queries and the definitions left in its subset as the rehearsal
     split them."""
@@ -212,14 +198,6 @@ def real_ica_iterations(job: Job, units: float, context: Context) -> tuple[float
         return 0.0, 0
     _, entries = context.dataset_size(context.real_dataset(job))
     return entries * context.real["entry_space"]["ica"]["max_iter"], 0
-
-
-@cache
-def sts_pairs(senteval: Path) -> int:
-    """Scored pairs of every STS task in a SentEval folder (a rehearsal's stand-in: its capped files)."""
-    from defsent_plus.sts import STS_TASKS, load_sts_parts
-
-    return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
 
 
 def scores_sts(job: Job) -> bool:
