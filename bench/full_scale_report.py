@@ -21,12 +21,9 @@ from defsent_plus.rehearsal.records import benchmark_of, executed_jobs
 
 
 def job_table(workdir: Path) -> pd.DataFrame:
-    """One row per job that ran in ``workdir`` and left a benchmark: rule, wildcards, seconds, CPU seconds, peak MB."""
-    rows = []
-    for job in executed_jobs(workdir):
-        if job.benchmark and (workdir / job.benchmark).is_file():
-            rows.append({"rule": job.rule, "job": ", ".join(f"{k}={v}" for k, v in job.wildcards.items()),
-                         **benchmark_of(workdir, job)})
+    """One row per job that ran in ``workdir``: rule, wildcards, seconds, CPU seconds, peak MB (its benchmark)."""
+    rows = [{"rule": job.rule, "job": ", ".join(f"{k}={v}" for k, v in job.wildcards.items()),
+             **benchmark_of(workdir, job)} for job in executed_jobs(workdir)]
     return pd.DataFrame(rows).sort_values(["rule", "job"], ignore_index=True)
 
 
@@ -50,17 +47,16 @@ def loss_curves(workdir: Path, run: str) -> pd.DataFrame:
         classes = train["classes"]
         candidate = summary.parent.relative_to(workdir / "results")
         rows.append({"candidate": str(candidate), "steps": train["steps"], "examples": train["examples"],
-                     "seconds": loop_seconds(workdir, candidate, train), "ln_entries": math.log(classes),
+                     "seconds": loop_seconds(workdir, candidate), "ln_entries": math.log(classes),
                      "entries": classes, "first": train["loss_first"], "last": train["loss_last"],
                      "segments": " ".join(f"{x:.2f}" for x in train["loss_curve"])})
     return pd.DataFrame(rows)
 
 
-def loop_seconds(workdir: Path, candidate: Path, train: dict) -> float:
-    """A train job's loop seconds: its work clock (results/ holds no timing), or in a workdir run before the clocks
-    its train.json's."""
+def loop_seconds(workdir: Path, candidate: Path) -> float:
+    """A train job's loop seconds: its work clock (results/ holds no timing)."""
     clock = workdir / dag.work_clock_file(*candidate.parts, "train")
-    return json.loads(clock.read_text(encoding="utf-8"))["seconds"] if clock.is_file() else train["seconds"]
+    return json.loads(clock.read_text(encoding="utf-8"))["seconds"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,8 +35,8 @@ def differences(a: Path, b: Path) -> list[str]:
 
 
 def timing_fields(results: Path) -> list[str]:
-    """``file: field`` for every JSON key (at any depth) and TSV column under ``results`` named like a timing (a
-    tokenizer's vocabulary aside)."""
+    """``file: field`` for every JSON key (at any depth, its value set) and TSV column under ``results`` named like a
+    timing (a tokenizer's vocabulary aside)."""
     found = []
     for path in sorted(results.rglob("*")):
         if path.suffix == ".json" and path.name not in VOCABULARIES:
@@ -50,9 +50,11 @@ def timing_fields(results: Path) -> list[str]:
 
 
 def json_keys(value: object) -> Iterator[str]:
+    """Every key at any depth whose value is set (MTEB's result files keep their timing keys, nulled)."""
     if isinstance(value, dict):
         for key, item in value.items():
-            yield str(key)
+            if item is not None:
+                yield str(key)
             yield from json_keys(item)
     elif isinstance(value, list):
         for item in value:

@@ -371,6 +371,7 @@ def test_the_sheet_reads_each_job_from_snakemakes_own_records_and_names_its_thre
     run = [sys.executable, "-m", "snakemake", "--cores", "2", "--directory", str(tmp_path), "--snakefile",
            str(tmp_path / "Snakefile"), "-q"]
     subprocess.run([*run, "--benchmark-extended"], check=True, capture_output=True)
+    (tmp_path / ".snakemake" / "metadata" / "tmpk2j1.a1b2c3d4").write_text("{")  # left by a killed Snakemake
     jobs = {job.rule: job for job in executed_jobs(tmp_path)}
     train, embed = jobs["train"], jobs["embed"]
     assert train.wildcards == {"run": "r", "step": "1", "space": "amp", "seed": "0"}

@@ -35,6 +35,7 @@ def test_timing_fields_are_found_at_any_depth_and_in_tsv_headers_not_in_vocabula
     (tmp_path / "b.tsv").write_text("# banner\nstep\tloss\texamples_per_second\n1\t0.5\t10\n")
     (tmp_path / "model" / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {"seconds": 7}}}))
     (tmp_path / "c.json").write_text(json.dumps({"evaluation_time": 3.0, "date": 1.0, "entries": 5}))
+    (tmp_path / "d.json").write_text(json.dumps({"evaluation_time": None, "date": None}))  # MTEB's, nulled
     assert timing_fields(tmp_path) == ["a.json: seconds", "b.tsv: examples_per_second", "c.json: date",
                                        "c.json: evaluation_time"]
 

@@ -1,5 +1,5 @@
 """What the encoding rules and transform_space ask their scheduler for: their job's work in the config through the
-cost model (defsent_plus.pipeline.requests.rule_request), with the margin; the DAG gives each job its own, and a
+cost model (defsent_plus.pipeline.job_model.rule_request), with the margin; the DAG gives each job its own, and a
 user's request below a job's projection is flagged before anything runs."""
 
 from __future__ import annotations

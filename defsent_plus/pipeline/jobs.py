@@ -37,8 +37,9 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
 def work_clock(path: str | Path) -> Iterator[dict]:
     """Time the block (a job's work, past its start) and write ``{"seconds": ...}`` to ``path`` when it completes
     (:func:`defsent_plus.pipeline.dag.work_clock_file`); nothing when it fails. The block gets a dict for the work's
-    own timings (a training loop's seconds, a resumed job's earlier ones included; a pace), written with it, so that
-    ``results/`` holds no timing and two runs' results compare byte for byte."""
+    own timings (a pace; ``seconds``, where the work times itself, replaces the block's: a training loop's, a resumed
+    job's earlier seconds included), written with it, so that ``results/`` holds no timing and two runs' results
+    compare byte for byte."""
     import time
 
     from defsent_plus.io import write_json

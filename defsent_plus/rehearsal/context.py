@@ -116,7 +116,6 @@ class Context:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
         return name.removeprefix("rehearsal_")
 
-
     def method_options(self, run: str) -> dict:
         """A real run's method options, its variant's defaults filled in."""
         from defsent_plus.pipeline.plan import Plan

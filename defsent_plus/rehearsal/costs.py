@@ -40,6 +40,7 @@ from defsent_plus.rehearsal.fit import fixed_seconds, job_lines, measured_twice,
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import (
     ICA,
+    NO_FLOPS,
     TRAINING,
     unit_of,
 )
@@ -56,6 +57,8 @@ def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> f
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
     step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
     hidden, flops = architecture.config["hidden_size"], unit_of(rule).flops
+    if flops == NO_FLOPS:
+        return 0.0
     if flops == ICA:
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = forward_flops(architecture, tokens)
@@ -91,7 +94,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
                      "requested_mb": float(job.resources.get("mem_mb", "nan")),
                      "run": job.wildcards.get("run"), "step": job.wildcards.get("step"), "outputs": job.outputs,
                      "dataset": context.real_dataset(job) if "dataset" in job.wildcards else None,
-                     "method": context.real["runs"][job.wildcards["run"]]["method"] if trains(vars(job)) else None,
+                     "method": context.real["runs"][job.wildcards["run"]]["method"] if unit.flops == TRAINING else None,
                      "classes": unit.classes(workdir, job),
                      "benchmark": job.benchmark})
     return rows
@@ -262,7 +265,7 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     gpu = Gpu(**context.real["costs"]["gpu"])
     rows = job_rows(workdir, context)
     larger = workdir / LARGER
-    if (larger / ".snakemake" / "log").is_dir():
+    if (larger / "benchmarks").is_dir():
         rows = with_larger_size(rows, job_rows(larger, replace(context, rehearsal=rehearsal_config(larger))))
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import base64
 import json
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import pandas as pd
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -44,12 +47,15 @@ def executed_jobs(workdir: Path) -> list[Job]:
     profiles/slurm set), and its outputs from Snakemake's metadata (those recorded with the job's log, which lies
     beside its benchmark: :func:`~defsent_plus.pipeline.dag.log_beside`)."""
     outputs = outputs_by_log(workdir)
+    records = {path: pd.read_csv(path, sep="\t").iloc[-1] for path in sorted((workdir / "benchmarks").rglob("*.tsv"))}
+    plain = [path for path, record in records.items() if "rule_name" not in record]
+    if plain:  # a job that is up to date keeps the benchmark of the run that made it
+        raise DefSentError(plain[0], f"{len(plain)} of {len(records)} benchmarks lack their job's rule and wildcards: "
+                                     "Snakemake ran those jobs without --benchmark-extended (profiles/workstation "
+                                     "and profiles/slurm set it); run them again with a profile (--forcerun) or "
+                                     "remove benchmarks/ and run again")
     jobs = []
-    for path in sorted((workdir / "benchmarks").rglob("*.tsv")):
-        record = pd.read_csv(path, sep="\t").iloc[-1]
-        if "rule_name" not in record:
-            raise DefSentError(path, "a benchmark without its job's rule and wildcards: Snakemake ran without "
-                                     "--benchmark-extended (profiles/workstation and profiles/slurm set it)")
+    for path, record in records.items():
         benchmark = str(path.relative_to(workdir))
         jobs.append(Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
                         sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
@@ -64,15 +70,24 @@ def literal_dict(text: str) -> dict:
 
 def outputs_by_log(workdir: Path) -> dict[str, list[str]]:
     """Job log -> the outputs Snakemake recorded with it (``.snakemake/metadata``: a JSON record per output, named
-    by its path's URL-safe base64, split into ``@``-prefixed folders where it is long)."""
+    by its path's URL-safe base64, split into ``@``-prefixed folders where it is long). A file that is no record (a
+    temporary one Snakemake left when killed while writing) is skipped and counted in the log."""
     by_log: dict[str, list[str]] = defaultdict(list)
     folder = workdir / ".snakemake" / "metadata"
+    skipped = []
     for path in folder.rglob("*") if folder.is_dir() else []:
-        if path.is_file():
-            name = "".join(part.removeprefix("@") for part in path.relative_to(folder).parts)
-            output = base64.urlsafe_b64decode(name).decode()
-            for log in json.loads(path.read_text(encoding="utf-8")).get("log") or []:
-                by_log[log].append(output)
+        if not path.is_file():
+            continue
+        try:
+            output = base64.urlsafe_b64decode("".join(p.removeprefix("@") for p in path.relative_to(folder).parts))
+            record = json.loads(path.read_text(encoding="utf-8"))
+            for job_log in record.get("log") or []:
+                by_log[job_log].append(output.decode())
+        except (ValueError, UnicodeDecodeError):  # binascii.Error and JSONDecodeError are ValueErrors
+            skipped.append(path.name)
+    if skipped:
+        log.warning("%d files of %s are no Snakemake record and were skipped, e.g. %s", len(skipped), folder,
+                       skipped[0])
     return by_log
 
 
