@@ -294,3 +294,11 @@ def test_every_option_deviation_names_an_option_and_a_value_it_can_take(name):
     for (option, value), _ in method.option_deviations:
         spec = method.options[option]
         assert value in spec.get("enum", [value]), (option, value)
+
+
+def test_a_methods_cost_facts_name_a_known_output_layer():
+    from defsent_plus.methods.costs import CLASSES, TrainingCosts
+
+    assert {TrainingCosts(classes=c).classes for c in CLASSES} == set(CLASSES)
+    with pytest.raises(ValueError, match="classes 'vocab'"):
+        TrainingCosts(classes="vocab")

@@ -437,3 +437,11 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     assert (ran.rule, ran.wildcards, ran.outputs) == ("toy_norms", {"encoder": "minilm"},
                                                       ["results/eval/minilm/toy_norms.json"])
     assert costs.rehearsal_units(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
+
+
+def test_a_jobs_output_is_found_by_its_suffix_once_and_a_missing_or_ambiguous_one_is_named():
+    job = Job("embed", benchmark="benchmarks/e.tsv", outputs=["results/e.json", "results/e.npy"])
+    assert job.output(".json") == "results/e.json"
+    for suffix in (".parquet", "results/e"):  # none; both
+        with pytest.raises(DefSentError, match="benchmarks/e.tsv"):
+            job.output(suffix)

@@ -20,6 +20,7 @@ from defsent_plus.pipeline.requests import (
     model_of_run,
     training_examples,
 )
+from defsent_plus.rehearsal.caps import SUBSET_PREFIX
 from defsent_plus.rehearsal.records import Job
 from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
 
@@ -114,7 +115,7 @@ class Context:
 
     def real_dataset(self, job: Job) -> str:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
-        return name.removeprefix("rehearsal_")
+        return name.removeprefix(SUBSET_PREFIX)
 
     def method_options(self, run: str) -> dict:
         """A real run's method options, its variant's defaults filled in."""
