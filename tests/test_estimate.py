@@ -65,7 +65,7 @@ def test_the_jobs_of_a_slurm_job_group_pay_one_start():
     config = read_config(REPO / "configs" / "bert-base.yaml")
     groups = job_model.slurm_groups()
     assert groups["embed"] == "eval_{encoder}"
-    jobs = job_model.distinct_jobs(job_model.embed_jobs(Plan(config, lambda run, step: {})))
+    jobs = job_model.distinct_jobs(job_model.JOB_KINDS["embed"].jobs(Plan(config, lambda run, step: {})))
     encoders = {job["encoder"] for job in jobs}
     assert len(jobs) > len(encoders) > 1
     grouped = estimate_hours(config, groups)["embed"]

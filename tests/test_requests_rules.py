@@ -13,9 +13,9 @@ import sys
 import pytest
 import yaml
 from conftest import REPO
-from workflow_utils import snakemake, validated, write_tiny_config
+from workflow_utils import ran_and_modelled, snakemake, validated, write_tiny_config
 
-from defsent_plus.pipeline.job_model import projected_kinds, requests_below_projection, rule_request
+from defsent_plus.pipeline.job_model import JOB_KINDS, projected_kinds, requests_below_projection, rule_request
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.requests import BASELINE_EVALUATION_SENTENCES, EVALUATION_SENTENCES, dataset_size, projection
 
@@ -118,16 +118,20 @@ def test_every_rule_asking_for_a_projected_request_has_its_jobs_enumerated():
     assert set(re.findall(r'projected_request\("(\w+)"', rules)) == set(projected_kinds())
 
 
-@pytest.mark.workflow
-def test_the_enumerated_jobs_are_the_jobs_the_tiny_dag_ran(tiny_run):
-    """The enumeration is the plan's own reading of the DAG: it must list what Snakemake ran, no more, no less."""
-    from defsent_plus.rehearsal.records import executed_jobs
+def test_every_rule_of_the_workflow_has_one_job_declaration():
+    rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+    declared = set(re.findall(r"^(?:rule|checkpoint) (\w+):|^use rule \w+ as (\w+)", rules, flags=re.M))
+    assert {name for pair in declared for name in pair if name} - {"all"} == set(JOB_KINDS)
 
-    config, plan = config_and_plan(tiny_run / "config.yaml")
-    ran = executed_jobs(tiny_run)
-    for rule, kind in projected_kinds().items():
-        enumerated = {tuple(sorted(job.items())) for job in kind.jobs(plan)}
-        assert enumerated == {tuple(sorted(job.wildcards.items())) for job in ran if job.rule == rule}, rule
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("fixture", ["tiny_run", "tiny_rehearsal"])
+def test_the_job_model_plans_the_jobs_a_dag_runs_from_empty_no_more_no_less(fixture, request):
+    """The tiny config (DefSent+, PST, whitening and ICA, MTEB, baselines) and RoBERTa's DefSent rehearsal (held-out
+    reverse dictionary, its comparison): every rule's jobs as the plan reads them are the jobs Snakemake ran
+    (every shipped config's rehearsal: tests/test_shipped_configs.py)."""
+    ran, modelled = ran_and_modelled(request.getfixturevalue(fixture))
+    assert ran == modelled, f"ran, not in the job model: {ran - modelled}; in it, not ran: {modelled - ran}"
 
 
 def largest_projection(config, plan, rule, key):

@@ -16,7 +16,7 @@ import yaml
 from config_classes import tiny_shape
 from conftest import REPO
 from shipped_dags import CLASSES, SHIPPED
-from workflow_utils import planned_jobs
+from workflow_utils import planned_jobs, ran_and_modelled
 
 from defsent_plus import banner
 
@@ -54,6 +54,8 @@ def test_every_shipped_config_executes_at_tiny_size(members, senteval_dir, shipp
     first, *others = members
     workdir = shipped_dags.finished(first.stem)  # its Snakemake's error, if any
     assert planned_jobs(workdir) == {}, "a second run would still run jobs: the first left some undone"
+    ran, modelled = ran_and_modelled(workdir)
+    assert ran == modelled, f"ran, not in the job model: {ran - modelled}; in it, not ran: {modelled - ran}"
     config = read(workdir / "config.yaml")
     summary = (workdir / "results" / "compare" / "summary.md").read_text(encoding="utf-8")
     assert banner.banner_text(config["rehearsal"]) in summary

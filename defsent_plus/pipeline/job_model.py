@@ -1,9 +1,11 @@
-"""The jobs whose work the cost model projects, declared once per rule (``JOB_KINDS``): each rule's jobs in a config
-(their wildcards, from the plan, before the DAG exists), what one asks its scheduler for (the formulas of
-:mod:`defsent_plus.pipeline.requests` applied to its work, with ``costs.margin``), whether it runs on a GPU node when
-there is one, and what it writes that stays (vectors, entry spaces). Snakemake's resources (``projected_request`` in
-rules/common.smk), the flags of requests set too small, ``estimate`` and the SLURM job groups' starts read these
-declarations; a rule with a projected cost needs its rule, its script and one ``JobKind`` here.
+"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, from the plan,
+before the DAG exists: :mod:`defsent_plus.pipeline.plan_jobs`), what its work is counted in, what one asks its
+scheduler for where the cost model projects it (the formulas of :mod:`defsent_plus.pipeline.requests` applied to its
+work, with ``costs.margin``), whether it runs on a GPU node when there is one, and what it writes that stays
+(weights, vectors, entry spaces). Snakemake's resources (``projected_request`` in rules/common.smk), the flags of
+requests set too small, ``estimate``, the cost sheet and the SLURM job groups' starts read these declarations; a new
+rule needs its rule, its script and one ``JobKind`` here (a test checks that every rule has one and that its jobs
+are the ones Snakemake runs).
 
 A selected encoder is named, not resolved: its work is its run's model's, whichever candidate wins, so no
 checkpoint is asked. Light on purpose (no torch, no pandas): the DAG evaluates it for every job of these rules.
@@ -12,7 +14,7 @@ checkpoint is asked. Light on purpose (no torch, no pandas): the DAG evaluates i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +22,10 @@ from typing import TYPE_CHECKING
 import yaml
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import TORCH_TRANSFORMS, split_space
+from defsent_plus.names import TORCH_TRANSFORMS
+from defsent_plus.pipeline import plan_jobs as jobs
 from defsent_plus.pipeline.model_architectures import model_architecture
+from defsent_plus.pipeline.plan_jobs import Wildcards, distinct_jobs
 from defsent_plus.pipeline.requests import (
     BASELINE_EVALUATION_SENTENCES,
     EVALUATION_SENTENCES,
@@ -40,9 +44,12 @@ from defsent_plus.pipeline.requests import (
 if TYPE_CHECKING:
     from defsent_plus.pipeline.plan import Plan
 
-Wildcards = dict[str, str]
 FLOAT32_BYTES = 4
-EMBEDDINGS, SPACES = "embeddings", "spaces"  # what a job's kept outputs are (estimate's disk columns)
+# What a job's outputs leave on disk (estimate's and the cost sheet's disk figures)
+CANDIDATE_WEIGHTS, SELECTED_COPY, EMBEDDINGS, SPACE_PAIR, SPACE = (
+    "candidate weights", "selected copy", "embeddings", "space pair", "space")
+SPACE_COPIES = {SPACE_PAIR: 2, SPACE: 1}  # AMP and AC; one transformed space
+SPACES = tuple(SPACE_COPIES)
 # What a rule's work is counted in (the cost sheet's units, defsent_plus/rehearsal/units.py)
 EXAMPLES_TRAINED = "examples trained"
 SET_SENTENCES = "sentences of a set"
@@ -66,86 +73,21 @@ def nothing_kept(config: dict, job: Wildcards) -> float:
 
 @dataclass(frozen=True)
 class JobKind:
-    """The jobs of one rule. ``unit``: what its work is counted in (the cost sheet's; "" a job of fixed cost);
-    ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share an entry space and its
-    vectors: :func:`distinct_jobs` keeps each once); ``request(config, plan, job, on_gpu)``: what one asks for on a
-    GPU node or on CPU threads (None: the rule's declared request); ``on_gpu(job)``: whether it runs on a GPU node
-    when the config has one (centring and whitening: numpy, on a CPU); ``keeps``: what its kept outputs are
-    (``EMBEDDINGS``, ``SPACES``; "" none) and ``kept_bytes(config, job)`` their size."""
+    """The jobs of one rule. ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share
+    an entry space and its vectors: :func:`distinct_jobs` keeps each once); ``unit``: what its work is counted in
+    (the cost sheet's; "" a job of fixed cost); ``request(config, plan, job, on_gpu)``: what one asks for on a GPU
+    node or on CPU threads (None: the rule's declared request); ``on_gpu(job)``: whether it runs on a GPU node when
+    the config has one (centring and whitening: numpy, on a CPU); ``keeps``: what its outputs leave on disk
+    (``CANDIDATE_WEIGHTS``, ``SELECTED_COPY``, ``EMBEDDINGS``, one of ``SPACES``; "" nothing counted) and
+    ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone."""
 
     rule: str
+    jobs: Callable[[Plan], list[Wildcards]]
     unit: str = ""
-    jobs: Callable[[Plan], list[Wildcards]] | None = None
     request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest] | None = None
     on_gpu: Callable[[Wildcards], bool] = always
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
-
-
-# ----------------------------------------------------------------------------------------------- the jobs of a config
-
-
-def candidate_jobs(plan: Plan) -> list[Wildcards]:
-    """Every candidate of every step of every run."""
-    return [{"run": c.run, "step": str(c.step), "space": c.space, "seed": str(c.seed)} for run in plan.config["runs"]
-            for step in range(1, plan.final_step(run) + 1) for c in plan.candidates(run, step)]
-
-
-def entry_space_jobs(plan: Plan) -> list[Wildcards]:
-    """Each step's entry space (built by the step's builder) of a run that trains against one, and the starting
-    model's of a held-out run (its reverse dictionary's reference)."""
-    heldout = set(plan.heldout_runs())
-    jobs = []
-    for run, cfg in plan.config["runs"].items():
-        builders = plan.analysed_encoders(run) if plan.method(run).uses_entry_space else []
-        builders += [plan.space_builder(run, 1)] if run in heldout else []
-        jobs += [{"encoder": encoder.name, "dataset": cfg["dataset"]} for encoder in builders]
-    return jobs
-
-
-def transform_space_jobs(plan: Plan) -> list[Wildcards]:
-    """The transformed spaces of each step's builder: those its step trains against and the analysed ones."""
-    analysed = plan.config["entry_space"]["analyse"]
-    jobs = []
-    for run, cfg in plan.config["runs"].items():
-        if not plan.method(run).uses_entry_space:
-            continue
-        for step, block in enumerate(cfg["steps"], start=1):
-            encoder = plan.space_builder(run, step).name
-            jobs += [{"encoder": encoder, "dataset": cfg["dataset"], "base": base, "transform": transform}
-                     for base, transform in map(split_space, [*block["spaces"], *analysed]) if transform]
-    return jobs
-
-
-def embed_jobs(plan: Plan) -> list[Wildcards]:
-    """The STS-B dev vectors (the selection's pooling) of every candidate and of a base starting model (the steps
-    report's reference; a run starting from another's selection reads its winning candidate's), and the sentence set
-    of every table, for each model of the table and each evaluated pooling."""
-    config = plan.config
-    dev = [encoder for run in config["runs"] for encoder in (
-        *([plan.start(run)] if plan.start(run).kind == "base" else []),
-        *(candidate for step in range(1, plan.final_step(run) + 1) for candidate in plan.candidates(run, step)))]
-    jobs = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": config["selection"]["pooling"]}
-            for encoder in dev]
-    for evaluator in plan.tables():
-        jobs += [{"encoder": row.encoder.name, "sentences": evaluator.sentence_set, "pooling": pooling}
-                 for run in config["runs"] for row in plan.table_models(run, evaluator.name)
-                 for pooling in config["evaluation"]["poolings"]]
-    return jobs
-
-
-def reverse_dictionary_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"run": run} for run in plan.heldout_runs()]
-
-
-def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
-            for template in plan.baseline_grid(encoder)["templates"]]
-
-
-def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
-    """Each job once."""
-    return list({tuple(job.items()): job for job in jobs}.values())
 
 
 # ------------------------------------------------------------------------------------- what one job asks and keeps
@@ -193,37 +135,64 @@ def vector_bytes(config: dict, job: Wildcards) -> float:
     return EVALUATION_SENTENCES[job["sentences"]] * hidden_of(config, job["encoder"]) * FLOAT32_BYTES
 
 
-def space_pair_bytes(config: dict, job: Wildcards) -> float:
-    """AMP's and AC's float32 entry vectors."""
-    return 2 * dataset_size(config, job["dataset"])[1] * hidden_of(config, job["encoder"]) * FLOAT32_BYTES
-
-
 def space_bytes(config: dict, job: Wildcards) -> float:
-    """One transformed space's float32 entry vectors."""
+    """One space's float32 entry vectors."""
     return dataset_size(config, job["dataset"])[1] * hidden_of(config, job["encoder"]) * FLOAT32_BYTES
 
 
+def space_pair_bytes(config: dict, job: Wildcards) -> float:
+    """AMP's and AC's float32 entry vectors."""
+    return SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)
+
+
 JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
-    JobKind("train", EXAMPLES_TRAINED, candidate_jobs, train_request),
-    JobKind("entry_space", DATASET_TEXTS, entry_space_jobs, entry_space_request, keeps=SPACES,
+    # data, models, the dictionary and its subsets
+    JobKind("acquire_data", jobs.acquire_data_jobs),
+    JobKind("pin_model", jobs.pin_model_jobs),
+    JobKind("dictionary", jobs.one_job),
+    JobKind("dictionary_subset", jobs.subset_jobs(heldout=False)),
+    JobKind("heldout_subset", jobs.subset_jobs(heldout=True)),
+    # entry spaces
+    JobKind("entry_space", jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, keeps=SPACE_PAIR,
             kept_bytes=space_pair_bytes),
-    JobKind("transform_space", ICA_ITERATIONS, transform_space_jobs, transform_space_request,
-            on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACES, kept_bytes=space_bytes),
-    JobKind("embed", SET_SENTENCES, embed_jobs, embed_request, keeps=EMBEDDINGS, kept_bytes=vector_bytes),
-    JobKind("reverse_dictionary", PADDED_TOKENS, reverse_dictionary_jobs, reverse_dictionary_request),
-    JobKind("baseline_embed", BASELINE_PASS, baseline_embed_jobs, baseline_embed_request),
-    JobKind("baseline_grid", BASELINE_SCORES),
-    JobKind("score", STS_PAIRS),  # an STS score's pairs (another evaluator's score: fixed)
-    JobKind("score_table", STS_PAIRS),
-    JobKind("compare_sts", STS_PAIRS),
-    JobKind("keep_best", CHECKPOINT_COPY),
+    JobKind("transform_space", jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
+            on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
+    JobKind("isotropy", jobs.isotropy_jobs),
+    # the training chain
+    JobKind("train", jobs.candidate_jobs, EXAMPLES_TRAINED, train_request, keeps=CANDIDATE_WEIGHTS),
+    JobKind("select_best", jobs.step_jobs),
+    JobKind("keep_best", jobs.step_jobs, CHECKPOINT_COPY, keeps=SELECTED_COPY),
+    JobKind("prune_candidates", jobs.pruning_jobs),
+    # evaluation
+    JobKind("embed", jobs.embed_jobs, SET_SENTENCES, embed_request, keeps=EMBEDDINGS, kept_bytes=vector_bytes),
+    JobKind("dev_score", jobs.dev_score_jobs),
+    JobKind("score", jobs.score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
+    JobKind("score_unpaired", jobs.score_jobs(paired=False)),
+    JobKind("score_table", jobs.score_table_jobs, STS_PAIRS),
+    JobKind("steps_report", jobs.run_jobs),
+    JobKind("mteb", jobs.mteb_jobs),
+    JobKind("reverse_dictionary", jobs.reverse_dictionary_jobs, PADDED_TOKENS, reverse_dictionary_request),
+    # training-free baselines
+    JobKind("baseline_fit_corpus", jobs.fit_corpus_jobs),
+    JobKind("baseline_embed", jobs.baseline_embed_jobs, BASELINE_PASS, baseline_embed_request),
+    JobKind("baseline_grid", jobs.baseline_grid_jobs, BASELINE_SCORES),
+    # the comparison
+    JobKind("compare_sts", jobs.one_job, STS_PAIRS),
+    JobKind("compare_reverse_dictionary", jobs.reverse_dictionary_comparison_jobs),
+    JobKind("summary", jobs.one_job),
 )}
 
 
 def unit_name(rule: str) -> str:
-    """What a rule's work is counted in ("" a rule without a job declaration: a job of fixed cost)."""
+    """What a rule's work is counted in ("" a job of fixed cost, or a rule this workflow no longer has)."""
     kind = JOB_KINDS.get(rule)
     return kind.unit if kind is not None else ""
+
+
+def keeps_of(rule: str) -> str:
+    """What a rule's outputs leave on disk ("" nothing counted, or a rule this workflow no longer has)."""
+    kind = JOB_KINDS.get(rule)
+    return kind.keeps if kind is not None else ""
 
 
 def projected_kinds() -> dict[str, JobKind]:
@@ -243,10 +212,15 @@ def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_g
     return job_kind(rule).request(config, plan, wildcards, on_gpu)
 
 
-def kept_bytes(config: dict, plan: Plan, keeps: str) -> float:
-    """Bytes of every kept output of kind ``keeps`` (``EMBEDDINGS``, ``SPACES``) of a config's jobs."""
-    return sum(kind.kept_bytes(config, job) for kind in projected_kinds().values() if kind.keeps == keeps
+def kept_bytes(config: dict, plan: Plan, keeps: Collection[str]) -> float:
+    """Bytes of every output a config's jobs leave on disk of the kinds ``keeps`` (``(EMBEDDINGS,)``, ``SPACES``)."""
+    return sum(kind.kept_bytes(config, job) for kind in JOB_KINDS.values() if kind.keeps in keeps
                for job in distinct_jobs(kind.jobs(plan)))
+
+
+def planned_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
+    """Every rule's jobs in a config, each once."""
+    return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
 
 
 # ---------------------------------------------------------------------------------------------------- SLURM groups

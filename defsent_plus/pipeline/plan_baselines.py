@@ -73,9 +73,18 @@ class BaselinesPlan:
         options = self.config["baselines"]["fit_corpus"]
         if options.get("file"):
             return {"corpus": list(acquired_data([options["file"]]).values())}
-        heldout = [name for name in self.config.get("subsets", {}) if self.heldout(name) is not None]
-        return {"dataset": self.dataset_file(options["dataset"]), "queries": [subset_file(name, "queries.parquet")
-                                                                             for name in heldout]}
+        dataset, *heldout = self.fit_corpus_datasets()
+        return {"dataset": self.dataset_file(dataset), "queries": [subset_file(name, "queries.parquet")
+                                                                  for name in heldout]}
+
+    def fit_corpus_datasets(self) -> list[str]:
+        """The dictionary datasets the fit corpus reads: its dataset, then every subset with a held-out split (none
+        of whose queries may enter it); none where it is a text file."""
+        options = self.config["baselines"]["fit_corpus"]
+        if options.get("file"):
+            return []
+        return [options["dataset"], *(name for name in self.config.get("subsets", {})
+                                      if self.heldout(name) is not None)]
 
     def baseline_targets(self) -> list[str]:
         """``rule all``'s part of the baselines: each encoder's grid table, summary and per-layer plot."""

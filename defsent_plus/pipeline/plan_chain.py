@@ -158,11 +158,15 @@ class ChainPlan:
             files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
         if method.dev_in_training:
             files["senteval"] = data_dir("senteval")
-        options = self.method_options(candidate.run)
-        corpora = acquired_data([options.get("corpus_file"), options.get("frequency_corpus")])
+        corpora = self.run_corpora(candidate.run)
         if corpora:
             files["corpus"] = list(corpora.values())
         return files
+
+    def run_corpora(self, run: str) -> dict[str, str]:
+        """The acquired datasets a run's method options read (a corpus file, a frequency corpus), by name."""
+        options = self.method_options(run)
+        return acquired_data([options.get("corpus_file"), options.get("frequency_corpus")])
 
     def chain(self, run: str) -> list[str]:
         """The model a run comes from and the runs in between: ``[model, run1, ..., run]`` (000 Table 3's chain)."""

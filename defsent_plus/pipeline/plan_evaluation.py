@@ -70,6 +70,19 @@ class EvaluationPlan:
         """The evaluators whose tables ``rule all`` builds for every run (``evaluation.tables``)."""
         return [evaluator_of(name) for name in self.config["evaluation"]["tables"]]
 
+    def built_tables(self) -> list[Evaluator]:
+        """The evaluators whose tables the DAG builds for every run: ``evaluation.tables`` and STS's, which the
+        comparison and the summary read."""
+        return [evaluator_of(name) for name in dict.fromkeys(["sts", *self.config["evaluation"]["tables"]])]
+
+    def dev_scored(self) -> list[EncoderId]:
+        """The encoders scored on STS-B dev: every candidate (its selection) and a base starting model (the steps
+        report's reference; a run starting from another's selection reads its winning candidate's)."""
+        runs = self.config["runs"]
+        return [encoder for run in runs for encoder in (
+            *([self.start(run)] if self.start(run).kind == "base" else []),
+            *(candidate for step in range(1, self.final_step(run) + 1) for candidate in self.candidates(run, step)))]
+
     def _start_row(self, run: str) -> Evaluated:
         start = self.start(run)
         label = f"base ({start.name})" if start.kind == "base" else f"start ({start.name}, dev-selected)"
@@ -123,6 +136,13 @@ class EvaluationPlan:
         """Encoders whose entry spaces a run builds (one per step): their isotropy is measured."""
         return [self.space_builder(run, k) for k in range(1, self.final_step(run) + 1)]
 
+    def analysed_spaces(self, run: str) -> list[tuple[EncoderId, str]]:
+        """(encoder, dataset) of every step's entry space whose isotropy is measured (methods that train against
+        one)."""
+        if not self.method(run).uses_entry_space:
+            return []
+        return [(encoder, self.run(run)["dataset"]) for encoder in self.analysed_encoders(run)]
+
     def heldout(self, dataset: str) -> dict | None:
         """A subset's held-out split (subsets.<name>.heldout), or None (also for datasets a, b, c)."""
         return self.config.get("subsets", {}).get(dataset, {}).get("heldout")
@@ -154,14 +174,17 @@ class EvaluationPlan:
                 "runs": {run: [self.run(run), self.method_options(run)] for run in chain[1:]},
                 **{block: self.config.get(block) for block in ("dictionary", "subsets", "entry_space", "selection")}}
 
-    def mteb_checks(self) -> list[str]:
-        """With ``evaluation.mteb.enabled``: MTEB's cross-check of every (model, pooling) of the STS tables."""
+    def mteb_models(self) -> list[tuple[EncoderId, str]]:
+        """With ``evaluation.mteb.enabled``: every (model, pooling) of the STS tables, which MTEB cross-checks."""
         options = self.config["evaluation"].get("mteb", {})
         if not options.get("enabled"):
             return []
         encoders = dict.fromkeys(row.encoder for run in self.config["runs"] for row in self.evaluated(run))
-        poolings = self.config["evaluation"]["poolings"]
-        return [mteb_check(encoder, pooling) for encoder in encoders for pooling in poolings]
+        return [(encoder, pooling) for encoder in encoders for pooling in self.config["evaluation"]["poolings"]]
+
+    def mteb_checks(self) -> list[str]:
+        """MTEB's cross-check of every (model, pooling) of :meth:`mteb_models`."""
+        return [mteb_check(encoder, pooling) for encoder, pooling in self.mteb_models()]
 
     def table_files(self) -> list[str]:
         """A run's files of the tables ``rule all`` builds, as the summary links them."""
@@ -174,7 +197,6 @@ class EvaluationPlan:
     def evaluation_targets(self, run: str) -> list[str]:
         """``rule all``'s part of a run's evaluation: the isotropy of every step's entry space (methods that train
         against one), its table of each evaluator of ``evaluation.tables`` and its steps report."""
-        isotropy = [isotropy_file(e, self.run(run)["dataset"]) for e in self.analysed_encoders(run)
-                    ] if self.method(run).uses_entry_space else []
+        isotropy = [isotropy_file(encoder, dataset) for encoder, dataset in self.analysed_spaces(run)]
         return [*isotropy, *(run_file(run, f"{evaluator.name}.tsv") for evaluator in self.tables()),
                 run_file(run, "steps.tsv")]

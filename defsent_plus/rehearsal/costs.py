@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import (
     TRAINING_FLOPS,
     Gpu,
@@ -34,7 +35,6 @@ from defsent_plus.pipeline.requests import (
     output_classes,
     output_layer_flops,
 )
-from defsent_plus.rehearsal import units
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
 from defsent_plus.rehearsal.fit import fixed_seconds, job_lines, measured_twice, start_seconds, with_larger_size
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
@@ -210,10 +210,10 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
     ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
-    kept = {id(r): unit_of(r["rule"]).keeps for r in rows}
+    kept = {id(r): job_model.keeps_of(r["rule"]) for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
-                if kept[id(r)] == units.CHECKPOINT_COPY and full}
-    trained = {r["run"] for r in rows if kept[id(r)] == units.CANDIDATE_WEIGHTS}
+                if kept[id(r)] == job_model.SELECTED_COPY and full}
+    trained = {r["run"] for r in rows if kept[id(r)] == job_model.CANDIDATE_WEIGHTS}
     checkpoint = {run: measured.get(run) or counted_checkpoint_bytes(context, run) for run in trained}
     candidates_by_step: dict[tuple, float] = defaultdict(float)
     selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
@@ -221,13 +221,13 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
-        if kept[id(r)] == units.CANDIDATE_WEIGHTS:
+        if kept[id(r)] == job_model.CANDIDATE_WEIGHTS:
             candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint[r["run"]]
-        elif kept[id(r)] == units.EMBEDDINGS:
-            embeddings += r["real_jobs"] * r["real_units"] * hidden * 4
-        elif kept[id(r)] in (units.SPACE_PAIR, units.SPACE):
-            copies = 2 if kept[id(r)] == units.SPACE_PAIR else 1  # AMP and AC; a transformed space
-            spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * 4
+        elif kept[id(r)] == job_model.EMBEDDINGS:
+            embeddings += r["real_jobs"] * r["real_units"] * hidden * job_model.FLOAT32_BYTES
+        elif kept[id(r)] in job_model.SPACES:
+            copies = job_model.SPACE_COPIES[kept[id(r)]]
+            spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * job_model.FLOAT32_BYTES
     every = sum(candidates_by_step.values())
     largest_step = {run: max(v for (r, _), v in candidates_by_step.items() if r == run) for run in trained}
     keep_all = context.real["selection"]["keep_weights"] == "all"

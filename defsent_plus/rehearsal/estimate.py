@@ -125,7 +125,7 @@ def disk_gb(config: dict, plan) -> dict[str, float]:
     keep_all = config["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
             "transient_gb": 0.0 if keep_all else transient / 1e9,
-            "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
+            "embeddings_gb": job_model.kept_bytes(config, plan, (job_model.EMBEDDINGS,)) / 1e9,
             "spaces_gb": job_model.kept_bytes(config, plan, job_model.SPACES) / 1e9}
 
 

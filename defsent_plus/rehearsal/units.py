@@ -1,8 +1,8 @@
 """How the cost sheet counts a job's work: one :class:`Unit` per kind of work the job model names
 (``JobKind.unit``, :mod:`defsent_plus.pipeline.job_model`), never per rule. A unit says how many the rehearsal job did
 (from its records), how many the real config's job will do and at how many tokens each, which of them are scored
-against its run's classes, what a unit's FLOPs are, and what its outputs leave on disk. A rule of no unit costs its
-seconds.
+against its run's classes and what a unit's FLOPs are (what its outputs leave on disk: ``JobKind.keeps``). A rule
+of no unit costs its seconds.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from defsent_plus.rehearsal.records import Job
 
 FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what a unit's FLOPs are
-CHECKPOINT_COPY, CANDIDATE_WEIGHTS, EMBEDDINGS, SPACE_PAIR, SPACE = (  # what a job leaves on disk (disk_gb)
-    "checkpoint copy", "candidate weights", "embeddings", "space pair", "space")
 
 
 def none_done(workdir: Path, job: Job, context: Context) -> float:
@@ -48,7 +46,7 @@ class Unit:
     through the encoder, ``TRAINING``: forward and backward × the method's encoder passes, at least the steps' GPU
     floor, ``ICA``: 4 × hidden², ``NO_FLOPS``); ``encodes``: an encoding job's (a one-size sheet fits every job's start
     on them, ``fits_start``: on the seconds of jobs of many sizes against their units); ``classes(workdir, job)``:
-    what the rehearsal job scored against (None: nothing); ``keeps``: what its outputs leave on disk."""
+    what the rehearsal job scored against (None: nothing)."""
 
     rehearsed: Callable[[Path, Job, Context], float] = none_done
     real: Callable[[Job, float, Context], tuple[float, float]] = none_real
@@ -57,7 +55,6 @@ class Unit:
     encodes: bool = False
     fits_start: bool = False
     classes: Callable[[Path, Job], int | None] = lambda workdir, job: None
-    keeps: str = ""
 
     @property
     def ranks(self) -> bool:
@@ -218,16 +215,14 @@ FIXED = Unit()
 UNITS = {
     model.EXAMPLES_TRAINED: Unit(examples_trained, lambda job, units, context: (real_examples(job, context),
                                                                                MEDIAN_DEFINITION_TOKENS),
-                                 scored=real_examples, flops=TRAINING, classes=trained_classes,
-                                 keeps=CANDIDATE_WEIGHTS),
-    model.SET_SENTENCES: Unit(set_sentences, real_set_sentences, flops=FORWARD, encodes=True, fits_start=True,
-                              keeps=EMBEDDINGS),
-    model.DATASET_TEXTS: Unit(dataset_texts, real_dataset_texts, flops=FORWARD, encodes=True, keeps=SPACE_PAIR),
+                                 scored=real_examples, flops=TRAINING, classes=trained_classes),
+    model.SET_SENTENCES: Unit(set_sentences, real_set_sentences, flops=FORWARD, encodes=True, fits_start=True),
+    model.DATASET_TEXTS: Unit(dataset_texts, real_dataset_texts, flops=FORWARD, encodes=True),
     model.PADDED_TOKENS: Unit(padded_tokens_encoded, real_padded_tokens, scored=queries_encoded, flops=FORWARD,
                               classes=ranked_candidates),
     model.BASELINE_PASS: Unit(baseline_pass, real_baseline_pass, flops=FORWARD),
     model.BASELINE_SCORES: Unit(baseline_scores, real_baseline_scores),
-    model.ICA_ITERATIONS: Unit(ica_iterations, real_ica_iterations, flops=ICA, keeps=SPACE),
+    model.ICA_ITERATIONS: Unit(ica_iterations, real_ica_iterations, flops=ICA),
     model.STS_PAIRS: Unit(sts_pairs_scored, real_sts_pairs),
-    model.CHECKPOINT_COPY: Unit(keeps=CHECKPOINT_COPY),
+    model.CHECKPOINT_COPY: FIXED,
 }

@@ -1,0 +1,194 @@
+"""Every rule's jobs in a config, read from its plan before the DAG exists: their wildcards, named as the rules name
+them (``JobKind.jobs`` of :mod:`defsent_plus.pipeline.job_model`). A selected encoder is named, not resolved, so no
+selection is asked. A test checks that these are the jobs Snakemake runs from empty, no more, no less.
+Light on purpose (no torch, no pandas).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from defsent_plus.names import split_space
+from defsent_plus.pipeline.dag import EncoderId, acquired_data, acquired_sources, data_dir
+
+if TYPE_CHECKING:
+    from defsent_plus.pipeline.plan import Plan
+
+Wildcards = dict[str, str]
+
+
+def one_job(plan: Plan) -> list[Wildcards]:
+    """A rule of one job, without wildcards (the dictionary, the comparison, the summary)."""
+    return [{}]
+
+
+def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
+    """Each job once."""
+    return list({tuple(job.items()): job for job in jobs}.values())
+
+
+# ------------------------------------------------------------------------------------------- data, models, datasets
+
+
+def acquire_data_jobs(plan: Plan) -> list[Wildcards]:
+    """The acquired datasets read: SentEval's (every candidate's STS-B dev score), the dictionary's sources, the runs'
+    corpora and the baselines' fit corpus file."""
+    fit = plan.fit_corpus_inputs().get("corpus", []) if plan.baseline_encoders() else []
+    read = {**acquired_data([data_dir("senteval"), *fit]), **acquired_sources(plan.config["dictionary"]["sources"])}
+    for run in plan.config["runs"]:
+        read.update(plan.run_corpora(run))
+    return [{"data": name} for name in read]
+
+
+def pin_model_jobs(plan: Plan) -> list[Wildcards]:
+    """The models read: the dictionary's tokenizer, each run's starting model and each base baseline encoder's."""
+    starts = [plan.start(run) for run in plan.config["runs"]]
+    baselines = [EncoderId.parse(name) for name in plan.baseline_encoders()]
+    models = [plan.config["dictionary"]["tokenizer"],
+              *(encoder.model for encoder in [*starts, *baselines] if encoder.kind == "base")]
+    return [{"model": model} for model in models]
+
+
+def read_datasets(plan: Plan) -> list[str]:
+    """Every dataset read (the runs', the fit corpus's, a subset's own source), subsets after their sources."""
+    subsets = plan.config.get("subsets", {})
+    pending = [cfg["dataset"] for cfg in plan.config["runs"].values()]
+    pending += plan.fit_corpus_datasets() if plan.baseline_encoders() else []
+    read: list[str] = []
+    while pending:
+        name = pending.pop()
+        if name not in read:
+            read.append(name)
+            pending += [subsets[name]["dataset"]] if name in subsets else []
+    return read
+
+
+def subset_jobs(heldout: bool):
+    """The subsets read, those with a held-out split (rule heldout_subset) or without (rule dictionary_subset)."""
+    def jobs(plan: Plan) -> list[Wildcards]:
+        return [{"dataset": name} for name in read_datasets(plan)
+                if name in plan.config.get("subsets", {}) and (plan.heldout(name) is not None) == heldout]
+    return jobs
+
+
+# ------------------------------------------------------------------------------------------------ entry spaces
+
+
+def entry_space_jobs(plan: Plan) -> list[Wildcards]:
+    """Each step's entry space (built by the step's builder) of a run that trains against one, and the starting
+    model's of a held-out run (its reverse dictionary's reference)."""
+    heldout = set(plan.heldout_runs())
+    jobs = []
+    for run, cfg in plan.config["runs"].items():
+        builders = plan.analysed_encoders(run) if plan.method(run).uses_entry_space else []
+        builders += [plan.space_builder(run, 1)] if run in heldout else []
+        jobs += [{"encoder": encoder.name, "dataset": cfg["dataset"]} for encoder in builders]
+    return jobs
+
+
+def transform_space_jobs(plan: Plan) -> list[Wildcards]:
+    """The transformed spaces of each step's builder: those its step trains against and the analysed ones."""
+    analysed = plan.config["entry_space"]["analyse"]
+    jobs = []
+    for run, cfg in plan.config["runs"].items():
+        if not plan.method(run).uses_entry_space:
+            continue
+        for step, block in enumerate(cfg["steps"], start=1):
+            encoder = plan.space_builder(run, step).name
+            jobs += [{"encoder": encoder, "dataset": cfg["dataset"], "base": base, "transform": transform}
+                     for base, transform in map(split_space, [*block["spaces"], *analysed]) if transform]
+    return jobs
+
+
+def isotropy_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder.name, "dataset": dataset} for run in plan.config["runs"]
+            for encoder, dataset in plan.analysed_spaces(run)]
+
+
+# ---------------------------------------------------------------------------------------------------- the chain
+
+
+def candidate_jobs(plan: Plan) -> list[Wildcards]:
+    """Every candidate of every step of every run."""
+    return [{"run": c.run, "step": str(c.step), "space": c.space, "seed": str(c.seed)} for run in plan.config["runs"]
+            for step in range(1, plan.final_step(run) + 1) for c in plan.candidates(run, step)]
+
+
+def step_jobs(plan: Plan) -> list[Wildcards]:
+    """Every step of every run (its selection, its selected copy)."""
+    return [{"run": run, "step": str(step)} for run in plan.config["runs"]
+            for step in range(1, plan.final_step(run) + 1)]
+
+
+def pruning_jobs(plan: Plan) -> list[Wildcards]:
+    """Every step's pruning, with ``selection.keep_weights: selected``."""
+    return step_jobs(plan) if plan.keeps_selected_weights_only else []
+
+
+# -------------------------------------------------------------------------------------------------- evaluation
+
+
+def embed_jobs(plan: Plan) -> list[Wildcards]:
+    """The STS-B dev vectors (the selection's pooling) of every encoder scored on it, and the sentence set of every
+    table the DAG builds, for each model of the table and each evaluated pooling."""
+    config = plan.config
+    jobs = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": config["selection"]["pooling"]}
+            for encoder in plan.dev_scored()]
+    for evaluator in plan.built_tables():
+        jobs += [{"encoder": row.encoder.name, "sentences": evaluator.sentence_set, "pooling": pooling}
+                 for run in config["runs"] for row in plan.table_models(run, evaluator.name)
+                 for pooling in config["evaluation"]["poolings"]]
+    return jobs
+
+
+def dev_score_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder.name} for encoder in plan.dev_scored()]
+
+
+def score_jobs(paired: bool):
+    """The scores of every table the DAG builds whose evaluator writes per-pair similarities (rule score) or not
+    (rule score_unpaired): each model of the table, each evaluated pooling."""
+    def jobs(plan: Plan) -> list[Wildcards]:
+        return [{"encoder": row.encoder.name, "evaluator": evaluator.name, "pooling": pooling}
+                for evaluator in plan.built_tables() if evaluator.paired == paired
+                for run in plan.config["runs"] for row in plan.table_models(run, evaluator.name)
+                for pooling in plan.config["evaluation"]["poolings"]]
+    return jobs
+
+
+def score_table_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"run": run, "evaluator": evaluator.name} for run in plan.config["runs"]
+            for evaluator in plan.built_tables()]
+
+
+def run_jobs(plan: Plan) -> list[Wildcards]:
+    """One job a run (its steps report)."""
+    return [{"run": run} for run in plan.config["runs"]]
+
+
+def mteb_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder.name, "pooling": pooling} for encoder, pooling in plan.mteb_models()]
+
+
+def reverse_dictionary_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"run": run} for run in plan.heldout_runs()]
+
+
+def reverse_dictionary_comparison_jobs(plan: Plan) -> list[Wildcards]:
+    return [{}] if plan.heldout_runs() else []
+
+
+# ---------------------------------------------------------------------------------------------------- baselines
+
+
+def fit_corpus_jobs(plan: Plan) -> list[Wildcards]:
+    return [{}] if plan.baseline_encoders() else []
+
+
+def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
+            for template in plan.baseline_grid(encoder)["templates"]]
+
+
+def baseline_grid_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder} for encoder in plan.baseline_encoders()]
