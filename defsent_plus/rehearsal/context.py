@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -117,12 +117,16 @@ class Context:
         name = job.wildcards.get("dataset") or self.rehearsal["runs"][job.wildcards["run"]]["dataset"]
         return name.removeprefix(SUBSET_PREFIX)
 
-    def method_options(self, run: str) -> dict:
-        """A real run's method options, its variant's defaults filled in."""
+    @cached_property
+    def real_plan(self):
+        """The real config's plan (its selections not asked)."""
         from defsent_plus.pipeline.plan import Plan
 
-        plan = Plan(self.real, lambda run, step: {})
-        return plan.method(run).resolved_options(plan.method_options(run))
+        return Plan(self.real, lambda run, step: {})
+
+    def method_options(self, run: str) -> dict:
+        """A real run's method options, its variant's defaults filled in."""
+        return self.real_plan.method(run).resolved_options(self.real_plan.method_options(run))
 
     def training_examples(self, run: str) -> tuple[float, int]:
         """(examples per epoch, epochs) of a real run's training."""
