@@ -8,7 +8,7 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-# Rules marked `localrule: True` (data and model downloads, the selection, the tables and the summary) run where
+# Rules marked `localrule: True` (data and model downloads, dev scores, the selection, the tables, the summary) run where
 # Snakemake itself runs, on a cluster its login node: they need the network, which compute nodes often lack, or
 # take seconds, less than a queue wait.
 include: "rules/common.smk"

@@ -65,6 +65,7 @@ use rule score as dev_score with:
     benchmark:
         dag.benchmark_file("eval", "{encoder}", "dev")
     priority: CHAIN_PRIORITY
+    localrule: True
     threads: 1
     resources:
         mem_mb=evaluator_of("dev").mem_mb,

@@ -9,6 +9,7 @@ alone.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import yaml
 from config_classes import tiny_shape
 from conftest import REPO
 from shipped_dags import CLASSES, SHIPPED
-from workflow_utils import planned_jobs, ran_and_modelled
+from workflow_utils import planned_jobs, ran_and_modelled, snakemake
 
 from defsent_plus import banner
 
@@ -65,3 +66,50 @@ def test_every_shipped_config_executes_at_tiny_size(members, senteval_dir, shipp
         for other in others:
             assert planned_jobs(shipped_dags.workdirs[other.stem]) == jobs
 
+
+
+# The rules that ran on the login node when the SLURM profile's grouping began (eae1778, issue 44's baseline); the dev
+# score has run there since (its jobs are light: a Spearman correlation of stored vectors, no torch).
+LOGIN_NODE_RULES_BEFORE = {"acquire_data", "pin_model", "select_best", "keep_best", "prune_candidates", "score_table",
+                           "steps_report", "compare_sts", "summary"}
+
+
+def login_node_rules() -> set[str]:
+    """The rules marked ``localrule: True`` in rules/*.smk (a ``use rule`` with its parent's mark)."""
+    text = "".join(path.read_text() for path in sorted((REPO / "rules").glob("*.smk")))
+    local, parent_of = set(), {}
+    for block in re.split(r"^(?=rule |checkpoint |use rule )", text, flags=re.M):
+        named = re.match(r"(?:rule|checkpoint) (\w+):|use rule (\w+) as (\w+)", block)
+        if not named:
+            continue
+        name = named[1] or named[3]
+        parent_of[name] = named[2]
+        if re.search(r"^    localrule: True$", block, flags=re.M):
+            local.add(name)
+    return local | {name for name, parent in parent_of.items() if parent in local}
+
+
+def submissions(dry_run: str, local: set[str]) -> int:
+    """sbatch jobs of a dry run's output: each group one, each job outside a group of a rule not run locally one."""
+    groups = len(re.findall(r"^\[.*\] Group job ", dry_run, flags=re.M))
+    alone = re.findall(r"^(?:rule|checkpoint) (\w+):$", dry_run, flags=re.M)
+    return groups + sum(rule not in local | {"all"} for rule in alone)
+
+
+BERT_BASE = [members for members in CLASSES if members[0].stem == "bert-base"]
+
+
+@pytest.mark.workflow
+@pytest.mark.shipped_configs
+@pytest.mark.parametrize("members", BERT_BASE, ids=["bert-base"])
+def test_slurm_submits_at_most_a_third_of_the_jobs_of_bert_bases_tiny_rehearsal(members, shipped_dags):
+    """profiles/slurm's job groups and the login node's rules: configs/bert-base.yaml's tiny rehearsal, every job
+    planned (--forceall), as Snakemake's dry run submits it, against one sbatch job for each job of a rule that
+    did not run on the login node before (issue 44: at most a third)."""
+    workdir = shipped_dags.finished(members[0].stem)
+    plain = snakemake(workdir, "--dry-run", "--forceall").stdout
+    grouped = snakemake(workdir, "--dry-run", "--forceall", "--profile", str(REPO / "profiles" / "slurm")).stdout
+    before, after = submissions(plain, LOGIN_NODE_RULES_BEFORE), submissions(grouped, login_node_rules())
+    assert login_node_rules() == LOGIN_NODE_RULES_BEFORE | {"dev_score", "compare_reverse_dictionary"}
+    assert "Group job" not in plain and before > 40
+    assert 3 * after <= before, (before, after)

@@ -37,11 +37,12 @@ pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 CANDIDATE = EncoderId.candidate("tiny", 1, "amp", 0)
 # The candidate's dev embedding runs in its encoder's job group (profiles/slurm: groups, eval_<encoder>), submitted as
-# one sbatch job named after the group and its rules; every other job is a submission of its own.
+# one sbatch job named after the group and its rules; every other job is a submission of its own, but for the rules
+# that run on the login node (downloads, the dev score, the selection).
 EVAL_GROUP = f"eval_{CANDIDATE.name}_embed"
 GPU_RULES = {"entry_space", "train", EVAL_GROUP}
-EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "train": 1, EVAL_GROUP: 1, "dev_score": 1}  # the dev score
-LOCAL_JOBS = {"acquire_data": 1, "pin_model": 1, "select_best": 1, "keep_best": 1}  # downloads, selection: login node
+EXPECTED_JOBS = {"dictionary": 1, "entry_space": 1, "train": 1, EVAL_GROUP: 1}
+LOCAL_JOBS = {"acquire_data": 1, "pin_model": 1, "dev_score": 1, "select_best": 1, "keep_best": 1}
 
 
 @pytest.fixture(scope="module")
