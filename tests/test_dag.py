@@ -392,6 +392,19 @@ def test_mteb_checks_every_model_of_the_sts_tables_once_and_only_when_enabled(se
     assert set(plan.mteb_checks()) <= set(plan.targets())
 
 
+def test_a_steps_candidates_are_pruned_only_after_mteb_read_the_ones_it_checks(selection):
+    """With ``keep_weights: selected`` and every final candidate evaluated, MTEB's checks load the candidates'
+    weights: the step's pruning waits for them; an earlier step's candidates are not checked, so not waited for."""
+    config = tiny_config()
+    config["selection"]["keep_weights"] = "selected"
+    config["evaluation"].update(final="candidates", mteb={"enabled": True, "tasks": []})
+    plan = Plan(config, selection)
+    last = plan.final_step("tiny")
+    assert plan.weight_readers("tiny", last)["mteb"] == [dag.mteb_check(c, "mean")
+                                                          for c in plan.candidates("tiny", last)]
+    assert plan.weight_readers("tiny", 1)["mteb"] == []
+
+
 @pytest.mark.parametrize(("name", "message"), [("uniformty", "unknown evaluator 'uniformty'"),
                                                 ("mteb", "evaluator 'mteb' writes no table")])
 def test_a_table_of_an_unknown_or_tableless_evaluator_is_refused_naming_the_key(selection, name, message):

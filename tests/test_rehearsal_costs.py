@@ -420,7 +420,7 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
         return encoding_request(config, "minilm", 1_000, on_gpu)
 
     toy = job_model.JobKind("toy_norms", lambda plan: [{"encoder": "minilm"}], job_model.STS_PAIRS,
-                            request=toy_request)
+                            request=toy_request, on_gpu=job_model.always)
     monkeypatch.setitem(job_model.JOB_KINDS, "toy_norms", toy)
     config = read_config(REPO / "config.yaml")
     plan = Plan(config, lambda run, step: {})

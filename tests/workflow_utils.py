@@ -155,7 +155,7 @@ def planned_jobs(workdir: Path, *args: str, targets: Sequence[str] = (), pythonp
 def ran_and_modelled(workdir: Path) -> tuple[set, set]:
     """(rule, wildcards) of every job Snakemake ran in ``workdir`` (its records) and of every job the job model
     plans for the workdir's config (defsent_plus/pipeline/job_model.py), ``rule all`` apart."""
-    from defsent_plus.pipeline.job_model import planned_jobs as modelled_jobs
+    from defsent_plus.pipeline.job_model import modelled_jobs
     from defsent_plus.pipeline.plan import Plan
     from defsent_plus.rehearsal.records import executed_jobs
 

@@ -14,7 +14,7 @@ checkpoint is asked. Light on purpose (no torch, no pandas): the DAG evaluates i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ import yaml
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import TORCH_TRANSFORMS
-from defsent_plus.pipeline import plan_jobs as jobs
+from defsent_plus.pipeline import plan_jobs
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.plan_jobs import Wildcards, distinct_jobs
 from defsent_plus.pipeline.requests import (
@@ -67,6 +67,10 @@ def always(job: Wildcards) -> bool:
     return True
 
 
+def never(job: Wildcards) -> bool:
+    return False
+
+
 def nothing_kept(config: dict, job: Wildcards) -> float:
     return 0.0
 
@@ -77,7 +81,8 @@ class JobKind:
     an entry space and its vectors: :func:`distinct_jobs` keeps each once); ``unit``: what its work is counted in
     (the cost sheet's; "" a job of fixed cost); ``request(config, plan, job, on_gpu)``: what one asks for on a GPU
     node or on CPU threads (None: the rule's declared request); ``on_gpu(job)``: whether it runs on a GPU node when
-    the config has one (centring and whitening: numpy, on a CPU); ``keeps``: what its outputs leave on disk
+    the config has one (the encoding rules and training; of the transforms ICA only: centring and whitening are
+    numpy, on a CPU); ``keeps``: what its outputs leave on disk
     (``CANDIDATE_WEIGHTS``, ``SELECTED_COPY``, ``EMBEDDINGS``, one of ``SPACES``; "" nothing counted) and
     ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone."""
 
@@ -85,7 +90,7 @@ class JobKind:
     jobs: Callable[[Plan], list[Wildcards]]
     unit: str = ""
     request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest] | None = None
-    on_gpu: Callable[[Wildcards], bool] = always
+    on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
 
@@ -147,39 +152,42 @@ def space_pair_bytes(config: dict, job: Wildcards) -> float:
 
 JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     # data, models, the dictionary and its subsets
-    JobKind("acquire_data", jobs.acquire_data_jobs),
-    JobKind("pin_model", jobs.pin_model_jobs),
-    JobKind("dictionary", jobs.one_job),
-    JobKind("dictionary_subset", jobs.subset_jobs(heldout=False)),
-    JobKind("heldout_subset", jobs.subset_jobs(heldout=True)),
+    JobKind("acquire_data", plan_jobs.acquire_data_jobs),
+    JobKind("pin_model", plan_jobs.pin_model_jobs),
+    JobKind("dictionary", plan_jobs.one_job),
+    JobKind("dictionary_subset", plan_jobs.subset_jobs(heldout=False)),
+    JobKind("heldout_subset", plan_jobs.subset_jobs(heldout=True)),
     # entry spaces
-    JobKind("entry_space", jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, keeps=SPACE_PAIR,
-            kept_bytes=space_pair_bytes),
-    JobKind("transform_space", jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
+    JobKind("entry_space", plan_jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, on_gpu=always,
+            keeps=SPACE_PAIR, kept_bytes=space_pair_bytes),
+    JobKind("transform_space", plan_jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
-    JobKind("isotropy", jobs.isotropy_jobs),
+    JobKind("isotropy", plan_jobs.isotropy_jobs),
     # the training chain
-    JobKind("train", jobs.candidate_jobs, EXAMPLES_TRAINED, train_request, keeps=CANDIDATE_WEIGHTS),
-    JobKind("select_best", jobs.step_jobs),
-    JobKind("keep_best", jobs.step_jobs, CHECKPOINT_COPY, keeps=SELECTED_COPY),
-    JobKind("prune_candidates", jobs.pruning_jobs),
+    JobKind("train", plan_jobs.candidate_jobs, EXAMPLES_TRAINED, train_request, on_gpu=always,
+            keeps=CANDIDATE_WEIGHTS),
+    JobKind("select_best", plan_jobs.step_jobs),
+    JobKind("keep_best", plan_jobs.step_jobs, CHECKPOINT_COPY, keeps=SELECTED_COPY),
+    JobKind("prune_candidates", plan_jobs.pruning_jobs),
     # evaluation
-    JobKind("embed", jobs.embed_jobs, SET_SENTENCES, embed_request, keeps=EMBEDDINGS, kept_bytes=vector_bytes),
-    JobKind("dev_score", jobs.dev_score_jobs),
-    JobKind("score", jobs.score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
-    JobKind("score_unpaired", jobs.score_jobs(paired=False)),
-    JobKind("score_table", jobs.score_table_jobs, STS_PAIRS),
-    JobKind("steps_report", jobs.run_jobs),
-    JobKind("mteb", jobs.mteb_jobs),
-    JobKind("reverse_dictionary", jobs.reverse_dictionary_jobs, PADDED_TOKENS, reverse_dictionary_request),
+    JobKind("embed", plan_jobs.embed_jobs, SET_SENTENCES, embed_request, on_gpu=always, keeps=EMBEDDINGS,
+            kept_bytes=vector_bytes),
+    JobKind("dev_score", plan_jobs.dev_score_jobs),
+    JobKind("score", plan_jobs.score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
+    JobKind("score_unpaired", plan_jobs.score_jobs(paired=False)),
+    JobKind("score_table", plan_jobs.score_table_jobs, STS_PAIRS),
+    JobKind("steps_report", plan_jobs.run_jobs),
+    JobKind("mteb", plan_jobs.mteb_jobs),
+    JobKind("reverse_dictionary", plan_jobs.reverse_dictionary_jobs, PADDED_TOKENS, reverse_dictionary_request,
+            on_gpu=always),
     # training-free baselines
-    JobKind("baseline_fit_corpus", jobs.fit_corpus_jobs),
-    JobKind("baseline_embed", jobs.baseline_embed_jobs, BASELINE_PASS, baseline_embed_request),
-    JobKind("baseline_grid", jobs.baseline_grid_jobs, BASELINE_SCORES),
+    JobKind("baseline_fit_corpus", plan_jobs.fit_corpus_jobs),
+    JobKind("baseline_embed", plan_jobs.baseline_embed_jobs, BASELINE_PASS, baseline_embed_request, on_gpu=always),
+    JobKind("baseline_grid", plan_jobs.baseline_grid_jobs, BASELINE_SCORES),
     # the comparison
-    JobKind("compare_sts", jobs.one_job, STS_PAIRS),
-    JobKind("compare_reverse_dictionary", jobs.reverse_dictionary_comparison_jobs),
-    JobKind("summary", jobs.one_job),
+    JobKind("compare_sts", plan_jobs.one_job, STS_PAIRS),
+    JobKind("compare_reverse_dictionary", plan_jobs.reverse_dictionary_comparison_jobs),
+    JobKind("summary", plan_jobs.one_job),
 )}
 
 
@@ -200,25 +208,26 @@ def projected_kinds() -> dict[str, JobKind]:
     return {rule: kind for rule, kind in JOB_KINDS.items() if kind.request is not None}
 
 
-def job_kind(rule: str) -> JobKind:
+def projected_kind(rule: str) -> JobKind:
     if rule not in projected_kinds():
         raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
     return JOB_KINDS[rule]
 
 
 def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_gpu: bool) -> Request | TrainingRequest:
-    """What a job of a rule of ``JOB_KINDS`` asks for: its work in the config through the cost model, with
+    """What a job of a rule whose request is projected asks for: its work in the config through the cost model, with
     ``costs.margin``."""
-    return job_kind(rule).request(config, plan, wildcards, on_gpu)
+    return projected_kind(rule).request(config, plan, wildcards, on_gpu)
 
 
-def kept_bytes(config: dict, plan: Plan, keeps: Collection[str]) -> float:
-    """Bytes of every output a config's jobs leave on disk of the kinds ``keeps`` (``(EMBEDDINGS,)``, ``SPACES``)."""
+def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
+    """Bytes of every output a config's jobs leave on disk of the kinds ``keeps`` (``EMBEDDINGS``; ``*SPACES``), where
+    ``estimate`` counts them from the config alone."""
     return sum(kind.kept_bytes(config, job) for kind in JOB_KINDS.values() if kind.keeps in keeps
                for job in distinct_jobs(kind.jobs(plan)))
 
 
-def planned_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
+def modelled_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
     """Every rule's jobs in a config, each once."""
     return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
 
@@ -246,7 +255,7 @@ def group_of(groups: dict[str, str], rule: str, job: Wildcards) -> str | None:
 
 def requests_below_projection(config: dict, plan: Plan, asked: dict[str, dict],
                               on_gpu: Callable[[str], bool]) -> list[str]:
-    """Per rule of ``JOB_KINDS`` and key, a ``runtime`` or ``mem_mb`` the user set (``asked``: rule -> its
+    """Per rule whose request is projected and key, a ``runtime`` or ``mem_mb`` the user set (``asked``: rule -> its
     ``--set-resources`` values) below the projection of one of the rule's jobs in this config: the largest
     projection, the job that has it and how many jobs exceed the request."""
     problems = []

@@ -18,6 +18,7 @@ from defsent_plus.pipeline.dag import (
     data_dir,
     dev_file,
     dictionary_file,
+    mteb_check,
     pinned_model,
     pruned_record,
     run_file,
@@ -124,13 +125,14 @@ class ChainPlan:
 
     def weight_readers(self, run: str, step: int) -> dict[str, list[str]]:
         """What reads a step's candidates' weights (``prune_candidates`` waits for it): their dev scores, the copy of
-        the selected one, the run's STS table where it evaluates them (``evaluation.final: candidates``) and the
-        training-free grids of candidate encoders."""
+        the selected one, the run's STS table where it evaluates them (``evaluation.final: candidates``), MTEB's
+        cross-checks of them (which load their weights) and the training-free grids of candidate encoders."""
         candidates = self.candidates(run, step)
         names = {c.name for c in candidates}
         evaluated = any(row.encoder.name in names for row in self.evaluated(run))
         return {"dev": [dev_file(c) for c in candidates], "best": [best_dir(run, step)],
                 "tables": [run_file(run, "sts.tsv")] if evaluated else [],
+                "mteb": [mteb_check(e, pooling) for e, pooling in self.mteb_models() if e.name in names],
                 "baselines": [baselines_file(e, "scores.tsv") for e in self.baseline_encoders() if e in names]}
 
     def dev_of(self, encoder: EncoderId) -> str:

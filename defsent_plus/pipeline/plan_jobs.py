@@ -50,7 +50,7 @@ def pin_model_jobs(plan: Plan) -> list[Wildcards]:
 
 
 def read_datasets(plan: Plan) -> list[str]:
-    """Every dataset read (the runs', the fit corpus's, a subset's own source), subsets after their sources."""
+    """Every dataset read: the runs', the fit corpus's and, for a subset, its own source."""
     subsets = plan.config.get("subsets", {})
     pending = [cfg["dataset"] for cfg in plan.config["runs"].values()]
     pending += plan.fit_corpus_datasets() if plan.baseline_encoders() else []

@@ -87,7 +87,7 @@ class RuleInputs:
         def reader(name: str) -> InputFunction:
             return lambda wildcards: self.plan.weight_readers(wildcards.run, int(wildcards.step))[name]
 
-        return {name: reader(name) for name in ("dev", "best", "tables", "baselines")}
+        return {name: reader(name) for name in ("dev", "best", "tables", "mteb", "baselines")}
 
     def reverse_dictionary(self) -> dict[str, InputFunction]:
         """The final dev-selected model, the held-out queries, the run's starting model and its AMP space of the run's

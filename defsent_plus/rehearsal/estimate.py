@@ -2,9 +2,9 @@
 model, :mod:`defsent_plus.pipeline.job_model`: the same numbers the jobs' SLURM requests come from, without the
 margin):
 
-* GPU-hours: every job of the job model that runs on a GPU node (training, entry spaces, FastICA, embeddings, reverse
-  dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s rates; the CPU jobs (scores,
-  tables, selection, centring and whitening) are not counted;
+* GPU-hours: every job of a projected rule of the job model that runs on a GPU node (training, entry spaces,
+  FastICA, embeddings, reverse dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s
+  rates; the CPU jobs (scores, tables, selection, centring and whitening) are not counted;
 * peak GPU memory of each run's training job at its batch size and maximum length;
 * disk: checkpoints (fp32 weights of the saved class: the encoder, with the masked-LM head for DefSent's methods),
   each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
@@ -62,8 +62,8 @@ def estimate(config: dict) -> Estimate:
 
 
 def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
-    """GPU-hours per rule of the job model: each distinct job that runs on a GPU node; the jobs of one SLURM job group
-    (``groups``, the SLURM profile's by default) pay one start between them."""
+    """GPU-hours per projected rule of the job model: each distinct job that runs on a GPU node; the jobs of one SLURM
+    job group (``groups``, the SLURM profile's by default) pay one start between them."""
     groups = job_model.slurm_groups() if groups is None else groups
     hours = {}
     started: set[str] = set()
@@ -125,8 +125,8 @@ def disk_gb(config: dict, plan) -> dict[str, float]:
     keep_all = config["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
             "transient_gb": 0.0 if keep_all else transient / 1e9,
-            "embeddings_gb": job_model.kept_bytes(config, plan, (job_model.EMBEDDINGS,)) / 1e9,
-            "spaces_gb": job_model.kept_bytes(config, plan, job_model.SPACES) / 1e9}
+            "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
+            "spaces_gb": job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9}
 
 
 def markdown_table(estimates: dict[str, Estimate]) -> str:
