@@ -59,7 +59,6 @@ BASELINE_PASS = "sentences of a baselines' pass"
 BASELINE_SCORES = "sentences scored per template"
 ICA_ITERATIONS = "entries x FastICA iterations"
 STS_PAIRS = "STS pairs"
-CHECKPOINT_COPY = "a checkpoint's copy"
 STS_UNITS = (SET_SENTENCES, BASELINE_PASS, BASELINE_SCORES, STS_PAIRS)  # the work a rehearsal's STS pairs set
 
 
@@ -167,7 +166,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("train", plan_jobs.candidate_jobs, EXAMPLES_TRAINED, train_request, on_gpu=always,
             keeps=CANDIDATE_WEIGHTS),
     JobKind("select_best", plan_jobs.step_jobs),
-    JobKind("keep_best", plan_jobs.step_jobs, CHECKPOINT_COPY, keeps=SELECTED_COPY),
+    JobKind("keep_best", plan_jobs.step_jobs, keeps=SELECTED_COPY),
     JobKind("prune_candidates", plan_jobs.pruning_jobs),
     # evaluation
     JobKind("embed", plan_jobs.embed_jobs, SET_SENTENCES, embed_request, on_gpu=always, keeps=EMBEDDINGS,

@@ -6,6 +6,7 @@ Light on purpose (no torch, no pandas).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from defsent_plus.names import split_space
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from defsent_plus.pipeline.plan import Plan
 
 Wildcards = dict[str, str]
+JobsOfPlan = Callable[["Plan"], list[Wildcards]]
 
 
 def one_job(plan: Plan) -> list[Wildcards]:
@@ -63,7 +65,7 @@ def read_datasets(plan: Plan) -> list[str]:
     return read
 
 
-def subset_jobs(heldout: bool):
+def subset_jobs(heldout: bool) -> JobsOfPlan:
     """The subsets read, those with a held-out split (rule heldout_subset) or without (rule dictionary_subset)."""
     def jobs(plan: Plan) -> list[Wildcards]:
         return [{"dataset": name} for name in read_datasets(plan)
@@ -131,28 +133,31 @@ def pruning_jobs(plan: Plan) -> list[Wildcards]:
 def embed_jobs(plan: Plan) -> list[Wildcards]:
     """The STS-B dev vectors (the selection's pooling) of every encoder scored on it, and the sentence set of every
     table the DAG builds, for each model of the table and each evaluated pooling."""
-    config = plan.config
-    jobs = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": config["selection"]["pooling"]}
-            for encoder in plan.dev_scored()]
+    dev = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": plan.config["selection"]["pooling"]}
+           for encoder in plan.dev_scored()]
+    return dev + [{"encoder": encoder, "sentences": evaluator.sentence_set, "pooling": pooling}
+                  for evaluator, encoder, pooling in table_scores(plan)]
+
+
+def table_scores(plan: Plan) -> Iterator[tuple]:
+    """(evaluator, encoder name, pooling) of every score of every table the DAG builds."""
     for evaluator in plan.built_tables():
-        jobs += [{"encoder": row.encoder.name, "sentences": evaluator.sentence_set, "pooling": pooling}
-                 for run in config["runs"] for row in plan.table_models(run, evaluator.name)
-                 for pooling in config["evaluation"]["poolings"]]
-    return jobs
+        for run in plan.config["runs"]:
+            for row in plan.table_models(run, evaluator.name):
+                for pooling in plan.config["evaluation"]["poolings"]:
+                    yield evaluator, row.encoder.name, pooling
 
 
 def dev_score_jobs(plan: Plan) -> list[Wildcards]:
     return [{"encoder": encoder.name} for encoder in plan.dev_scored()]
 
 
-def score_jobs(paired: bool):
+def score_jobs(paired: bool) -> JobsOfPlan:
     """The scores of every table the DAG builds whose evaluator writes per-pair similarities (rule score) or not
     (rule score_unpaired): each model of the table, each evaluated pooling."""
     def jobs(plan: Plan) -> list[Wildcards]:
-        return [{"encoder": row.encoder.name, "evaluator": evaluator.name, "pooling": pooling}
-                for evaluator in plan.built_tables() if evaluator.paired == paired
-                for run in plan.config["runs"] for row in plan.table_models(run, evaluator.name)
-                for pooling in plan.config["evaluation"]["poolings"]]
+        return [{"encoder": encoder, "evaluator": evaluator.name, "pooling": pooling}
+                for evaluator, encoder, pooling in table_scores(plan) if evaluator.paired == paired]
     return jobs
 
 

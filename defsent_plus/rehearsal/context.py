@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -23,6 +24,9 @@ from defsent_plus.pipeline.requests import (
 from defsent_plus.rehearsal.caps import SUBSET_PREFIX
 from defsent_plus.rehearsal.records import Job
 from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
+
+if TYPE_CHECKING:
+    from defsent_plus.pipeline.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ class Context:
         return name.removeprefix(SUBSET_PREFIX)
 
     @cached_property
-    def real_plan(self):
+    def real_plan(self) -> Plan:
         """The real config's plan (its selections not asked)."""
         from defsent_plus.pipeline.plan import Plan
 
