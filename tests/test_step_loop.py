@@ -39,8 +39,9 @@ def bench_modules():
     try:
         import host_reads
         import legacy_loop
+        import step_clock
 
-        yield legacy_loop, host_reads
+        yield legacy_loop, host_reads, step_clock
     finally:
         sys.path.remove(str(BENCH))
 
@@ -72,7 +73,7 @@ def entry_training(model: Path, log_every: int, steps: int, objective_of=None):
 
 @pytest.mark.parametrize("log_every", [1, 5, 50])
 def test_the_loop_reads_the_device_once_per_logging_interval(model_dir, log_every, bench_modules):
-    legacy_loop, host_reads = bench_modules
+    legacy_loop, host_reads, _ = bench_modules
     steps = 12
     encoder, texts, ids, objective, cfg = entry_training(model_dir, log_every, steps)
     with host_reads.HostReads() as reads:
@@ -83,6 +84,21 @@ def test_the_loop_reads_the_device_once_per_logging_interval(model_dir, log_ever
     with host_reads.HostReads() as before:  # the counter sees what the loop before did: reads in every step
         legacy_loop.train_epoch(*entry_training(model_dir, log_every, steps), progress=False)
     assert before.total >= 2 * steps
+
+
+def test_the_bench_clock_times_each_steps_five_calls_and_leaves_torch_as_it_was(model_dir, bench_modules):
+    """bench/step_clock.py: the forward pass, the objective, backward, clipping and the optimiser's step of every step
+    (and nothing twice: the objective's own modules and the optimiser's internals are inside them), less than the
+    loop's wall time; torch's functions are its own again afterwards."""
+    step_clock = bench_modules[2]
+    steps, backward, clip = 6, torch.Tensor.backward, torch.nn.utils.clip_grad_norm_
+    encoder, texts, ids, objective, cfg = entry_training(model_dir, log_every=50, steps=steps)
+    with step_clock.StepCalls(encoder.model, objective) as calls:
+        summary = trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)  # clips: max_grad_norm 1
+    assert calls.calls == 5 * steps
+    assert 0 < calls.seconds < summary["seconds"] + 0.01  # the summary's seconds are rounded to 10 ms
+    assert (torch.Tensor.backward, torch.nn.utils.clip_grad_norm_) == (backward, clip)
+    assert not encoder.model._forward_hooks and not encoder.model._forward_pre_hooks
 
 
 class NaNAfter(torch.nn.Module):
