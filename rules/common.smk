@@ -79,7 +79,14 @@ THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_sett
 # is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'
 # path (fit corpus, forward pass, grid: minutes, independent of the chain) shares the priority: below it, it waited for
 # a moment free of the chain's jobs, which in one default run came after the last selection, and ran alone at the end.
+# Within the chain, the steps that only the chain needs go first: its entry spaces, transforms and training (above
+# the embeddings and baselines, which tied with them and took both cores while the first entry space waited 104 s),
+# and above those the seconds-long jobs that open the chain's next step (subsets, dev scores, the selection and its
+# copy: among equals Snakemake prefers large inputs, so a 1-s selection waited 174 s behind STS encodings). The
+# default DAG: 605 and 608 s -> 580 s (docs/measurements.md, 2026-11-28, seventh session).
 CHAIN_PRIORITY = 10
+STEP_PRIORITY = CHAIN_PRIORITY + 1
+GATE_PRIORITY = CHAIN_PRIORITY + 2
 ANALYSED = config["entry_space"]["analyse"]  # spaces whose isotropy is measured and plotted
 TRANSFORMED = [space for space in ANALYSED if split_space(space)[1]]  # ... of them, those made by a transform
 

@@ -38,7 +38,7 @@ rule dictionary_subset:
         dag.benchmark_file("dictionary", "subset_{dataset}")
     wildcard_constraints:
         dataset=PLAN.subset_pattern(heldout=False),
-    priority: CHAIN_PRIORITY
+    priority: GATE_PRIORITY
     conda:
         "../envs/defsent.yaml"
     threads: 1

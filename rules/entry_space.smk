@@ -14,7 +14,7 @@ rule entry_space:
         work=dag.work_clock_file("entry_spaces", "{encoder}", "{dataset}", "entry_space"),
     benchmark:
         dag.benchmark_file("entry_spaces", "{encoder}", "{dataset}", "entry_space")
-    priority: CHAIN_PRIORITY
+    priority: STEP_PRIORITY
     conda:
         "../envs/defsent.yaml"
     threads: THREADS
@@ -42,7 +42,7 @@ rule transform_space:
     wildcard_constraints:
         base=alternatives(BASE_SPACES),
         transform=alternatives(TRANSFORMS),
-    priority: CHAIN_PRIORITY
+    priority: STEP_PRIORITY
     conda:
         "../envs/defsent.yaml"
     threads: lambda w: config["entry_space"]["ica"]["threads"] if w.transform == "ica" else 1

@@ -64,7 +64,7 @@ use rule score as dev_score with:
         work=dag.work_clock_file("eval", "{encoder}", "dev"),
     benchmark:
         dag.benchmark_file("eval", "{encoder}", "dev")
-    priority: CHAIN_PRIORITY
+    priority: GATE_PRIORITY
     localrule: True
     threads: 1
     resources:

@@ -16,7 +16,7 @@ rule train:
         dag.benchmark_file("{run}", "step{step}", "{space}", "seed{seed}", "train")
     wildcard_constraints:
         space=TARGET_PATTERN,
-    priority: CHAIN_PRIORITY
+    priority: STEP_PRIORITY
     conda:
         "../envs/defsent.yaml"
     threads: THREADS
@@ -47,7 +47,7 @@ checkpoint select_best:
         dag.log_file("{run}", "step{step}", "select_best"),
     benchmark:
         dag.benchmark_file("{run}", "step{step}", "select_best")
-    priority: CHAIN_PRIORITY
+    priority: GATE_PRIORITY
     localrule: True
     conda:
         "../envs/defsent.yaml"
@@ -77,7 +77,7 @@ rule keep_best:
         dag.log_file("{run}", "step{step}", "keep_best"),
     benchmark:
         dag.benchmark_file("{run}", "step{step}", "keep_best")
-    priority: CHAIN_PRIORITY
+    priority: GATE_PRIORITY
     localrule: True
     conda:
         "../envs/defsent.yaml"
