@@ -83,7 +83,7 @@ THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_sett
 # the embeddings and baselines, which tied with them and took both cores while the first entry space waited 104 s),
 # and above those the seconds-long jobs that open the chain's next step (subsets, dev scores, the selection and its
 # copy: among equals Snakemake prefers large inputs, so a 1-s selection waited 174 s behind STS encodings). The
-# default DAG: 605 and 608 s -> 580 s (docs/measurements.md, 2026-11-28, seventh session).
+# default DAG: 605 and 608 s -> 580 and 600 s (docs/measurements.md, 2026-11-28, seventh session).
 CHAIN_PRIORITY = 10
 STEP_PRIORITY = CHAIN_PRIORITY + 1
 GATE_PRIORITY = CHAIN_PRIORITY + 2
