@@ -67,7 +67,6 @@ def test_every_shipped_config_executes_at_tiny_size(members, senteval_dir, shipp
             assert planned_jobs(shipped_dags.workdirs[other.stem]) == jobs
 
 
-
 # The rules that ran on the login node when the SLURM profile's grouping began (eae1778, issue 44's baseline); the dev
 # score has run there since (its jobs are light: a Spearman correlation of stored vectors, no torch).
 LOGIN_NODE_RULES_BEFORE = {"acquire_data", "pin_model", "select_best", "keep_best", "prune_candidates", "score_table",
