@@ -7,30 +7,35 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from defsent_plus.pipeline.process import collector_paused, exit_without_last_collection
+
 
 def start_job(snakemake: Any, gpu: bool = False) -> None:
     """Work in a prefixed module's folder; log to the job's log file; put a rehearsal's banner (``params.banner``) on
     its tables and plots; register the config's method and evaluator plugins (their jobs ask their declarations);
     with ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to the job's
-    threads."""
-    from defsent_plus import banner
-    from defsent_plus.evaluators import load_plugins as load_evaluators
-    from defsent_plus.methods import load_plugins
-    from defsent_plus.pipeline.logs import log_to
-    from defsent_plus.pipeline.module_prefix import enter_prefix
+    threads. Its imports run with the garbage collector paused, and the job exits without the collector's last walk
+    (:mod:`defsent_plus.pipeline.process`)."""
+    with collector_paused():
+        from defsent_plus import banner
+        from defsent_plus.evaluators import load_plugins as load_evaluators
+        from defsent_plus.methods import load_plugins
+        from defsent_plus.pipeline.logs import log_to
+        from defsent_plus.pipeline.module_prefix import enter_prefix
 
-    enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
-    log_to(snakemake.log[0] if snakemake.log else None)
-    banner.activate(snakemake.params.get("banner"))
-    load_plugins(snakemake.config.get("method_plugins") or [])
-    load_evaluators(snakemake.config.get("evaluator_plugins") or [])
-    if gpu:
-        import torch
+        enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
+        log_to(snakemake.log[0] if snakemake.log else None)
+        banner.activate(snakemake.params.get("banner"))
+        load_plugins(snakemake.config.get("method_plugins") or [])
+        load_evaluators(snakemake.config.get("evaluator_plugins") or [])
+        if gpu:
+            import torch
 
-        from defsent_plus.encoders.devices import hold_gpus
+            from defsent_plus.encoders.devices import hold_gpus
 
-        hold_gpus(getattr(snakemake.resources, "gpu", 0))
-        torch.set_num_threads(snakemake.threads)
+            hold_gpus(getattr(snakemake.resources, "gpu", 0))
+            torch.set_num_threads(snakemake.threads)
+    exit_without_last_collection()
 
 
 @contextmanager
