@@ -1,11 +1,12 @@
 """A job process's fixed cost from Python's cyclic garbage collector.
 
-Importing torch and transformers creates about 700,000 objects, none of them garbage. Left alone, the collector walks
-the growing heap again and again while they load, and all of it once more when the interpreter exits: about 1 s
-each in every job that runs a model, on the 2-core machine (docs/measurements.md). A job therefore imports its
-libraries with the collector paused and then freezes what exists (``gc.freeze``: never walked again), and freezes
-whatever it made at exit, which the operating system frees. Garbage the job makes while it works is collected as
-always; nothing here touches a result.
+Importing torch and transformers creates about 700,000 objects, nearly all of them alive until the job ends. Left
+alone, the collector walks the growing heap again and again while they load, and all of it once more when the
+interpreter exits: about 1 s each in every job that runs a model, on the 2-core machine (docs/measurements.md). A job
+therefore imports its libraries with the collector paused and then freezes what exists (``gc.freeze``: never walked
+again; the few reference cycles the imports dropped stay in memory until the job ends), and freezes whatever it made
+at exit, which the operating system frees. Garbage the job makes while it works is collected as always; nothing here
+touches a result.
 """
 
 from __future__ import annotations
