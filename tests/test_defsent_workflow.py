@@ -62,6 +62,7 @@ def test_comparison_tables_show_every_method(methods_run):
     assert (cosine["mrr_low"] <= cosine["mrr"]).all() and (cosine["mrr"] <= cosine["mrr_high"]).all()
     header = (methods_run / dag.compare_file("reverse_dictionary.md")).read_text()
     assert "DefSent:" in header and "DefSent+:" in header and "Trained − base on the same queries" in header
+    assert "DefSent+ base rows: a starting model has no pooler" in header and "Chance level" in header
 
 
 def test_the_sts_comparison_tests_every_run_against_its_start_and_the_others(methods_run):

@@ -25,7 +25,7 @@ from defsent_plus.dictionary import (
 )
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_bootstrap, ranks_of_targets
+from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, query_ranks, read_queries
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods import method_of
@@ -652,3 +652,32 @@ def test_a_space_that_cannot_be_extended_says_why(tmp_path):
     recipe = SpaceRecipe.of(tmp_path / "amp.whiten.npy")
     expected = ("amp", "amp.npy", "enc", 128)  # a record without max_length: the config's default
     assert (recipe.base, recipe.base_path.name, recipe.encoder_path, recipe.max_length) == expected
+
+
+@pytest.mark.parametrize("candidates", [1, 6, 10, 1000])
+def test_the_chance_level_is_the_metrics_of_a_uniformly_random_rank(candidates):
+    from defsent_plus.evaluation.ranking_tables import random_ranking_metrics
+
+    every_rank = ranking_metrics(np.arange(1, candidates + 1))  # each rank equally likely
+    assert random_ranking_metrics(candidates) == pytest.approx({k: v for k, v in every_rank.items()
+                                                                if k != "queries"})
+
+
+def test_the_pages_say_why_the_base_rows_coincide_and_where_chance_lies(tmp_path, trained_model, tiny_bert):
+    from defsent_plus.evaluators.reverse_dictionary import write_comparison
+    from defsent_plus.names import RANKING_METRICS
+
+    out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
+    table = pd.read_csv(out["tsv"], sep="\t")
+    base = table[table["model"] == "base"].set_index(["protocol", "split"])[list(RANKING_METRICS)]
+    assert base.loc["heldout_queries"].equals(base.loc["cosine"])  # what the page's line explains
+    compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
+    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"], out_md=compare["md"])
+    n = int(table["candidates"].iloc[0])
+    chance = ranking_metrics(np.arange(1, n + 1))
+    for page in (out["md"], compare["md"]):
+        text = page.read_text()
+        assert "base rows: a starting model has no pooler trained against an entry space" in text
+        line = next(line for line in text.splitlines() if line.startswith("Chance level"))
+        assert f"{n:,} candidates: mrr = H_{n}/{n} = {chance['mrr']:.4f}" in line
+        assert f"top1 = {chance['top1']:.3f}" in line and f"top10 = {chance['top10']:.3f} %" in line

@@ -152,6 +152,20 @@ def test_sts_tables_say_how_sts12_16_were_aggregated(tiny_run):
     assert "aggregated as 'all'" in (tiny_run / dag.run_file(RUN, "sts.md")).read_text()
 
 
+def test_every_row_of_the_comparison_and_the_summary_says_which_seeds_it_comes_from(tiny_run):
+    table = pd.read_csv(tiny_run / dag.compare_file("sts.tsv"), sep="\t", comment="#", dtype=str,
+                        keep_default_na=False)
+    seeds = dict(zip(table["model"], table["seeds"], strict=True))
+    assert seeds == {"base (tiny)": "–", f"{RUN} (step {STEPS} amp), mean ± std": "2",
+                     f"{RUN} (step {STEPS} amp.ica), mean ± std": "2", f"{RUN}, dev-selected": "1 of 4"}
+    summary = (tiny_run / dag.compare_file("summary.md")).read_text()
+    header = next(line for line in summary.splitlines() if line.startswith("| model "))
+    column = [cell.strip() for cell in header.split("|")].index("seeds")
+    rows = [line.split("|") for line in summary.splitlines() if line.startswith(("| base", f"| {RUN}"))]
+    assert {row[1].strip(): row[column].strip() for row in rows[:len(seeds)]} == seeds
+    assert "`seeds`: the training seeds behind a row" in summary
+
+
 def test_evaluation_data_is_acquired_verified_and_a_moved_mirror_replans_nothing(tiny_run, tmp_path):
     record = read(tiny_run, "data/senteval/ACQUIRED.json")
     assert record["verified"] and record["source"].startswith("mirror") and record["files"] == 52

@@ -13,6 +13,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
 from defsent_plus.evaluation.ranking_tables import (
     COSINE_DESCRIPTION,
+    chance_note,
     interval_columns,
     paired_records,
     paired_table,
@@ -39,15 +40,23 @@ def seed_groups(table: pd.DataFrame) -> pd.Series:
     return table["group"].astype(object).fillna("")
 
 
-def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False) -> list[dict]:
+UNTRAINED = "–"  # the seeds cell of a starting model: no seed of the run trained it
+SEEDS_NOTE = ("`seeds`: the training seeds behind a row: – for a starting model (the run did not train it), n for a "
+              "mean ± std over n seeds, `1 of k` for the dev-selected model (one candidate's model, chosen on STS-B "
+              "dev among the final step's k candidates: its spaces × seeds).")
+
+
+def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False,
+             candidates: int | None = None) -> list[dict]:
     """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model,
     labelled by the run as the page's interval and paired-test tables label them; ``chain``: where the run's
-    starting weights come from (model → run → ...); a ``transductive`` run's method is marked †."""
+    starting weights come from (model → run → ...); a ``transductive`` run's method is marked †; ``candidates``:
+    how many the final step's dev selection chose among (the dev-selected row's seeds cell, :data:`SEEDS_NOTE`)."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
     method = f"{method} †" if transductive else method
     rows = []
     for record in table[table["step"] == 0].itertuples():
-        rows.append({"model": record.model, "run": "", "chain": "", "method": "", "seeds": "",
+        rows.append({"model": record.model, "run": "", "chain": "", "method": "", "seeds": UNTRAINED,
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     final = table[seed_groups(table) != ""]
     for group, seeds in final.groupby("group", sort=False):
@@ -55,7 +64,8 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
                      "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
     for record in table[table["dev_selected"]].itertuples():
-        rows.append({"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": "",
+        rows.append({"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method,
+                     "seeds": "1" if candidates is None else f"1 of {candidates}",
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     return rows
 
@@ -196,13 +206,14 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     ``published`` (runs against a paper's numbers). A starting model shared by runs is listed once."""
     tables = {r["run"]: read_tsv_table(r["sts"]) for r in runs}
     rows = [row for r in runs
-            for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"))]
+            for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"),
+                                r.get("candidates"))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
     write_tsv(out_tsv, table)
     note = aggregation_note(pd.concat(tables.values()))
     text = ("# STS of every run (Spearman x 100 of cosine)\n\n" + note +
             "Starting models, then per run its final step's candidates as mean ± std over seeds and the model "
-            "selected on STS-B dev (never on a test set).\n\n" + markdown(table, STS_COLUMNS))
+            "selected on STS-B dev (never on a test set). " + SEEDS_NOTE + "\n\n" + markdown(table, STS_COLUMNS))
     if any(r.get("transductive") for r in runs):
         text += f"\n† {TRANSDUCTIVE_NOTE}: its numbers are not comparable with inductive rows.\n"
     finals: dict = {}
@@ -284,7 +295,9 @@ def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Pat
             "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "
             "= the run's final dev-selected model, base = its starting model untrained by the run. MRR over the full "
             "ranking, MRR@10 (hits beyond the top 10 count 0), top-k accuracy in %; " + interval_note(results)
-            + ".\n\n" + bounded_metrics(table).to_markdown(index=False, floatfmt=".3f") + "\n")
+            + ".\n\n" + bounded_metrics(table).to_markdown(index=False, floatfmt=".3f") + "\n\n"
+            + "".join(f"{protocols[m].base_note}\n\n" for m in methods if protocols[m].base_note)
+            + chance_note(table["candidates"]) + "\n")
     if not paired.empty:
         text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
                  + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")

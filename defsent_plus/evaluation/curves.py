@@ -1,6 +1,7 @@
-"""A run's training curves: per PST step, every candidate's loss (a running mean of its metrics table) against the
-step, beside ln of the classes it ranks (a uniform guess's loss), and the in-training STS-B dev scores of methods
-that select while training (SimCSE, SLT-FAI) on a second axis."""
+"""A run's training curves: one panel per PST step and entry space (each on its own loss scale: spaces' losses can
+differ by orders of magnitude), every candidate's loss against the step (raw, or a running mean of its metrics
+table on long runs; the y label says which), beside ln of the classes it ranks (a uniform guess's loss), and the
+in-training STS-B dev scores of methods that select while training (SimCSE, SLT-FAI) on a second axis."""
 
 from __future__ import annotations
 
@@ -17,11 +18,26 @@ import pandas as pd  # noqa: E402
 from defsent_plus.io import read_json, save_figure  # noqa: E402
 
 CURVE_POINTS = 200  # a running mean over about len / 200 steps: an epoch of 12,000 steps reads as 200 points
+CHANCE_REACH = 1.0  # a panel's y-range stretches to its chance line only within this many loss spans of its curves
+
+
+def smoothing_window(steps: int) -> int:
+    """The running mean's window for a curve of ``steps`` points: about 1/``CURVE_POINTS`` of them (at least 1)."""
+    return max(1, steps // CURVE_POINTS)
 
 
 def running_mean(values: pd.Series) -> pd.Series:
-    """``values`` smoothed over a window of about 1/``CURVE_POINTS`` of their length (at least one step)."""
-    return values.rolling(max(1, len(values) // CURVE_POINTS), min_periods=1).mean()
+    """``values`` smoothed over :func:`smoothing_window` steps (a window of 1: the values themselves)."""
+    return values.rolling(smoothing_window(len(values)), min_periods=1).mean()
+
+
+def loss_axis_label(windows: Sequence[int]) -> str:
+    """The y label of a panel whose curves were smoothed over ``windows`` steps: raw, or the running mean's span."""
+    low, high = min(windows), max(windows)
+    if high == 1:
+        return "training loss (raw, every step)"
+    span = f"{low}" if low == high else f"{low}–{high}"
+    return f"training loss (running mean over {span} steps)"
 
 
 def candidate_label(train_json: str | Path) -> str:
@@ -30,12 +46,31 @@ def candidate_label(train_json: str | Path) -> str:
     return f"{parts[-3]} {parts[-2]}"
 
 
+def candidate_space(train_json: str | Path) -> str:
+    """``<space>`` of a candidate's ``results/<run>/step<k>/<space>/seed<s>/train.json``."""
+    return Path(train_json).parts[-3]
+
+
+def step_panels(record: dict) -> dict[str, list[tuple[str, str]]]:
+    """A PST step's candidates (train.json, metrics.tsv) by entry space, in config order."""
+    panels: dict[str, list[tuple[str, str]]] = {}
+    for train_json, metrics_tsv in zip(record["train"], record["metrics"], strict=True):
+        panels.setdefault(candidate_space(train_json), []).append((train_json, metrics_tsv))
+    return panels
+
+
 def training_curves_figure(steps: Sequence[dict], title: str):
-    """One panel per PST step (``steps``: records with ``step``, the candidates' ``train`` summaries and ``metrics``
-    tables, in the same order): each candidate's loss curve, ln(classes) dashed, dev scores on a right axis."""
-    fig, axes = plt.subplots(len(steps), 1, figsize=(7, 3 * len(steps)), squeeze=False)
-    for ax, record in zip(axes[:, 0], steps, strict=True):
-        plot_step(ax, record)
+    """One row per PST step (``steps``: records with ``step``, the candidates' ``train`` summaries and ``metrics``
+    tables, in the same order), one panel per entry space of the step, each with its own y-range: its candidates'
+    loss curves, ln(classes) dashed, dev scores on a right axis."""
+    panels = [step_panels(record) for record in steps]
+    columns = max(len(spaces) for spaces in panels)
+    fig, axes = plt.subplots(len(steps), columns, figsize=(6 * columns, 3 * len(steps)), squeeze=False)
+    for row, record, spaces in zip(axes, steps, panels, strict=True):
+        for ax, (space, candidates) in zip(row, spaces.items(), strict=False):
+            plot_panel(ax, f"step {record['step']}: {space}", candidates)
+        for unused in row[len(spaces):]:
+            fig.delaxes(unused)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -48,13 +83,16 @@ def plot_training_curves(steps: Sequence[dict], out_png: str | Path, title: str)
     plt.close(fig)
 
 
-def plot_step(ax, record: dict) -> None:
-    """A PST step's panel."""
-    dev_ax, chances = None, set()
-    for train_json, metrics_tsv in zip(record["train"], record["metrics"], strict=True):
+def plot_panel(ax, title: str, candidates: Sequence[tuple[str, str]]) -> None:
+    """One entry space's panel of a PST step: its candidates' loss curves on a y-range of their own."""
+    dev_ax, chances, windows, losses = None, set(), [], []
+    for train_json, metrics_tsv in candidates:
         table = pd.read_csv(metrics_tsv, sep="\t", comment="#")
         label = candidate_label(train_json)
-        (line,) = ax.plot(table["step"], running_mean(table["loss"]), linewidth=1, label=label)
+        curve = running_mean(table["loss"])
+        windows.append(smoothing_window(len(table)))
+        losses.append(curve)
+        (line,) = ax.plot(table["step"], curve, linewidth=1, label=label)
         classes = read_json(train_json).get("classes")
         if classes and classes > 1:
             chances.add(classes)
@@ -63,12 +101,22 @@ def plot_step(ax, record: dict) -> None:
             dev_ax = dev_ax or ax.twinx()
             dev_ax.plot(scored["step"], scored["dev_score"], "o--", color=line.get_color(), markersize=3,
                         label=f"{label}: STS-B dev")
+    plotted = pd.concat(losses)
+    low, high = float(plotted.min()), float(plotted.max())
+    reach = CHANCE_REACH * max(high - low, abs(high) * 1e-3, 1e-6)
     for classes in sorted(chances):
-        ax.axhline(math.log(classes), color="grey", linestyle="--", linewidth=1,
-                   label=f"ln {classes:,} (uniform guess)")
-    ax.set_title(f"step {record['step']}", fontsize=10)
+        chance = math.log(classes)
+        shown = low - reach <= chance <= high + reach
+        place = "" if shown else f"; {'below' if chance < low else 'above'} this panel's range"
+        ax.axhline(chance, color="grey", linestyle="--", linewidth=1,
+                   label=f"ln {classes:,} = {chance:.2f} (uniform guess{place})")
+        if shown:
+            low, high = min(low, chance), max(high, chance)
+    margin = 0.05 * max(high - low, abs(high) * 1e-3, 1e-6)
+    ax.set_ylim(low - margin, high + margin)
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("optimisation step")
-    ax.set_ylabel("training loss (running mean)")
+    ax.set_ylabel(loss_axis_label(windows))
     ax.legend(fontsize=7, loc="upper right")
     if dev_ax is not None:
         dev_ax.set_ylabel("STS-B dev Spearman × 100")

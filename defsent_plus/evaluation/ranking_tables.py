@@ -4,12 +4,37 @@ holds is the method's (``ReverseDictionaryProtocol.splits``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 COSINE_DESCRIPTION = (
     "`cosine` (every model, like for like): the model's mean-pooled query against the SAME entry embeddings for "
     "every model, the starting model's AMP space of the run's entries (no pooler, no head), so trained and base differ "
     "only in their sentence embeddings")
+
+
+def random_ranking_metrics(candidates: int) -> dict[str, float]:
+    """The expected metrics of a uniformly random ranking of ``candidates``: the true entry's rank is uniform on
+    1..n, so MRR = H_n / n, MRR@10 = H_min(10,n) / n and top-k accuracy = 100 · min(k, n) / n %."""
+    def harmonic(count: int) -> float:
+        return sum(1.0 / rank for rank in range(1, count + 1))
+
+    n = int(candidates)
+    return {"mrr": harmonic(n) / n, "mrr_at_10": harmonic(min(10, n)) / n,
+            **{f"top{k}": 100.0 * min(k, n) / n for k in (1, 3, 10)}}
+
+
+def chance_note(candidates: Iterable[int]) -> str:
+    """A line under a reverse-dictionary table: the chance level of each candidate count in its rows."""
+    levels = []
+    for n in sorted({int(c) for c in candidates}):
+        chance = random_ranking_metrics(n)
+        levels.append(f"{n:,} candidates: mrr = H_{n}/{n} = {chance['mrr']:.4f}, "
+                      f"mrr_at_10 = {chance['mrr_at_10']:.4f}, top1 = {chance['top1']:.3f}, "
+                      f"top3 = {chance['top3']:.3f}, top10 = {chance['top10']:.3f} %")
+    return ("Chance level (a uniformly random ranking: top-k accuracy k/n, expected MRR H_n/n over n candidates, "
+            "H_n = 1 + 1/2 + ... + 1/n): " + "; ".join(levels) + ".")
 
 
 def interval_columns(results: dict, label: str, protocol: str, split: str) -> dict[str, float]:

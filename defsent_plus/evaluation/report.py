@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,14 +73,15 @@ def aggregation_note(table: pd.DataFrame) -> str:
 def write_score_tables(
     rows: Sequence[dict], best_json: str | Path, out_tsv: str | Path, out_md: str | Path, title: str,
     out_png: str | Path | None = None, bootstrap: dict | None = None, columns: dict[str, str] | None = None,
-    axis: str = "average Spearman × 100",
+    axis: str = "average Spearman × 100", unshown: str = "",
 ) -> pd.DataFrame:
     """TSV of all rows, plus a markdown file: the per-model table and the mean ± std over final-step seeds;
     with ``out_png``, the average per PST step as a plot. ``rows``: one record per (model, pooling) with its
     score file (``scores``), ``label``, seed ``group`` ("" for none) and PST ``step`` (0 = the starting model); for
     STS also its per-pair similarities (``pairs``), which with ``bootstrap`` (config ``evaluation.bootstrap``) give
     every score's interval and every later model's paired test against the starting model. ``columns``: the score
-    keys' headers (STS's by default); ``axis``: the plot's y label."""
+    keys' headers (STS's by default); ``axis``: the plot's y label; ``unshown``: the plot's line naming the PST
+    steps the table does not evaluate (:meth:`EvaluationPlan.unshown_steps`)."""
     columns = STS_COLUMNS if columns is None else columns
     table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]
@@ -102,7 +104,7 @@ def write_score_tables(
     text += provenance_footer(score_provenance([row["scores"] for row in rows]))
     write_page(out_md, text)
     if out_png is not None:
-        plot_average_by_step(grouped, out_png, title, axis)
+        plot_average_by_step(grouped, out_png, title, axis, unshown)
     return table
 
 
@@ -142,25 +144,46 @@ def uncertainty_sections(table: pd.DataFrame, steps: list[int], resampled, optio
     return text
 
 
+POOLING_NAMES = {"cls": "CLS-token"}  # a pooling's name in words where its key is an abbreviation
+
+
+def pooling_name(pooling: str) -> str:
+    """A pooling as a legend says it: ``mean`` → "mean pooling"."""
+    return f"{POOLING_NAMES.get(pooling, pooling)} pooling"
+
+
 def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str,
-                         axis: str = "average Spearman × 100") -> None:
-    """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line through
-    the steps' means, and for each group of seeds (a final-step space) its mean ± std (ddof 0, as in the markdown
-    table)."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+                         axis: str = "average Spearman × 100", unshown: str = "") -> None:
+    """:func:`average_by_step_figure` written as PNG."""
+    fig = average_by_step_figure(data, title, axis, unshown)
+    save_figure(out_png, fig, 120)
+    plt.close(fig)
+
+
+def average_by_step_figure(data: pd.DataFrame, title: str, axis: str = "average Spearman × 100",
+                           unshown: str = ""):
+    """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line in
+    the same colour through the steps' means, and for each group of seeds (a final-step space) its mean ± std
+    (ddof 0, as in the markdown table); ``unshown``: a line under the plot naming the steps not evaluated."""
+    fig, ax = plt.subplots(figsize=(6, 4.4 if unshown else 4))
     for pooling, rows in data.groupby("pooling", sort=False):
-        ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=f"{pooling}: each model")
+        name = pooling_name(pooling)
+        points = ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=name)
         if "avg_low" in rows:  # each model's test-set interval (evaluation.bootstrap)
             ax.errorbar(rows["step"] - 0.04, rows["avg"], fmt="none", ecolor="grey", capsize=3, alpha=0.6,
                         yerr=[rows["avg"] - rows["avg_low"], rows["avg_high"] - rows["avg"]])
         per_step = rows.groupby("step")["avg"].mean()
-        ax.plot(per_step.index, per_step.to_numpy(), alpha=0.4, label=f"{pooling}: mean per step")
+        several = bool((rows.groupby("step").size() > 1).any())  # a step's mean differs from its one point
+        ax.plot(per_step.index, per_step.to_numpy(), alpha=0.4, color=points.get_facecolor()[0],
+                label=f"{name}, mean of a step's models" if several else "_nolegend_")
         for i, (group, seeds) in enumerate(rows[rows["group"] != ""].groupby("group", sort=False), start=1):
             x = seeds["step"].iloc[:1] + 0.08 * i  # side by side, right of the step's points
             ax.errorbar(x, [seeds["avg"].mean()], yerr=[seeds["avg"].std(ddof=0)], fmt="o",
-                        capsize=4, label=f"{pooling}, {group}: mean ± std over {len(seeds)} seed(s)")
+                        capsize=4, label=f"{name}, {group}: mean ± std over {len(seeds)} seed(s)")
     honest_ylim(ax, data["avg"])
-    save_step_plot(fig, ax, data["step"], "PST step (0 = starting model)", axis, title, out_png)
+    xlabel = "\n".join(["PST step (0 = starting model)", *textwrap.wrap(unshown, 80)])
+    label_step_plot(fig, ax, data["step"], xlabel, axis, title)
+    return fig
 
 
 MIN_SCORE_RANGE = 4.0  # Spearman × 100 points: a plot never magnifies differences smaller than this to full height
@@ -177,19 +200,28 @@ def honest_ylim(ax, values: pd.Series, min_range: float = MIN_SCORE_RANGE) -> No
     ax.set_ylim(low, high)
 
 
-def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
-    """Label a per-step plot (one tick per step), add its legend and write it as PNG atomically."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_xticks(sorted(steps.unique()))
-    save_plot(fig, ax, title, out_png)
-
-
 def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
     """Title and legend, then the figure written as PNG atomically and closed."""
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
+    save_figure(out_png, fig, 120)
+    plt.close(fig)
+
+
+def label_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
+    """Label a per-step plot (one tick per step), its title and legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(sorted(steps.unique()))
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+
+
+def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
+    """Label a per-step plot (:func:`label_step_plot`) and write it as PNG atomically."""
+    label_step_plot(fig, ax, steps, xlabel, ylabel, title)
     save_figure(out_png, fig, 120)
     plt.close(fig)
 

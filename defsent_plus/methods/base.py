@@ -35,6 +35,7 @@ class ReverseDictionaryProtocol:
     write: Callable[..., dict]
     splits: Callable[[dict], dict[str, dict]]
     encoded_sentences: Callable[[float, float], float]
+    base_note: str = ""  # why the starting model's rows read as they do (a line under the tables), if they need one
 
 
 @dataclass(frozen=True)

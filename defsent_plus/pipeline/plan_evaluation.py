@@ -28,6 +28,11 @@ from defsent_plus.pipeline.dag import (
     train_summary,
 )
 
+UNSHOWN_STEPS = {  # why a table's models leave out earlier PST steps, per Table.models
+    "evaluated": "evaluation.steps is {steps} (evaluation.steps: all adds each step's best)",
+    "endpoints": "this table scores the starting and the final dev-selected model only",
+}
+
 
 @dataclass(frozen=True)
 class Evaluated:
@@ -65,6 +70,16 @@ class EvaluationPlan:
         """The models of a run's table of ``evaluator``: the set its declaration names."""
         models = evaluator_of(evaluator, "rule score_table: evaluator").table.models
         return {"evaluated": self.evaluated, "endpoints": self.endpoints}[models](run)
+
+    def unshown_steps(self, run: str, evaluator: str) -> str:
+        """The by-step plot's line naming the PST steps its table does not evaluate and why (empty if none)."""
+        models = evaluator_of(evaluator, "rule score_table: evaluator").table.models
+        shown = {row.step for row in self.table_models(run, evaluator)}
+        missing = [k for k in range(1, self.final_step(run)) if k not in shown]
+        if not missing:
+            return ""
+        reason = UNSHOWN_STEPS[models].format(steps=self.config["evaluation"]["steps"])
+        return f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not evaluated: {reason}"
 
     def tables(self) -> list[Evaluator]:
         """The evaluators whose tables ``rule all`` builds for every run (``evaluation.tables``)."""

@@ -18,4 +18,5 @@ with work_clock(snakemake.log.work):
         bootstrap=snakemake.params.bootstrap,
         columns=snakemake.params.columns,
         axis=snakemake.params.axis,
+        unshown=snakemake.params.unshown,
     )

@@ -17,7 +17,7 @@ from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
+from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_ranks,
     encoded_queries,
@@ -147,7 +147,8 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     write_json(out_json, {"method": method, **results})
     write_tsv(out_tsv, table, float_format="%.4f")
     write_page(out_md, f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
-               + table.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+               + table.to_markdown(index=False, floatfmt=".3f") + "\n\n" + chance_note(table["candidates"]) + "\n"
+               + paired_markdown(results)
                + provenance_footer([results["provenance"]]))
     return results
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol
-from defsent_plus.methods.defsent_plus.ranking import entry_ranking_splits
+from defsent_plus.methods.defsent_plus.ranking import BASE_NOTE, entry_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
 
@@ -29,6 +29,7 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     splits=entry_ranking_splits,
     # the queries three times: the trained model's pooler (dot), its and the base model's mean pooling (cosine)
     encoded_sentences=lambda definitions, queries: 3.0 * queries,
+    base_note=BASE_NOTE,
 )
 
 METHOD = Method(

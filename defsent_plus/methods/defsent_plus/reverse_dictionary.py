@@ -21,7 +21,7 @@ from defsent_plus.dictionary import definition_pairs, read_dataset
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
+from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_ranks,
     cosine_splits,
@@ -37,7 +37,7 @@ from defsent_plus.evaluation.reverse_dictionary import (
 )
 from defsent_plus.io import read_json, write_json, write_page, write_tsv
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
-from defsent_plus.methods.defsent_plus.ranking import entry_ranking_splits
+from defsent_plus.methods.defsent_plus.ranking import BASE_NOTE, entry_ranking_splits
 from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS, TRAINING_CARD
 from defsent_plus.provenance import provenance_footer
 from defsent_plus.spaces.entry_matrix import load_space
@@ -225,7 +225,8 @@ def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str, 
     return (f"# {title}\n\n{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
             f"held-out definition's entry among all {results['trained']['candidates']} entries; `heldout_queries` "
             f"rows: the trained model by its pooler (dot), the base by cosine.\n\n* {COSINE_DESCRIPTION}\n\n"
-            + shown.to_markdown(index=False, floatfmt=".3f") + "\n" + paired_markdown(results)
+            + shown.to_markdown(index=False, floatfmt=".3f") + f"\n{BASE_NOTE}\n\n"
+            + chance_note(table["candidates"]) + "\n" + paired_markdown(results)
             + provenance_footer([results.get("provenance", {})]))
 
 
