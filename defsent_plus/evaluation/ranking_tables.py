@@ -31,8 +31,8 @@ def chance_note(candidates: Iterable[int]) -> str:
     for n in sorted({int(c) for c in candidates}):
         chance = random_ranking_metrics(n)
         levels.append(f"{n:,} candidates: mrr = H_{n}/{n} = {chance['mrr']:.4f}, "
-                      f"mrr_at_10 = {chance['mrr_at_10']:.4f}, top1 = {chance['top1']:.3f}, "
-                      f"top3 = {chance['top3']:.3f}, top10 = {chance['top10']:.3f} %")
+                      f"mrr_at_10 = {chance['mrr_at_10']:.4f}, top1 = {chance['top1']:.3f} %, "
+                      f"top3 = {chance['top3']:.3f} %, top10 = {chance['top10']:.3f} %")
     return ("Chance level (a uniformly random ranking: top-k accuracy k/n, expected MRR H_n/n over n candidates, "
             "H_n = 1 + 1/2 + ... + 1/n): " + "; ".join(levels) + ".")
 
