@@ -101,19 +101,7 @@ def plot_panel(ax, title: str, candidates: Sequence[tuple[str, str]]) -> None:
             dev_ax = dev_ax or ax.twinx()
             dev_ax.plot(scored["step"], scored["dev_score"], "o--", color=line.get_color(), markersize=3,
                         label=f"{label}: STS-B dev")
-    plotted = pd.concat(losses)
-    low, high = float(plotted.min()), float(plotted.max())
-    reach = CHANCE_REACH * max(high - low, abs(high) * 1e-3, 1e-6)
-    for classes in sorted(chances):
-        chance = math.log(classes)
-        shown = low - reach <= chance <= high + reach
-        place = "" if shown else f"; {'below' if chance < low else 'above'} this panel's range"
-        ax.axhline(chance, color="grey", linestyle="--", linewidth=1,
-                   label=f"ln {classes:,} = {chance:.2f} (uniform guess{place})")
-        if shown:
-            low, high = min(low, chance), max(high, chance)
-    margin = 0.05 * max(high - low, abs(high) * 1e-3, 1e-6)
-    ax.set_ylim(low - margin, high + margin)
+    plot_chance_levels(ax, sorted(chances), pd.concat(losses).dropna())
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("optimisation step")
     ax.set_ylabel(loss_axis_label(windows))
@@ -121,3 +109,21 @@ def plot_panel(ax, title: str, candidates: Sequence[tuple[str, str]]) -> None:
     if dev_ax is not None:
         dev_ax.set_ylabel("STS-B dev Spearman × 100")
         dev_ax.legend(fontsize=7, loc="lower right")
+
+
+def plot_chance_levels(ax, classes: Sequence[int], losses: pd.Series) -> None:
+    """ln(classes) dashed, and the panel's y-range: its loss curves', stretched to a chance line only where it lies
+    within :data:`CHANCE_REACH` spans of them (a line far away is named in the legend as outside the range)."""
+    low, high = (float(losses.min()), float(losses.max())) if len(losses) else (math.inf, -math.inf)
+    reach = CHANCE_REACH * max(high - low, abs(high) * 1e-3, 1e-6) if len(losses) else math.inf
+    for count in classes:
+        chance = math.log(count)
+        shown = low - reach <= chance <= high + reach
+        place = "" if shown else f"; {'below' if chance < low else 'above'} this panel's range"
+        ax.axhline(chance, color="grey", linestyle="--", linewidth=1,
+                   label=f"ln {count:,} = {chance:.2f} (uniform guess{place})")
+        if shown:
+            low, high = min(low, chance), max(high, chance)
+    if low <= high:
+        margin = 0.05 * max(high - low, abs(high) * 1e-3, 1e-6)
+        ax.set_ylim(low - margin, high + margin)
