@@ -148,7 +148,6 @@ rule score_table:
         caption=lambda w: evaluator(w).table.caption,
         columns=lambda w: evaluator(w).table.columns,
         axis=lambda w: evaluator(w).table.axis,
-        unshown=lambda w: PLAN.unshown_steps(w.run, w.evaluator),
         bootstrap=lambda w: canonical(config["evaluation"]["bootstrap"]) if evaluator(w).paired else None,
     script:
         "../workflow/scripts/score_tables.py"

@@ -12,6 +12,7 @@ from workflow_utils import validated
 
 from defsent_plus.evaluation.report import average_by_step_figure
 from defsent_plus.pipeline.plan import Plan
+from defsent_plus.pipeline.plan_evaluation import unshown_steps
 
 
 def default_plan(**evaluation) -> Plan:
@@ -21,16 +22,21 @@ def default_plan(**evaluation) -> Plan:
     return Plan(validated(config), lambda run, step: pytest.fail("no selection expected"))
 
 
+def table_rows(plan: Plan, evaluator: str) -> list[dict]:
+    """The rows rule score_table gives run ``default``'s table of ``evaluator``."""
+    return plan.score_rows(plan.table_models("default", evaluator), evaluator)
+
+
 def test_the_plan_names_the_steps_a_table_does_not_evaluate_and_the_key_that_adds_them():
-    assert default_plan().unshown_steps("default", "sts") == (
+    assert unshown_steps(table_rows(default_plan(), "sts"), "sts") == (
         "steps 1, 2 not evaluated: evaluation.steps is final (evaluation.steps: all adds each step's best)")
-    assert default_plan(steps="all").unshown_steps("default", "sts") == ""
-    assert default_plan(steps="all").unshown_steps("default", "senteval") == (
+    assert unshown_steps(table_rows(default_plan(steps="all"), "sts"), "sts") == ""
+    assert unshown_steps(table_rows(default_plan(steps="all"), "senteval"), "senteval") == (
         "steps 1, 2 not evaluated: this table scores the starting and the final dev-selected model only")
 
 
 def test_the_step_plot_names_its_missing_steps_and_its_poolings_in_words():
-    unshown = default_plan().unshown_steps("default", "sts")
+    unshown = unshown_steps(table_rows(default_plan(), "sts"), "sts")
     data = pd.DataFrame({"step": [0, 3, 0, 3], "avg": [70.0, 72.0, 68.0, 69.0],
                          "pooling": ["mean", "mean", "cls", "cls"], "group": ""})
     fig = average_by_step_figure(data, "STS, run default", unshown=unshown)

@@ -42,16 +42,15 @@ def seed_groups(table: pd.DataFrame) -> pd.Series:
 
 UNTRAINED = "–"  # the seeds cell of a starting model: no seed of the run trained it
 SEEDS_NOTE = ("`seeds`: the training seeds behind a row: – for a starting model (the run did not train it), n for a "
-              "mean ± std over n seeds, `1 of k` for the dev-selected model (one candidate's model, chosen on STS-B "
-              "dev among the final step's k candidates: its spaces × seeds).")
+              "mean ± std over n seeds, 1 for the dev-selected model (one candidate's model, one seed, chosen on STS-B "
+              "dev among the final step's candidates: its spaces × seeds).")
 
 
-def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False,
-             candidates: int | None = None) -> list[dict]:
+def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transductive: bool = False) -> list[dict]:
     """A run's comparison rows: its starting model, its final-step seeds (mean ± std) and its dev-selected model,
     labelled by the run as the page's interval and paired-test tables label them; ``chain``: where the run's
-    starting weights come from (model → run → ...); a ``transductive`` run's method is marked †; ``candidates``:
-    how many the final step's dev selection chose among (the dev-selected row's seeds cell, :data:`SEEDS_NOTE`)."""
+    starting weights come from (model → run → ...); a ``transductive`` run's method is marked †; each row's
+    ``seeds`` cell as :data:`SEEDS_NOTE` reads it."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
     method = f"{method} †" if transductive else method
     rows = []
@@ -65,7 +64,7 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
     for record in table[table["dev_selected"]].itertuples():
         rows.append({"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method,
-                     "seeds": "1" if candidates is None else f"1 of {candidates}",
+                     "seeds": 1,
                      **{c: f"{getattr(record, c):.2f}" for c in scores}})
     return rows
 
@@ -206,8 +205,7 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
     ``published`` (runs against a paper's numbers). A starting model shared by runs is listed once."""
     tables = {r["run"]: read_tsv_table(r["sts"]) for r in runs}
     rows = [row for r in runs
-            for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"),
-                                r.get("candidates"))]
+            for row in sts_rows(r["run"], r["method"], tables[r["run"]], r.get("chain", ""), r.get("transductive"))]
     table = pd.DataFrame(rows).drop_duplicates(subset=["model", "run"], keep="first")
     write_tsv(out_tsv, table)
     note = aggregation_note(pd.concat(tables.values()))

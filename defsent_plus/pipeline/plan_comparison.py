@@ -35,11 +35,9 @@ class ComparisonPlan:
         return f"{title} ({TRANSDUCTIVE_NOTE})" if self.transductive(run) else title
 
     def sts_comparison(self) -> list[dict]:
-        """Every run's STS table with its method and chain (rule compare_sts), and how many candidates its final
-        step's dev selection chose among; transductive runs are marked."""
+        """Every run's STS table with its method and chain (rule compare_sts); transductive runs are marked."""
         return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
-                 "sts": run_file(run, "sts.tsv"), "candidates": len(self.candidates(run, self.final_step(run))),
-                 **({"transductive": True} if self.transductive(run) else {})}
+                 "sts": run_file(run, "sts.tsv"), **({"transductive": True} if self.transductive(run) else {})}
                 for run in self.config["runs"]]
 
     def comparison_pairs(self) -> list[str]:

@@ -4,6 +4,7 @@ MTEB's cross-checks. Part of :class:`defsent_plus.pipeline.plan.Plan`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from defsent_plus.baselines.spec import (
@@ -28,10 +29,23 @@ from defsent_plus.pipeline.dag import (
     train_summary,
 )
 
-UNSHOWN_STEPS = {  # why a table's models leave out earlier PST steps, per Table.models
-    "evaluated": "evaluation.steps is {steps} (evaluation.steps: all adds each step's best)",
+UNSHOWN_STEPS = {  # why a table's models leave out earlier PST steps, per Table.models (with evaluation.steps: all
+    # an evaluated table shows every step, so a step it leaves out means evaluation.steps: final)
+    "evaluated": "evaluation.steps is final (evaluation.steps: all adds each step's best)",
     "endpoints": "this table scores the starting and the final dev-selected model only",
 }
+
+
+def unshown_steps(rows: Sequence[dict], evaluator: str) -> str:
+    """The by-step plot's line naming the PST steps a table's ``rows`` (:meth:`EvaluationPlan.score_rows`, each
+    with its ``step``) leave out before the final one, and why (empty if none). Read from the rows the job already
+    has, so that the line is no parameter of its own: a finished run's tables stay up to date."""
+    shown = {int(row["step"]) for row in rows}
+    missing = [k for k in range(1, max(shown, default=0)) if k not in shown]
+    if not missing:
+        return ""
+    reason = UNSHOWN_STEPS[evaluator_of(evaluator, "rule score_table: evaluator").table.models]
+    return f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not evaluated: {reason}"
 
 
 @dataclass(frozen=True)
@@ -70,16 +84,6 @@ class EvaluationPlan:
         """The models of a run's table of ``evaluator``: the set its declaration names."""
         models = evaluator_of(evaluator, "rule score_table: evaluator").table.models
         return {"evaluated": self.evaluated, "endpoints": self.endpoints}[models](run)
-
-    def unshown_steps(self, run: str, evaluator: str) -> str:
-        """The by-step plot's line naming the PST steps its table does not evaluate and why (empty if none)."""
-        models = evaluator_of(evaluator, "rule score_table: evaluator").table.models
-        shown = {row.step for row in self.table_models(run, evaluator)}
-        missing = [k for k in range(1, self.final_step(run)) if k not in shown]
-        if not missing:
-            return ""
-        reason = UNSHOWN_STEPS[models].format(steps=self.config["evaluation"]["steps"])
-        return f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} not evaluated: {reason}"
 
     def tables(self) -> list[Evaluator]:
         """The evaluators whose tables ``rule all`` builds for every run (``evaluation.tables``)."""

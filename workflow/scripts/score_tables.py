@@ -5,6 +5,7 @@ from defsent_plus.pipeline.process import collector_paused
 with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
     from defsent_plus.evaluation.report import write_score_tables
     from defsent_plus.pipeline.jobs import start_job, work_clock
+    from defsent_plus.pipeline.plan_evaluation import unshown_steps
 
 start_job(snakemake)
 with work_clock(snakemake.log.work):
@@ -18,5 +19,5 @@ with work_clock(snakemake.log.work):
         bootstrap=snakemake.params.bootstrap,
         columns=snakemake.params.columns,
         axis=snakemake.params.axis,
-        unshown=snakemake.params.unshown,
+        unshown=unshown_steps(snakemake.params.rows, snakemake.wildcards.evaluator),
     )
