@@ -3,7 +3,9 @@
 The card reads the model's training card (method, paper, dataset, entry space, deviations, provenance), the
 candidate's ``train.json`` (hyperparameters, steps, loss) and, for a run's dev-selected model
 (``results/<run>/step<k>/best``), the run's score tables (``eval/sts.tsv`` with intervals,
-``eval/reverse_dictionary.tsv``). Whatever is missing is said, not invented.
+``eval/reverse_dictionary.tsv``). Its default title is the run and step; its ``base_model`` is the public Hub id of
+the model the training chain started from (a local model has none: the field is left out and the text says so).
+Whatever is missing is said, not invented.
 """
 
 from __future__ import annotations

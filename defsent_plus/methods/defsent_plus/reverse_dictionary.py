@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.models import Encoder, load_encoder
+from defsent_plus.encoders.models import Encoder, check_encoder_dir, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, interval_columns, paired_markdown
@@ -127,7 +127,7 @@ class ReverseDictionary:
                  dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
                  cosine_space: str | Path | None = None, search: str | Path | None = None,
                  cache_dir: str | Path | None = None):
-        card_path = Path(model_dir) / TRAINING_CARD
+        card_path = check_encoder_dir(model_dir) / TRAINING_CARD
         card = read_json(card_path) if card_path.is_file() else {}
         self.folders = model_folders(model_dir)
         space_path = training_input(model_dir, card, space_path, self.folders, SPACE_INPUT)
