@@ -49,11 +49,12 @@ def cmd_similarity(args: argparse.Namespace) -> None:
 
 def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     from defsent_plus.methods.defsent_plus.reverse_dictionary import ReverseDictionary
+    from defsent_plus.recorded_paths import model_folders
 
     require_command(args.model, "reverse-dictionary")
     if not args.sentences or any(not s.strip() for s in args.sentences):
         raise DefSentError("query", "expected at least one non-empty sentence")
-    search = None if args.search is None else searched_dataset(args.search)
+    search = None if args.search is None else searched_dataset(args.search, model_folders(args.model))
     rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space,
                            search, args.cache_dir)
     if rd.note:
@@ -74,15 +75,24 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
                                     "not among the candidates, so no ranking here can find it"))
 
 
-def searched_dataset(search: str) -> Path:
-    """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage (workflow directory)."""
+def searched_dataset(search: str, folders: list[Path]) -> Path:
+    """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage (in the model's workflow
+    folder, ``folders[0]``, else in the current folder)."""
     from defsent_plus.dictionary import DATASETS
     from defsent_plus.pipeline import dag
+    from defsent_plus.recorded_paths import located, tried_paths
 
-    path = Path(dag.dictionary_file(f"{search}.parquet") if search in DATASETS else search)
-    if not path.is_file():
-        raise DefSentError(path, f"--search: expected a dataset parquet or one of {list(DATASETS)} (the dictionary "
-                                 "stage's datasets, found relative to the workflow directory)")
+    if search not in DATASETS:
+        if not Path(search).is_file():
+            raise DefSentError(search, f"--search: expected a dataset parquet or one of {list(DATASETS)} (the "
+                                       "dictionary stage's datasets)")
+        return Path(search)
+    recorded = dag.dictionary_file(f"{search}.parquet")
+    path = located(recorded, folders)
+    if path is None:
+        tried = ", ".join(str(p) for p in tried_paths(recorded, folders))
+        raise DefSentError(f"--search {search}", f"dataset {search} of the dictionary stage not found (tried "
+                                                 f"{tried}): pass its parquet's path")
     return path
 
 
@@ -90,11 +100,13 @@ def verbatim_owners(rd, sentence: str) -> list[tuple[str, str]]:
     """(entry, dataset) for each entry that has ``sentence`` as a definition in the searched dataset or, when a
     subset is searched, in the whole dataset it was drawn from (a subset records it)."""
     from defsent_plus.dictionary import SOURCE_DATASET, entries_defined_as, read_dataset
+    from defsent_plus.recorded_paths import located
 
     frames = {str(rd.dataset_path): rd.frame}
     source = rd.frame.attrs.get(SOURCE_DATASET)
-    if source and Path(source).is_file():
-        frames[source] = read_dataset(source)
+    found = located(source, rd.folders) if source else None
+    if found is not None:
+        frames[source] = read_dataset(found)
     owners = {}
     for where, frame in reversed(frames.items()):  # the whole dataset first: it names every owner
         for entry in entries_defined_as(frame, sentence):
@@ -255,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "sentence-transformers model gives (prompt: a module of its own, loaded with "
                         "trust_remote_code=True)")
     export.add_argument("--max-length", type=int, default=128, help="the exported model's max_seq_length")
-    export.add_argument("--name", help="the model card's title (default: the model directory's name)")
+    export.add_argument("--name", help="the model card's title (default: the run and step, e.g. \"default, step 3 "
+                                       "(dev-selected)\", else the model directory's name)")
     export.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload the sentence-transformers directory "
                                                                  "to this Hugging Face Hub repository (online)")
     export.add_argument("--output", "-o", required=True, help="directory to create")

@@ -146,7 +146,7 @@ def test_the_model_card_has_what_the_run_recorded(tmp_path, tiny_bert):
 
     card = model_card(fake_run(tmp_path, tiny_bert), "mean", name="tiny-defsent-plus")
     assert card.startswith("---\nlibrary_name: sentence-transformers\npipeline_tag: sentence-similarity\n")
-    assert "base_model: hub:tiny" in card and "# tiny-defsent-plus" in card
+    assert "base_model: tiny\n" in card and "# tiny-defsent-plus" in card
     assert "trained with **defsent_plus**" in card and "000 (DefSent+)" in card
     assert "- hyperparameters: lr=1e-05, batch_size=32" in card and "- optimizer steps: 29" in card
     assert "| mean | 81.25 [79.50, 83.00] | 78.50 [77.75, 79.25] |" in card and "80.00" not in card  # not base

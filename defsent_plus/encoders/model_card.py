@@ -3,7 +3,9 @@
 The card reads the model's training card (method, paper, dataset, entry space, deviations, provenance), the
 candidate's ``train.json`` (hyperparameters, steps, loss) and, for a run's dev-selected model
 (``results/<run>/step<k>/best``), the run's score tables (``eval/sts.tsv`` with intervals,
-``eval/reverse_dictionary.tsv``). Whatever is missing is said, not invented.
+``eval/reverse_dictionary.tsv``). Its default title is the run and step; its ``base_model`` is the public Hub id of
+the model the training chain started from (a local model has none: the field is left out and the text says so).
+Whatever is missing is said, not invented.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pandas as pd
 
 from defsent_plus.io import read_json, read_tsv_table
 from defsent_plus.names import PROMPT_TEMPLATE, TRAINING_CARD
+from defsent_plus.pipeline.model_store import SOURCE_CARD, public_model_id, spec_kind
+from defsent_plus.recorded_paths import located, model_folders
 
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 RANKING_METRICS = ("mrr", "top1", "top10")
@@ -115,16 +119,16 @@ def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> 
     """The README.md of an exported model: front matter, usage, training, scores, deviations, provenance."""
     sources = CardSources.of(model_dir)
     card, summary = sources.training, sources.train_summary
-    base = card.get("base_model", "unknown")
+    start = starting_model(model_dir, card)
     method = card.get("method", "none (an untrained model)")
-    name = name or Path(model_dir).name
+    name = name or default_title(model_dir)
     remote = ", trust_remote_code=True" if pooling == "prompt" else ""
     lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
              "tags: [sentence-transformers, sentence-similarity, feature-extraction, defsent-plus"
              + (f", {method}]" if card.get("method") else "]"),
-             f"base_model: {base}", "---", "", f"# {name}", "",
+             *([f"base_model: {start.public_id}"] if start.public_id else []), "---", "", f"# {name}", "",
              f"A sentence encoder trained with **{method}** by the defsent-plus workflow "
-             f"({card.get('paper', 'no paper recorded')}), starting from `{base}`. Its sentence vector is "
+             f"({card.get('paper', 'no paper recorded')}), starting from {start.text()}. Its sentence vector is "
              f"{POOLING_TEXT[pooling]}.", "", "## Usage", "", "```python",
              "from sentence_transformers import SentenceTransformer", "",
              f'model = SentenceTransformer("path/to/this/directory"{remote})',
@@ -139,6 +143,59 @@ def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> 
     lines += ["", "## Provenance", ""]
     lines += [f"- {key}: {value}" for key, value in card.get("provenance", {}).items()] or ["None recorded."]
     return "\n".join(lines) + "\n"
+
+
+TITLES = (  # a model's place in the workflow's results -> the card's default title
+    (re.compile(r"(?P<run>[^/]+)/step(?P<step>\d+)/best"), "{run}, step {step} (dev-selected)"),
+    (re.compile(r"(?P<run>[^/]+)/step(?P<step>\d+)/(?P<space>[^/]+)/seed(?P<seed>\d+)/model"),
+     "{run}, step {step}, {space} seed {seed}"),
+)
+
+
+def default_title(model_dir: str | Path) -> str:
+    """The run and step of a model of the workflow's results (``<run>/step<k>/best``: dev-selected; a candidate's
+    ``<run>/step<k>/<space>/seed<s>/model``), else its directory's name."""
+    path = Path(model_dir).resolve().as_posix()
+    for pattern, title in TITLES:
+        match = pattern.search(path)
+        if match and match.end() == len(path):
+            return title.format(**match.groupdict())
+    return Path(model_dir).resolve().name
+
+
+@dataclass(frozen=True)
+class StartingModel:
+    """The model a trained encoder's trainings started from: ``recorded`` as the workflow named it (a spec, else a
+    path), its public Hub id when one is known, and the trained models in between (``start_from`` chains)."""
+
+    recorded: str
+    public_id: str | None = None
+    through: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        via = f" (by way of {', '.join(f'`{m}`' for m in self.through)})" if self.through else ""
+        if self.public_id:
+            return f"`{self.public_id}`{via}"
+        return (f"`{self.recorded}`{via}, which has no known public id on the Hugging Face Hub (a local model, or "
+                "one the workflow cannot trace), so this card declares no `base_model`")
+
+
+def starting_model(model_dir: str | Path, card: dict) -> StartingModel:
+    """Follow the training cards' ``base_model`` from ``model_dir`` to the model the chain started from: a pinned
+    model's recorded spec (``hub:``, ``package:`` or a local directory), or a spec the card names itself."""
+    base, folders, through = card.get("base_model"), model_folders(model_dir), []
+    while base and spec_kind(base)[0] == "local" and base not in through:
+        path = located(base, folders)
+        if path is not None and (path / SOURCE_CARD).is_file():
+            base = read_json(path / SOURCE_CARD).get("spec", base)
+            break
+        if path is None or not (path / TRAINING_CARD).is_file():
+            return StartingModel(base, None, tuple(through))
+        through.append(base)
+        base, folders = read_json(path / TRAINING_CARD).get("base_model"), model_folders(path)
+    if not base:
+        return StartingModel("unknown", None, tuple(through))
+    return StartingModel(base, public_model_id(base), tuple(through))
 
 
 def training_lines(card: dict, summary: dict) -> list[str]:

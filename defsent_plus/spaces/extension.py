@@ -28,6 +28,7 @@ from defsent_plus.encoders.models import load_encoder
 from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256, read_json, write_json, write_npy
+from defsent_plus.recorded_paths import located, search_folders
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.spaces.entry_space import ENTRY_POOLINGS, entry_embeddings
 
@@ -68,7 +69,9 @@ class SpaceRecipe:
             raise DefSentError(meta_path, "no record of the encoder that built this entry space, so it cannot be "
                                           "extended to another dataset")
         meta = read_json(meta_path)
-        return cls(trained, base, trained.with_name(f"{base}.npy"), meta["encoder_path"],
+        encoder = meta["encoder_path"]  # relative to the workflow folder: found above the space, else here
+        encoder = str(located(encoder, search_folders(trained, [encoder])) or encoder)
+        return cls(trained, base, trained.with_name(f"{base}.npy"), encoder,
                    int(meta.get("max_length", DEFAULT_MAX_LENGTH)))
 
 

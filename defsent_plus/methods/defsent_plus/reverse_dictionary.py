@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.models import Encoder, load_encoder
+from defsent_plus.encoders.models import Encoder, check_encoder_dir, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
@@ -40,6 +41,7 @@ from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.methods.defsent_plus.ranking import BASE_NOTE, entry_ranking_splits
 from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS, TRAINING_CARD
 from defsent_plus.provenance import provenance_footer
+from defsent_plus.recorded_paths import given_file, locate, model_folders
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.spaces.extension import extended_space
 
@@ -65,6 +67,35 @@ def pooled_entry_scores(encoder: Encoder, space: torch.Tensor, pooling: str) -> 
         return projection.scores(torch.from_numpy(pooled).to(device)).cpu().numpy()
 
     return scores
+
+
+@dataclass(frozen=True)
+class TrainingInput:
+    """A file the ranking needs that the training card records: its card key, the flag that names it instead."""
+
+    key: str
+    flag: str
+    what: str
+
+
+SPACE_INPUT = TrainingInput("entry_space", "--space", "entry space .npy")
+DATASET_INPUT = TrainingInput("dataset", "--dataset", "dataset parquet")
+
+
+def training_input(model_dir: str | Path, card: dict, given: str | Path | None, folders: Sequence[Path],
+                   wanted: TrainingInput) -> Path:
+    """The file ``wanted`` names: ``given`` (its flag), else the one the training card records, looked for in the
+    model's workflow folder, then in the current folder; an error names the paths tried and the flag."""
+    if given is not None:
+        return given_file(given, wanted.flag)
+    remedy = f"pass the {wanted.what} with {wanted.flag} PATH"
+    if not card:
+        raise DefSentError(model_dir, f"no {TRAINING_CARD} records its {wanted.what}: {remedy}")
+    if not card.get(wanted.key):
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"records no {wanted.key}: {remedy}")
+    return locate(card[wanted.key], folders, model_dir, f"its training card's {wanted.key}",
+                  f"{remedy} (a relative path in the card is read from the workflow folder the model was trained "
+                  "in, found above the model, or from the current folder)")
 
 
 SCORINGS = ("dot", "cosine")  # the trained pooler's h · Eᵀ; cosine of the mean-pooled sentence to an AMP space
@@ -96,11 +127,12 @@ class ReverseDictionary:
                  dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
                  cosine_space: str | Path | None = None, search: str | Path | None = None,
                  cache_dir: str | Path | None = None):
-        card_path = Path(model_dir) / TRAINING_CARD
+        card_path = check_encoder_dir(model_dir) / TRAINING_CARD
         card = read_json(card_path) if card_path.is_file() else {}
-        dataset_path, space_path = dataset_path or card.get("dataset"), space_path or card.get("entry_space")
-        if not dataset_path or not space_path:
-            raise DefSentError(model_dir, f"no {TRAINING_CARD}: pass the entry space and the dataset explicitly")
+        self.folders = model_folders(model_dir)
+        space_path = training_input(model_dir, card, space_path, self.folders, SPACE_INPUT)
+        if search is None:
+            dataset_path = training_input(model_dir, card, dataset_path, self.folders, DATASET_INPUT)
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
