@@ -103,17 +103,17 @@ def lock_verdict(workdir: str | Path) -> Verdict | None:
         return None
     record = read_holder(workdir)
     if record is None:
-        return Verdict(False, "the lock has no record of the run that holds it (a plain `snakemake` run, e.g. on a "
-                              "SLURM login node, records none), so it is kept")
+        return Verdict(False, "it has no record of the run that holds it (a plain `snakemake` run, e.g. on a SLURM "
+                              "login node, records none)")
     here = this_host()
     if record["host"] != here["host"]:
-        return Verdict(False, f"held by {describe(record)}, another machine: kept (this machine cannot see whether "
-                              "that run is alive)")
+        return Verdict(False, f"it is held by {describe(record)}, another machine (this one cannot see whether that "
+                              "run is alive)")
     local = snakemake_processes_in(workdir)
     same_boot = record.get("boot_id", here["boot_id"]) == here["boot_id"]
     if (same_boot and snakemake_alive(int(record["pid"]))) or local:
         pids = sorted({int(record["pid"])} | set(local)) if same_boot else local
-        return Verdict(False, f"held by a running Snakemake on this host (PIDs {pids}): kept; Snakemake refuses to "
+        return Verdict(False, f"it is held by a running Snakemake on this host (PIDs {pids}); Snakemake refuses to "
                               "start while it holds the lock")
     return Verdict(True, f"its holder, {describe(record)}, is gone")
 
@@ -152,7 +152,7 @@ def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
         remove_lock(workdir)
         message = f"bin/run: removed a stale Snakemake lock in {lock_dir} ({verdict.reason}); going on"
     elif verdict is not None:
-        message = f"bin/run: a Snakemake lock in {lock_dir} is {verdict.reason}; {UNLOCK_HINT}"
+        message = f"bin/run: kept the Snakemake lock in {lock_dir}: {verdict.reason}; {UNLOCK_HINT}"
     dry_run = any(arg in ("-n", "--dry-run", "--dryrun") for arg in snakemake_args)
     if pid is not None and not dry_run and not lock_files(workdir):
         record_holder(workdir, pid)
