@@ -206,9 +206,16 @@ def cmd_rehearse(args: argparse.Namespace) -> None:
 
 
 def cmd_estimate(args: argparse.Namespace) -> None:
-    from defsent_plus.rehearsal.estimate import estimate, markdown_table, read_config
+    from defsent_plus.rehearsal.estimate import assumptions, estimate, markdown_table, read_config, reservation_table
 
-    print(markdown_table({Path(path).name: estimate(read_config(Path(path))) for path in args.configs}))
+    if args.gpus < 1:
+        raise DefSentError("--gpus", f"expected at least 1 GPU, got {args.gpus}")
+    estimates = {Path(path).name: estimate(read_config(Path(path))) for path in args.configs}
+    print(markdown_table(estimates))
+    print()
+    print(reservation_table(estimates, args.gpus))
+    print()
+    print(assumptions(args.gpus))
 
 
 def add_sentence_input(parser: argparse.ArgumentParser) -> None:
@@ -289,9 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     rehearse.add_argument("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")
     rehearse.set_defaults(func=cmd_rehearse)
 
-    costs = commands.add_parser("estimate", help="a config's GPU-hours, peak GPU memory of training and disk, "
-                                                 "counted without running it (docs/rehearsal.md)")
+    costs = commands.add_parser("estimate", help="a config's GPU-hours (the work, and what its SLURM requests "
+                                                 "reserve), wall time on --gpus N, peak GPU memory of training and "
+                                                 "disk, counted without running it, with what they assume "
+                                                 "(docs/rehearsal.md)")
     costs.add_argument("configs", nargs="+", help="config files, e.g. configs/*.yaml")
+    costs.add_argument("--gpus", type=int, default=1, help="the wall time on this many GPUs (default: 1)")
     costs.set_defaults(func=cmd_estimate)
     return parser
 

@@ -15,7 +15,8 @@ from defsent_plus.pipeline.module_prefix import declare_prefix
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.params import canonical, canonical_of, digest
-from defsent_plus.pipeline.job_model import requests_below_projection, rule_request
+from defsent_plus.pipeline.job_model import JOB_KINDS, gpu_capable_rules, requests_below_projection, rule_request
+from defsent_plus.pipeline.placement import placement, written_resources
 from defsent_plus.pipeline.resources import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 from defsent_plus.training.trackers import check_trackers
@@ -65,6 +66,20 @@ def on_gpu(rule):
 # projected_request) is flagged now, before anything is submitted: such a job would die at its limit.
 for problem in requests_below_projection(config, PLAN, OVERRIDES, on_gpu):
     logger.warning(f"Request too small: {problem}")
+
+# Where a SLURM profile sends each rule (partition, account, GPU type), said before anything is submitted, with a
+# warning when the jobs that ask for a GPU do not all go to the same place (defsent_plus/pipeline/placement.py).
+SLURM_PLACEMENT = placement(
+    list(JOB_KINDS),
+    {rule for rule in gpu_capable_rules() if on_gpu(rule)},
+    *written_resources(
+        workflow.resource_settings.overwrite_resources,
+        getattr(workflow.resource_settings.default_resources, "args", []),
+    ),
+)
+if workflow.is_main_process:  # at warning level: Snakemake shows no info while it reads the workflow
+    for line in SLURM_PLACEMENT[0] + SLURM_PLACEMENT[1]:
+        logger.warning(line)
 
 
 def projected_request(rule, key):

@@ -3,6 +3,8 @@ agreement with what a rehearsal's cost sheet projects from the jobs it ran."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import yaml
 from conftest import REPO
@@ -96,8 +98,59 @@ def test_a_sheet_of_a_rehearsal_without_keep_best_jobs_counts_its_checkpoints(tm
 
 def test_the_command_prints_a_row_per_config_and_names_a_missing_one(capsys):
     main(["estimate", str(REPO / "configs" / "bert-base.yaml"), str(REPO / "config.yaml")])
-    rows = capsys.readouterr().out.splitlines()
+    rows = capsys.readouterr().out.split("\n\n")[0].splitlines()  # the first table; the reservations follow
     assert rows[0].startswith("| config | GPU-hours") and [r.split("|")[1].strip() for r in rows[2:]] == [
         "bert-base.yaml", "config.yaml"]
     with pytest.raises(DefSentError, match="nope.yaml: no such config file"):
         read_config(REPO / "configs" / "nope.yaml")
+
+
+# ---------------------------------------------------------------- what the hours assume, reserve and take on N GPUs
+
+
+def test_the_command_states_its_assumptions_and_the_hours_the_slurm_requests_reserve(capsys):
+    paths = [REPO / "configs" / "bert-base.yaml", REPO / "configs" / "defsent-bert-base.yaml", REPO / "config.yaml"]
+    main(["estimate", *map(str, paths), "--gpus", "4"])
+    first, reservations, stated = capsys.readouterr().out.strip().split("\n\n")
+    header, _, *rows = reservations.splitlines()
+    assert header == ("| config | GPU-hours (work) | requested GPU-hours (SLURM) | critical path | wall on 4 GPUs | "
+                      "step times of | margin / min runtime |")
+    for path, row, work_row in zip(paths, rows, first.splitlines()[2:], strict=True):
+        cells = [cell.strip() for cell in row.split("|")[1:-1]]
+        assert cells[0] == path.name and cells[1] == work_row.split("|")[2].strip()  # the same work hours
+        assert float(cells[2]) >= float(cells[1]) and cells[5:] == ["NVIDIA H200", "x3 / 60 min"]
+    assert stated.startswith("Assumptions:")
+    for phrase in ("measured on the GPU named under 'step times of'", "without costs.margin and without "
+                   "costs.min_runtime_minutes", "requested runtime (its projection x costs.margin, at least "
+                   "costs.min_runtime_minutes) x 1 GPU", "Wall on 4 GPUs (--gpus)", "Never below the critical path"):
+        assert phrase in stated, phrase
+    assert main(["estimate", str(paths[-1]), "--gpus", "0"]) == 2
+    assert capsys.readouterr().err == "error: --gpus: expected at least 1 GPU, got 0\n"
+
+
+def test_requested_hours_cover_the_work_and_the_wall_time_shrinks_with_gpus_down_to_the_critical_path():
+    for name in ("bert-base.yaml", "defsent-bert-base.yaml", "minilm-full.yaml"):
+        counted = estimate(read_config(REPO / "configs" / name))
+        work = sum(counted.gpu_hours.values())
+        assert counted.requested_gpu_hours >= work > 0, name
+        walls = [counted.wall_hours(gpus) for gpus in (1, 2, 3, 4, 8, 16, 64, 1000)]
+        assert all(later <= earlier for earlier, later in itertools.pairwise(walls)), (name, walls)
+        assert min(walls) >= counted.critical_path_hours - 1e-9, name
+        assert walls[0] == pytest.approx(work)  # one GPU runs every job in turn
+        assert walls[-1] == pytest.approx(counted.critical_path_hours)  # enough GPUs: only the chain is left
+        assert counted.critical_path_hours < work, name
+
+
+def test_the_critical_path_runs_through_every_step_of_the_training_chain():
+    """bert-base.yaml: three steps; step k+1 trains from step k's selection, which waits for all of step k's
+    candidates, so the chain holds each step's longest training, one after another."""
+    counted = estimate(read_config(REPO / "configs" / "bert-base.yaml"))
+    jobs = {job.key: job for job in counted.gpu_jobs}
+    trains = [job for job in counted.gpu_jobs if job.key[0] == "train"]
+    step2 = next(job for job in trains if dict(job.key[1])["step"] == "2")
+    step1 = {job.key for job in trains if dict(job.key[1])["step"] == "1"}
+    assert step1 <= set(step2.after)
+    assert any(key[0] == "entry_space" and dict(key[1])["encoder"] == "bert_base.step1" for key in step2.after)
+    longest = sum(max(job.seconds for job in trains if dict(job.key[1])["step"] == step) for step in "123")
+    assert counted.critical_path_hours * 3600 >= longest
+    assert all(before in jobs for job in counted.gpu_jobs for before in job.after)

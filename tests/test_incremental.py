@@ -31,6 +31,7 @@ from workflow_utils import (
 
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.locks import record_holder
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.training.resume import STATE_FILE
 
@@ -404,6 +405,7 @@ def interrupted(tmp_path_factory, tiny_bert) -> dict:
     one_sentence_batches(workdir, tiny_bert)
     first = subprocess.Popen(snakemake_command(workdir, TRAIN_TARGET), start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    record_holder(workdir, first.pid)  # as bin/run records the process it execs into Snakemake
     try:
         wait_for(lambda: any((workdir / ".snakemake" / "locks").glob("*")), 120, "lock of the first invocation")
         # --rerun-incomplete as in the profiles: without it, the first run's running jobs look incomplete and

@@ -196,6 +196,11 @@ def unit_name(rule: str) -> str:
     return kind.unit if kind is not None else ""
 
 
+def gpu_capable_rules() -> list[str]:
+    """The rules whose jobs (all, or some: transform_space's FastICA) run on a GPU node when there is one."""
+    return [rule for rule, kind in JOB_KINDS.items() if kind.on_gpu is not never]
+
+
 def keeps_of(rule: str) -> str:
     """What a rule's outputs leave on disk ("" nothing counted, or a rule this workflow no longer has)."""
     kind = JOB_KINDS.get(rule)

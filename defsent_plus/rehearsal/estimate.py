@@ -10,13 +10,17 @@ margin):
   each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
   that may exist at once (each run's largest step, all runs at the same time); the embeddings and the entry spaces.
 
+Beside those figures, :func:`reservation_table` gives what the SLURM requests reserve (each GPU job's runtime with
+``costs.margin`` and ``costs.min_runtime_minutes``, times its GPU), the critical path of the GPU jobs and the wall time
+on N GPUs (:mod:`defsent_plus.rehearsal.gpu_schedule`), and :func:`assumptions` says what all of them assume.
+
 What it cannot know without running the config (this CPU's hours, the jobs' measured starts, the checkpoint files
 as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares both).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -24,7 +28,7 @@ import yaml
 from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline import job_model, requests
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.rehearsal import REPO
+from defsent_plus.rehearsal import REPO, gpu_schedule
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FLOAT32_BYTES = job_model.FLOAT32_BYTES
@@ -41,6 +45,23 @@ class Estimate:
     transient_gb: float  # with keep_weights: selected, the most candidates' weights that may exist at once
     embeddings_gb: float
     spaces_gb: float
+    gpu_jobs: list[gpu_schedule.GpuJob] = field(default_factory=list, repr=False)  # their DAG (gpu_schedule)
+    cost_gpu: str = ""  # costs.gpu.name: the GPU whose rates the hours assume
+    margin: float = 1.0  # costs.margin of the requests
+    min_runtime_minutes: int = 0  # costs.min_runtime_minutes of the requests
+
+    @property
+    def requested_gpu_hours(self) -> float:
+        """What the SLURM requests reserve (and a cluster bills): requested runtime x GPUs, over the GPU jobs."""
+        return gpu_schedule.requested_gpu_hours(self.gpu_jobs)
+
+    @property
+    def critical_path_hours(self) -> float:
+        return gpu_schedule.critical_path_hours(self.gpu_jobs)
+
+    def wall_hours(self, gpus: int) -> float:
+        """The GPU jobs' wall time on ``gpus`` GPUs (gpu_schedule.wall_hours)."""
+        return gpu_schedule.wall_hours(self.gpu_jobs, gpus)
 
 
 def read_config(path: Path) -> dict:
@@ -57,8 +78,11 @@ def estimate(config: dict) -> Estimate:
     from defsent_plus.pipeline.plan import Plan
 
     plan = Plan(config, lambda run, step: {})
+    costs = config["costs"]
     return Estimate(gpu_hours=gpu_hours(config, plan), training_memory_gb=training_memory_gb(config, plan),
-                    **disk_gb(config, plan))
+                    **disk_gb(config, plan), gpu_jobs=gpu_schedule.gpu_job_dag(config, plan),
+                    cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
+                    min_runtime_minutes=costs["min_runtime_minutes"])
 
 
 def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
@@ -139,3 +163,36 @@ def markdown_table(estimates: dict[str, Estimate]) -> str:
                      f"({run}) | {e.checkpoints_gb:.1f} / {e.every_candidate_gb:.1f} / {e.transient_gb:.1f} GB | "
                      f"{e.embeddings_gb:.2f} GB | {e.spaces_gb:.2f} GB |")
     return "\n".join(lines)
+
+
+def hours(value: float) -> str:
+    return f"{value:.1f} h"
+
+
+def reservation_table(estimates: dict[str, Estimate], gpus: int) -> str:
+    """One row per config: the work's GPU-hours, what the SLURM requests reserve, the critical path of the GPU jobs
+    and the wall time on ``gpus`` GPUs, with the cost model's GPU, margin and minimum runtime."""
+    lines = [f"| config | GPU-hours (work) | requested GPU-hours (SLURM) | critical path | wall on {gpus} GPU"
+             f"{'s' if gpus > 1 else ''} | step times of | margin / min runtime |", "|---|---|---|---|---|---|---|"]
+    for name, e in estimates.items():
+        lines.append(f"| {name} | {sum(e.gpu_hours.values()):.1f} | {e.requested_gpu_hours:.1f} | "
+                     f"{hours(e.critical_path_hours)} | {hours(e.wall_hours(gpus))} | {e.cost_gpu} | "
+                     f"x{e.margin:g} / {e.min_runtime_minutes} min |")
+    return "\n".join(lines)
+
+
+def assumptions(gpus: int) -> str:
+    """What estimate's figures assume, in words."""
+    return "\n".join([
+        "Assumptions:",
+        "- GPU-hours (work): each GPU job's start plus its FLOPs at the rates of costs.gpu, measured on the GPU named "
+        "under 'step times of' (the defaults: one NVIDIA H200, docs/gpu.md); without costs.margin and without "
+        "costs.min_runtime_minutes; CPU jobs not counted.",
+        "- Requested GPU-hours (SLURM): what the requests reserve (what a cluster holds, and bills where it bills "
+        "requests): each GPU job's requested runtime (its projection x costs.margin, at least "
+        "costs.min_runtime_minutes) x 1 GPU (profiles/slurm); a job group asks for the sum of its jobs'; retries "
+        "(a job killed at its limit asks attempt x that) not counted.",
+        f"- Wall on {gpus} GPU{'s' if gpus > 1 else ''} (--gpus): the best greedy list schedule of the GPU jobs' work "
+        "on at most that many GPUs, each job after the GPU jobs it needs; CPU jobs between them, queue waits and "
+        "retries taken as zero. Never below the critical path (the wall time on unlimited GPUs).",
+    ])
