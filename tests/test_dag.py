@@ -15,6 +15,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.plan_evaluation import Evaluated
 from defsent_plus.pipeline.rule_inputs import RuleInputs
@@ -516,3 +517,14 @@ def test_a_dictionary_source_that_does_not_exist_is_an_error_naming_its_key(sour
 def test_a_source_in_an_acquired_folder_is_that_folder_not_yet_there():
     assert dag.dictionary_inputs([{"type": "defsentplus", "path": "data/oxford/Ox+WN.csv"}]) == {
         "oxford": "data/oxford"}
+
+
+def test_a_relative_source_of_a_module_is_looked_for_under_its_prefix(tmp_path, monkeypatch):
+    (tmp_path / "defsent").mkdir()
+    (tmp_path / "defsent" / "mine.tsv").write_text("cat\ta pet\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PREFIX_VARIABLE, "defsent")
+    assert dag.dictionary_inputs([{"name": "mine", "type": "tsv", "path": "mine.tsv"}]) == {
+        "source_mine": ["mine.tsv"]}  # Snakemake prefixes it
+    with pytest.raises(DefSentError, match=r"source 'other': defsent/other.tsv not found"):
+        dag.dictionary_inputs([{"name": "other", "type": "tsv", "path": "other.tsv"}])

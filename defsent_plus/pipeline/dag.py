@@ -11,6 +11,7 @@ Light on purpose (no torch): Snakemake imports it while parsing.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from defsent_plus.names import (
     WORDNET_DATA_FILES,
     alternatives,
 )
+from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
@@ -146,18 +148,27 @@ def dictionary_inputs(sources: list[dict]) -> dict[str, str | list[str]]:
 
 
 def source_files(source: dict, key: str) -> list[str]:
-    """The files a source with a path (not an acquired dataset) reads, each checked to exist."""
+    """The files a source with a path (not an acquired dataset) reads, each checked to exist (under a module's
+    prefix, where its jobs read them, when the workflow is a module)."""
     root, kind, name = Path(source["path"]), source["type"], source.get("name", source["type"])
     if kind == "gcide":
-        files = sorted(str(file) for file in root.glob("words_*.json"))
-        return files or missing_source(key, name, root, "a folder of GCIDE words_*.json files")
-    if kind == "wordnet" and not (root / "corpora" / "wordnet").is_dir() and (root / WORDNET_ZIP).is_file():
+        files = sorted(str(root / file.name) for file in on_disk(root).glob("words_*.json"))
+        return files or missing_source(key, name, on_disk(root), "a folder of GCIDE words_*.json files")
+    unpacked = on_disk(root / SOURCE_FILES["wordnet"][0]).parent
+    if kind == "wordnet" and not unpacked.is_dir() and on_disk(root / WORDNET_ZIP).is_file():
         return [str(root / WORDNET_ZIP)]
     files = [root / file if file else root for file in SOURCE_FILES[kind]]
     for file in files:
-        if not file.is_file():
-            missing_source(key, name, file, SOURCE_EXPECTED[kind])
+        if not on_disk(file).is_file():
+            missing_source(key, name, on_disk(file), SOURCE_EXPECTED[kind])
     return [str(file) for file in files]
+
+
+def on_disk(path: Path) -> Path:
+    """Where a path of the config lies while planning: a relative one under a module's prefix, when the workflow is
+    a module (its jobs work there, :mod:`defsent_plus.pipeline.module_prefix`)."""
+    prefix = os.environ.get(PREFIX_VARIABLE)
+    return Path(prefix) / path if prefix and not path.is_absolute() else path
 
 
 SOURCE_EXPECTED = {  # what each source type's path must hold
