@@ -528,3 +528,10 @@ def test_a_relative_source_of_a_module_is_looked_for_under_its_prefix(tmp_path, 
         "source_mine": ["mine.tsv"]}  # Snakemake prefixes it
     with pytest.raises(DefSentError, match=r"source 'other': defsent/other.tsv not found"):
         dag.dictionary_inputs([{"name": "other", "type": "tsv", "path": "other.tsv"}])
+
+
+def test_wordnet_as_nltks_zip_is_that_zip(tmp_path):
+    (tmp_path / "corpora").mkdir()
+    (tmp_path / "corpora" / "wordnet.zip").write_bytes(b"")
+    assert dag.dictionary_inputs([{"type": "wordnet", "path": str(tmp_path)}]) == {
+        "source_wordnet": [str(tmp_path / "corpora" / "wordnet.zip")]}

@@ -154,14 +154,18 @@ def source_files(source: dict, key: str) -> list[str]:
     if kind == "gcide":
         files = sorted(str(root / file.name) for file in on_disk(root).glob("words_*.json"))
         return files or missing_source(key, name, on_disk(root), "a folder of GCIDE words_*.json files")
-    unpacked = on_disk(root / SOURCE_FILES["wordnet"][0]).parent
-    if kind == "wordnet" and not unpacked.is_dir() and on_disk(root / WORDNET_ZIP).is_file():
+    if kind == "wordnet" and zipped_wordnet_only(root):
         return [str(root / WORDNET_ZIP)]
     files = [root / file if file else root for file in SOURCE_FILES[kind]]
     for file in files:
         if not on_disk(file).is_file():
             missing_source(key, name, on_disk(file), SOURCE_EXPECTED[kind])
     return [str(file) for file in files]
+
+
+def zipped_wordnet_only(root: Path) -> bool:
+    """Whether an nltk_data root holds WordNet as nltk's zip only (no unpacked ``corpora/wordnet`` folder)."""
+    return not on_disk(root / "corpora" / "wordnet").is_dir() and on_disk(root / WORDNET_ZIP).is_file()
 
 
 def on_disk(path: Path) -> Path:
