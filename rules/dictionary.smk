@@ -1,6 +1,6 @@
 rule dictionary:
     input:
-        **dag.acquired_sources(config["dictionary"]["sources"]),
+        unpack(lambda w: dag.dictionary_inputs(config["dictionary"]["sources"])),
         tokenizer=dag.pinned_model(config["dictionary"]["tokenizer"]),
     output:
         a=dag.dictionary_file("a.parquet"),

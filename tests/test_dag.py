@@ -15,6 +15,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.plan_evaluation import Evaluated
 from defsent_plus.pipeline.rule_inputs import RuleInputs
@@ -475,3 +476,62 @@ def test_the_paper_scale_minilm_config_trains_all_of_dataset_a_in_three_steps_or
     assert whole.final_step(run) == 3 and whole.run(run)["batch_size"] == 32
     config["runs"][run]["stop_after"] = 1
     assert Plan(validated(config), selection).final_step(run) == 1
+
+
+def test_every_file_a_dictionary_source_reads_is_a_rule_input(tmp_path):
+    """The tiny config's Oxford splits, TSV and GCIDE files, an acquired folder by its dataset name, the WordNet
+    data files of an nltk_data root; not the GCIDE of the installed package (no path)."""
+    wordnet = tmp_path / "nltk_data" / "corpora" / "wordnet"
+    wordnet.mkdir(parents=True)
+    for name in ("data.adj", "data.adv", "data.noun", "data.verb"):
+        (wordnet / name).write_text("")
+    sources = [*tiny_config()["dictionary"]["sources"], {"name": "acquired", "type": "oxford", "path": "data/oxford"},
+               {"name": "wn", "type": "wordnet", "path": str(tmp_path / "nltk_data")}, {"type": "gcide"}]
+    inputs = dag.dictionary_inputs(sources)
+    assert inputs == {
+        "oxford": "data/oxford",
+        "source_oxford": [str(FIXTURES / "oxford" / split) for split in ("train.txt", "valid.txt", "test.txt")],
+        "source_tiny": [str(FIXTURES / "tiny" / "dictionary.tsv")],
+        "source_gcide": sorted(str(file) for file in (FIXTURES / "gcide").glob("words_*.json")),
+        "source_wn": [str(wordnet / name) for name in ("data.adj", "data.adv", "data.noun", "data.verb")],
+    }
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ({"name": "mine", "type": "tsv", "path": "no/such.tsv"},
+     r"^config: dictionary.sources\[1\].path: source 'mine': no/such.tsv not found \(expected a file of "
+     r"entry<TAB>definition lines\)$"),
+    ({"type": "defsentplus", "path": "Ox+WN.csv"}, r"sources\[1\].path: source 'defsentplus': Ox\+WN.csv not found"),
+    ({"name": "ox", "type": "oxford", "path": str(FIXTURES / "tsv")},
+     r"sources\[1\].path: source 'ox': .*tsv/train.txt not found \(expected a folder holding train.txt, valid.txt"),
+    ({"type": "gcide", "path": "nowhere"}, r"source 'gcide': nowhere not found \(expected a folder of GCIDE"),
+    ({"type": "wordnet", "path": "nowhere"},
+     r"source 'wordnet': nowhere/corpora/wordnet/data.adj not found \(expected an nltk_data root holding "
+     r"corpora/wordnet \(run `defsent-plus setup-wordnet`\)\)"),
+])
+def test_a_dictionary_source_that_does_not_exist_is_an_error_naming_its_key(source, message):
+    with pytest.raises(DefSentError, match=message):
+        dag.dictionary_inputs([{"type": "gcide"}, source])
+
+
+def test_a_source_in_an_acquired_folder_is_that_folder_not_yet_there():
+    assert dag.dictionary_inputs([{"type": "defsentplus", "path": "data/oxford/Ox+WN.csv"}]) == {
+        "oxford": "data/oxford"}
+
+
+def test_a_relative_source_of_a_module_is_looked_for_under_its_prefix(tmp_path, monkeypatch):
+    (tmp_path / "defsent").mkdir()
+    (tmp_path / "defsent" / "mine.tsv").write_text("cat\ta pet\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PREFIX_VARIABLE, "defsent")
+    assert dag.dictionary_inputs([{"name": "mine", "type": "tsv", "path": "mine.tsv"}]) == {
+        "source_mine": ["mine.tsv"]}  # Snakemake prefixes it
+    with pytest.raises(DefSentError, match=r"source 'other': defsent/other.tsv not found"):
+        dag.dictionary_inputs([{"name": "other", "type": "tsv", "path": "other.tsv"}])
+
+
+def test_wordnet_as_nltks_zip_is_that_zip(tmp_path):
+    (tmp_path / "corpora").mkdir()
+    (tmp_path / "corpora" / "wordnet.zip").write_bytes(b"")
+    assert dag.dictionary_inputs([{"type": "wordnet", "path": str(tmp_path)}]) == {
+        "source_wordnet": [str(tmp_path / "corpora" / "wordnet.zip")]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from defsent_plus.dictionary import (
     dataset_stats,
     detokenize_oxford,
     parse_sources,
+    read_dataset,
     read_defsentplus,
     read_gcide,
     read_oxford,
@@ -143,23 +145,76 @@ def write(path: Path, content: bytes | str) -> Path:
 
 def test_malformed_line_names_file_and_line(tmp_path):
     bad = write(tmp_path / "bad.tsv", "cat\ta small animal\ndog without a tab\n")
-    with pytest.raises(DefSentError, match=r"bad.tsv:2: expected at least 2 tab-separated columns, found 1"):
+    with pytest.raises(DefSentError, match=r"bad.tsv:2: expected 2 tab-separated columns \(entry, definition\), "
+                                           r"found 1 \(dictionary.on_malformed: skip skips such lines\)"):
         list(read_tsv(bad, "mine", "error", DropCounts()))
 
 
-def test_malformed_lines_can_be_skipped_and_are_counted(tmp_path, caplog):
+def test_malformed_lines_can_be_skipped_and_are_counted(tmp_path):
     bad = write(tmp_path / "bad.tsv", "cat\ta small animal\ndog without a tab\n")
     drops = DropCounts()
     assert [r.entry for r in read_tsv(bad, "mine", "skip", drops)] == ["cat"]
     assert drops.counts[("mine", "malformed_line")] == 1
-    assert "bad.tsv:2: skipped" in caplog.text
+    assert drops.first_places("mine", "malformed_line") == [f"{bad}:2"]
+
+
+def test_a_third_tsv_column_is_refused_or_skipped_with_a_warning(tmp_path, tokenizer, caplog):
+    path = write(tmp_path / "three.tsv", "cat\ta small animal\tnoun\ndog\ta pet\n")
+    source = {"name": "mine", "type": "tsv", "path": str(path)}
+    with pytest.raises(DefSentError, match=r"three.tsv:1: expected 2 tab-separated columns \(entry, definition\), "
+                                           r"found 3"):
+        build_datasets([source], tokenizer)
+    datasets = build_datasets([source], tokenizer, on_malformed="skip")
+    assert list(datasets.frames["a"]["entry"]) == ["dog"]
+    assert datasets.drops.counts[("mine", "extra_columns")] == 1
+    assert [r.levelname for r in caplog.records if "three.tsv" in r.getMessage()] == ["WARNING"]
+    assert (f"dictionary source 'mine': lines with more columns than the format's: 1 dropped (first at {path}:1)"
+            in caplog.text)
+
+
+def test_lines_with_an_empty_headword_or_definition_are_refused_or_warned_with_their_lines(tmp_path, tokenizer,
+                                                                                           caplog):
+    path = write(tmp_path / "gaps.tsv", "cat\ta pet\n\tno headword\ndog\t \n \tneither\n")
+    source = {"name": "mine", "type": "tsv", "path": str(path)}
+    with pytest.raises(DefSentError, match=r"gaps.tsv:2: empty entry column: expected 2 tab-separated columns"):
+        build_datasets([source], tokenizer)
+    datasets = build_datasets([source], tokenizer, on_malformed="skip")
+    assert list(datasets.frames["a"]["entry"]) == ["cat"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"dictionary source 'mine': empty definitions: 1 dropped (first at {path}:3)",
+        f"dictionary source 'mine': definitions with an empty headword: 2 dropped (first at {path}:2, {path}:4)",
+    ]
+
+
+def test_a_warning_names_the_first_five_places_and_counts_them_all(tmp_path, tokenizer, caplog):
+    path = write(tmp_path / "many.tsv", "cat\ta pet\n" + "no tab\n" * 7)
+    datasets = build_datasets([{"name": "mine", "type": "tsv", "path": str(path)}], tokenizer, on_malformed="skip")
+    assert datasets.drops.counts[("mine", "malformed_line")] == 7
+    places = ", ".join(f"{path}:{line}" for line in range(2, 7))
+    assert f"malformed lines (too few columns, or not the format's): 7 dropped (first at {places})" in caplog.text
+
+
+def test_an_empty_dataset_c_is_written_with_a_warning_and_stops_only_what_reads_it(tmp_path, minilm_path, caplog):
+    path = write(tmp_path / "long.tsv", "giraffe\ta tall animal\nnew york\ta city\n")  # no single-token headword
+    outputs = {name: tmp_path / f"{name}.parquet" for name in "abc"}
+    stats = write_dictionary_stage([{"name": "mine", "type": "tsv", "path": str(path)}], minilm_path, outputs,
+                                   tmp_path / "stats.tsv")
+    reason = ("no entry of 'mine' (dataset b's source) is a single token of the tokenizer's vocabulary "
+              "(dictionary.tokenizer)")
+    assert f"dataset c is empty: {reason}; a run, subset or baseline that reads dataset c stops" in caplog.text
+    assert len(read_dataset(outputs["a"])) == 2
+    assert stats.set_index(["scope", "metric"])["value"][("dataset:c", "entries")] == 0
+    with pytest.raises(DefSentError, match=re.escape(f"c.parquet: dataset has no entries: {reason}")):
+        read_dataset(outputs["c"])
 
 
 def test_oxford_line_with_too_few_columns(tmp_path):
     root = tmp_path / "oxford"
     shutil.copytree(FIXTURES / "oxford", root)
     write(root / "valid.txt", "lion%oxford.0\tnoun\n")
-    with pytest.raises(DefSentError, match=r"valid.txt:1: expected at least 4 tab-separated columns, found 2"):
+    with pytest.raises(DefSentError, match=r"valid.txt:1: expected 4 tab-separated columns \(word%oxford.N, "
+                                           r"part of speech, example, definition\), found 2"):
         list(read_oxford(root, "oxford", "error", DropCounts()))
 
 
@@ -291,7 +346,8 @@ def test_defsentplus_format_in_every_encoding(tmp_path, encoding):
 
 def test_defsentplus_format_errors_name_file_and_line_and_skips_are_counted(tmp_path, caplog):
     path = write(tmp_path / "Ox+WN.csv", "giraffe\ta tall animal\nno definition here\n".encode("utf-16"))
-    with pytest.raises(DefSentError, match=r"Ox\+WN.csv:2: expected at least 2 tab-separated columns, found 1"):
+    with pytest.raises(DefSentError, match=r"Ox\+WN.csv:2: expected 2 tab-separated columns \(entry, definitions\), "
+                                           r"found 1"):
         list(read_defsentplus(path, "oxwn", "error", DropCounts()))
     drops = DropCounts()
     assert len(list(read_defsentplus(path, "oxwn", "skip", drops))) == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from safetensors.numpy import load_file
 from workflow_utils import (
     TRAIN_TARGET,
@@ -27,6 +27,7 @@ from workflow_utils import (
     validated,
     wait_for,
     workflow_env,
+    write_tiny_config,
 )
 
 from defsent_plus.pipeline import dag
@@ -124,6 +125,36 @@ def plan_with_config_text(workdir: Path, rewrite: Callable[[str], str]) -> list[
     finally:
         path.write_text(original)
     return parse_jobs(result.stdout + result.stderr)
+
+
+def with_own_tsv(workdir: Path, model: Path, path: str) -> None:
+    """The tiny config with its TSV source at ``path`` (relative to the working directory, as a user writes it)."""
+    config = write_tiny_config(workdir, model)
+    config["dictionary"]["sources"][1]["path"] = path
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def test_an_edited_dictionary_source_replans_the_dictionary_stage_only(tmp_path, tiny_bert):
+    shutil.copy(FIXTURES / "tiny" / "dictionary.tsv", tmp_path / "mine.tsv")
+    with_own_tsv(tmp_path, tiny_bert, "mine.tsv")
+    stats = dag.dictionary_file("stats.tsv")
+    snakemake(tmp_path, stats)  # the dictionary stage and the tokenizer's pinned copy
+    assert parse_jobs(snakemake(tmp_path, stats, "--dry-run").stdout) == []
+    with (tmp_path / "mine.tsv").open("a") as tsv:
+        tsv.write("zebra\ta striped animal\n")
+    later = (tmp_path / stats).stat().st_mtime + 10
+    os.utime(tmp_path / "mine.tsv", (later, later))
+    result = snakemake(tmp_path, stats, "--dry-run")
+    assert counts(parse_jobs(result.stdout)) == {"dictionary": 1}
+    assert "mine.tsv" in result.stdout  # the reason: updated input files
+
+
+def test_a_missing_dictionary_source_fails_the_dry_run_naming_its_key(tmp_path, tiny_bert):
+    with_own_tsv(tmp_path, tiny_bert, "missing.tsv")
+    result = snakemake(tmp_path, "--dry-run", check=False)
+    assert result.returncode != 0
+    assert ("config: dictionary.sources[1].path: source 'tiny': missing.tsv not found (expected a file of "
+            "entry<TAB>definition lines)") in result.stdout + result.stderr
 
 
 def test_the_same_config_with_its_keys_sorted_plans_nothing(complete_run):

@@ -19,6 +19,7 @@ import pandas as pd
 
 from defsent_plus.dictionary.records import Definition, DropCounts
 from defsent_plus.dictionary.sources import READERS
+from defsent_plus.dictionary.table import EMPTY_BECAUSE
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_tsv
 
@@ -86,9 +87,9 @@ def normalise_records(
         entry = entry.lower() if lowercase else entry
         text = _WHITESPACE.sub(" ", record.text).strip()
         if not entry:
-            drops.add(record.source, "empty_entry")
+            drops.add(record.source, "empty_entry", where=record.where)
         elif not text:
-            drops.add(record.source, "empty_definition")
+            drops.add(record.source, "empty_definition", where=record.where)
         else:
             yield Definition(entry, text, record.source, record.where)
 
@@ -196,6 +197,7 @@ def build_datasets(
         raw = list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
         raw_counts[spec.name] = len(raw)
         kept = list(normalise_records(raw, lowercase, drops))
+        warn_dropped(spec.name, drops)
         if not kept:
             raise DefSentError(spec.path or spec.name, f"source {spec.name!r} gave no definitions")
         records.extend(kept)
@@ -203,8 +205,28 @@ def build_datasets(
     frame_b = merge_by_entry((r for r in records if r.source == b_source), DropCounts())
     frame_c = single_token_entries(frame_b, tokenizer)
     if frame_c.empty:
-        raise DefSentError("dataset c", f"no entry of {b_source!r} is a single token of the tokenizer's vocabulary")
+        frame_c.attrs[EMPTY_BECAUSE] = (f"no entry of {b_source!r} (dataset b's source) is a single token of the "
+                                        "tokenizer's vocabulary (dictionary.tokenizer)")
+        log.warning("dataset c is empty: %s; a run, subset or baseline that reads dataset c stops with this reason",
+                    frame_c.attrs[EMPTY_BECAUSE])
     return Datasets({"a": frame_a, "b": frame_b, "c": frame_c}, drops, raw_counts)
+
+
+DROP_REASONS = {  # what a warning says of each kind of dropped input; blank lines and duplicates are only counted
+    "malformed_line": "malformed lines (too few columns, or not the format's)",
+    "extra_columns": "lines with more columns than the format's",
+    "empty_entry": "definitions with an empty headword",
+    "empty_definition": "empty definitions",
+    "definition_without_text": "definitions without text",
+}
+
+
+def warn_dropped(source: str, drops: DropCounts) -> None:
+    """One WARNING per kind of input a source dropped: how many, and the first places (file:line)."""
+    for name, reason, n in drops.rows():
+        if name == source and reason in DROP_REASONS:
+            places = ", ".join(drops.first_places(source, reason))
+            log.warning("dictionary source %r: %s: %d dropped (first at %s)", source, DROP_REASONS[reason], n, places)
 
 
 def dataset_stats(datasets: Datasets, tokenizer) -> pd.DataFrame:
@@ -220,9 +242,10 @@ def dataset_stats(datasets: Datasets, tokenizer) -> pd.DataFrame:
             (f"dataset:{name}", "sources", "+".join(used)),
             (f"dataset:{name}", "definitions", len(definitions)),
             (f"dataset:{name}", "entries", len(frame)),
-            (f"dataset:{name}", "max_length_tokens", int(lengths.max())),
-            (f"dataset:{name}", "median_length_tokens", float(np.median(lengths))),
         ]
+        if len(lengths):  # an empty dataset (c without a single-token entry) has no lengths
+            rows += [(f"dataset:{name}", "max_length_tokens", int(lengths.max())),
+                     (f"dataset:{name}", "median_length_tokens", float(np.median(lengths)))]
     for source, n in datasets.raw_counts.items():
         rows.append((f"source:{source}", "definitions_read", n))
     for source, reason, n in datasets.drops.rows():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import logging
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,11 +17,7 @@ from typing import BinaryIO
 
 from defsent_plus.dictionary.records import Definition, DropCounts
 from defsent_plus.errors import DefSentError
-
-log = logging.getLogger(__name__)
-
-OXFORD_SPLITS = ("train.txt", "valid.txt", "test.txt")
-
+from defsent_plus.names import OXFORD_SPLITS, WORDNET_DATA_FILES
 
 # ------------------------------------------------------------------------------------------- lines
 
@@ -60,31 +55,44 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
         yield number, line.rstrip("\r")
 
 
+SKIP_HINT = "dictionary.on_malformed: skip skips such lines"
+
+
+def malformed(path: Path, number: int, reason: str, message: str, on_malformed: str, drops: DropCounts,
+              source: str) -> None:
+    """A malformed line: an error naming file and line, or (``on_malformed: skip``) counted with its place."""
+    if on_malformed != "skip":
+        raise DefSentError(path, f"{message} ({SKIP_HINT})", line=number)
+    drops.add(source, reason, where=f"{path}:{number}")
+
+
 def split_columns(
-    path: Path, number: int, line: str, min_columns: int, on_malformed: str, drops: DropCounts, source: str
+    path: Path, number: int, line: str, names: tuple[str, ...], on_malformed: str, drops: DropCounts, source: str
 ) -> list[str] | None:
-    """Tab-separated columns of a line, or None (counted) for a malformed line when skipping is allowed."""
+    """The tab-separated columns of a line, one per name of ``names``, or None (counted) for a malformed line when
+    skipping is allowed: too few or too many columns, or an empty headword or definition (first and last column)."""
     columns = line.split("\t")
-    if len(columns) >= min_columns:
-        return columns
-    if on_malformed == "skip":
-        drops.add(source, "malformed_line")
-        log.warning("%s:%d: skipped: expected at least %d tab-separated columns", path, number, min_columns)
-        return None
-    raise DefSentError(
-        path, f"expected at least {min_columns} tab-separated columns, found {len(columns)}", line=number
-    )
+    expected = f"{len(names)} tab-separated columns ({', '.join(names)})"
+    if len(columns) != len(names):
+        reason = "malformed_line" if len(columns) < len(names) else "extra_columns"
+        return malformed(path, number, reason, f"expected {expected}, found {len(columns)}", on_malformed, drops,
+                         source)
+    for index, reason in ((0, "empty_entry"), (-1, "empty_definition")):
+        if not columns[index].strip():
+            return malformed(path, number, reason, f"empty {names[index]} column: expected {expected}",
+                             on_malformed, drops, source)
+    return columns
 
 
 def tab_separated_rows(
-    file: Path, min_columns: int, name: str, on_malformed: str, drops: DropCounts
+    file: Path, names: tuple[str, ...], name: str, on_malformed: str, drops: DropCounts
 ) -> Iterator[tuple[int, list[str]]]:
     """(line number, columns) of every non-blank, well-formed line; blank and skipped lines are counted."""
     for number, line in read_lines(file):
         if not line.strip():
             drops.add(name, "blank_line")
             continue
-        columns = split_columns(file, number, line, min_columns, on_malformed, drops, name)
+        columns = split_columns(file, number, line, names, on_malformed, drops, name)
         if columns is not None:
             yield number, columns
 
@@ -104,6 +112,9 @@ def detokenize_oxford(text: str) -> str:
     return _SPACE_AFTER_PAREN.sub("(", text)
 
 
+OXFORD_COLUMNS = ("word%oxford.N", "part of speech", "example", "definition")
+
+
 def read_oxford(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
     """Ishiwatari et al.'s Oxford data: train/valid/test.txt, column 1 ``word%oxford.N``, column 4 the definition."""
     root = Path(path)
@@ -111,7 +122,7 @@ def read_oxford(path: str | Path, name: str, on_malformed: str, drops: DropCount
         raise DefSentError(root, "Oxford directory not found (expected train.txt, valid.txt, test.txt)")
     for split in OXFORD_SPLITS:
         file = root / split
-        for number, columns in tab_separated_rows(file, 4, name, on_malformed, drops):
+        for number, columns in tab_separated_rows(file, OXFORD_COLUMNS, name, on_malformed, drops):
             headword = columns[0].split("%", 1)[0]
             yield Definition(headword, detokenize_oxford(columns[3]), name, f"{file}:{number}")
 
@@ -119,24 +130,28 @@ def read_oxford(path: str | Path, name: str, on_malformed: str, drops: DropCount
 # --------------------------------------------------------------------------------------------- TSV
 
 
+TSV_COLUMNS = ("entry", "definition")
+
+
 def read_tsv(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
-    """A user file with one ``entry<TAB>definition`` a line (extra columns are ignored)."""
+    """A user file with one ``entry<TAB>definition`` a line (a line with another number of columns is malformed)."""
     file = Path(path)
-    for number, columns in tab_separated_rows(file, 2, name, on_malformed, drops):
+    for number, columns in tab_separated_rows(file, TSV_COLUMNS, name, on_malformed, drops):
         yield Definition(columns[0], columns[1], name, f"{file}:{number}")
 
 
 # --------------------------------------------------------------------- DefSent+ reference (Ox+WN.csv)
 
 LIST_MORE_DEF = "<|list_more_def|>"  # the reference's separator of an entry's definitions
+DEFSENTPLUS_COLUMNS = ("entry", "definitions")
 
 
 def read_defsentplus(path: str | Path, name: str, on_malformed: str, drops: DropCounts) -> Iterator[Definition]:
     """The DefSent+ reference's merged dictionary (its ``Ox+WN.csv``): one entry a line,
-    ``entry<TAB>definition<|list_more_def|>definition…``, UTF-16 (as distributed) or UTF-8; like the reference's
-    scripts, columns after the second are ignored."""
+    ``entry<TAB>definition<|list_more_def|>definition…``, UTF-16 (as distributed) or UTF-8; a line with another number
+    of columns is malformed, an empty definition between separators is dropped (counted)."""
     file = Path(path)
-    for number, columns in tab_separated_rows(file, 2, name, on_malformed, drops):
+    for number, columns in tab_separated_rows(file, DEFSENTPLUS_COLUMNS, name, on_malformed, drops):
         for definition in columns[1].split(LIST_MORE_DEF):
             yield Definition(columns[0], definition, name, f"{file}:{number}")
 
@@ -188,7 +203,7 @@ def gcide_definitions(file: Path, key: str, record: dict, name: str, drops: Drop
         for definition in pos.get("definitions", []):
             text = definition.get("text") if isinstance(definition, dict) else None
             if not isinstance(text, str):
-                drops.add(name, "definition_without_text")
+                drops.add(name, "definition_without_text", where=f"{file}:{key}")
                 continue
             yield Definition(headword, text, name, f"{file}:{key}")
 
@@ -196,7 +211,6 @@ def gcide_definitions(file: Path, key: str, record: dict, name: str, drops: Drop
 # ----------------------------------------------------------------------------------------- WordNet
 
 
-WORDNET_DATA_FILES = ("data.adj", "data.adv", "data.noun", "data.verb")  # nltk's all_synsets() order
 _WORDNET_EXAMPLE = re.compile(r"[\"].*?[\"]")  # the patterns of nltk's parser: a quoted example in a gloss,
 _WORDNET_LEMMA = re.compile(r"(.*?)(\([^()]*\))?$")  # an adjective's syntactic marker ``(a)`` after its lemma
 
@@ -269,9 +283,9 @@ def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: D
                 definition, lemmas = wordnet_synset(line)
             except (ValueError, IndexError) as err:
                 if on_malformed != "skip":
-                    raise DefSentError(file, "not a WordNet synset line (wndb(5WN))", line=number) from err
-                drops.add(name, "malformed_line")
-                log.warning("%s:%d: skipped: not a WordNet synset line", file, number)
+                    raise DefSentError(file, f"not a WordNet synset line (wndb(5WN)) ({SKIP_HINT})",
+                                       line=number) from err
+                drops.add(name, "malformed_line", where=f"{file}:{number}")
                 continue
             for lemma in lemmas:
                 yield Definition(lemma.replace("_", " "), definition, name, f"{file}:{number}")

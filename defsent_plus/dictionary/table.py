@@ -15,6 +15,7 @@ from defsent_plus.names import SPLITS  # a subset's held-out split (column ``spl
 
 DATASET_COLUMNS = ("entry", "definitions", "sources")
 SOURCE_DATASET = "source_dataset"  # a subset's parquet metadata (``frame.attrs``): the dataset it was drawn from
+EMPTY_BECAUSE = "empty_because"  # an empty dataset's parquet metadata (``frame.attrs``): why it has no entries
 
 
 def check_dataset(frame: pd.DataFrame, where: str | Path) -> pd.DataFrame:
@@ -23,7 +24,8 @@ def check_dataset(frame: pd.DataFrame, where: str | Path) -> pd.DataFrame:
     if missing:
         raise DefSentError(where, f"not a dictionary dataset: missing columns {sorted(missing)}")
     if frame.empty:
-        raise DefSentError(where, "dataset has no entries")
+        because = frame.attrs.get(EMPTY_BECAUSE)
+        raise DefSentError(where, "dataset has no entries" + (f": {because}" if because else ""))
     if "split" in frame.columns and not frame["split"].isin(SPLITS).all():
         unknown = sorted(set(frame["split"]) - set(SPLITS))
         raise DefSentError(where, f"unknown split values {unknown}; expected {list(SPLITS)}")

@@ -11,12 +11,25 @@ Light on purpose (no torch): Snakemake imports it while parsing.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
 
 from defsent_plus.acquisition.catalog import CATALOG
-from defsent_plus.names import BENCHMARKS, SENTENCE_SETS, SPACE_PATTERN, TARGET_PATTERN, alternatives
+from defsent_plus.errors import DefSentError
+from defsent_plus.names import (
+    BENCHMARKS,
+    OXFORD_SPLITS,
+    SENTENCE_SETS,
+    SPACE_PATTERN,
+    TARGET_PATTERN,
+    WORDNET_DATA_FILES,
+    alternatives,
+)
+from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
@@ -109,6 +122,69 @@ def data_dir(name: str) -> str:
 def acquired_sources(sources: list[dict]) -> dict[str, str]:
     """The acquired datasets (data/<name>) that dictionary sources read, as rule inputs by dataset name."""
     return acquired_data(source.get("path") for source in sources)
+
+
+SOURCES_KEY = "config: dictionary.sources"
+SOURCE_FILES = {  # what a dictionary source's reader opens under its configured path ("": the path itself)
+    "oxford": OXFORD_SPLITS,
+    "defsentplus": ("",),
+    "tsv": ("",),
+    "wordnet": tuple(f"corpora/wordnet/{name}" for name in WORDNET_DATA_FILES),  # an nltk_data root's WordNet
+}
+WORDNET_ZIP = "corpora/wordnet.zip"  # what nltk reads from an nltk_data root without the unpacked folder
+
+
+def dictionary_inputs(sources: list[dict]) -> dict[str, str | list[str]]:
+    """Every file the dictionary sources read, as the rule's inputs: an acquired dataset's folder (data/<name>,
+    made by rule acquire_data) by its name, any other source's files as ``source_<name>``. A file that does not
+    exist is an error naming the source's config key. Not declared: data inside an installed package (a GCIDE
+    source without a path, tracked by the package's version) and WordNet on nltk's own search path (no path)."""
+    inputs: dict[str, str | list[str]] = dict(acquired_sources(sources))
+    for i, source in enumerate(sources):
+        path = source.get("path")
+        if path and not acquired_data([path]):
+            inputs[f"source_{source.get('name', source['type'])}"] = source_files(source, f"{SOURCES_KEY}[{i}].path")
+    return inputs
+
+
+def source_files(source: dict, key: str) -> list[str]:
+    """The files a source with a path (not an acquired dataset) reads, each checked to exist (under a module's
+    prefix, where its jobs read them, when the workflow is a module)."""
+    root, kind, name = Path(source["path"]), source["type"], source.get("name", source["type"])
+    if kind == "gcide":
+        files = sorted(str(root / file.name) for file in on_disk(root).glob("words_*.json"))
+        return files or missing_source(key, name, on_disk(root), "a folder of GCIDE words_*.json files")
+    if kind == "wordnet" and zipped_wordnet_only(root):
+        return [str(root / WORDNET_ZIP)]
+    files = [root / file if file else root for file in SOURCE_FILES[kind]]
+    for file in files:
+        if not on_disk(file).is_file():
+            missing_source(key, name, on_disk(file), SOURCE_EXPECTED[kind])
+    return [str(file) for file in files]
+
+
+def zipped_wordnet_only(root: Path) -> bool:
+    """Whether an nltk_data root holds WordNet as nltk's zip only (no unpacked ``corpora/wordnet`` folder)."""
+    return not on_disk(root / "corpora" / "wordnet").is_dir() and on_disk(root / WORDNET_ZIP).is_file()
+
+
+def on_disk(path: Path) -> Path:
+    """Where a path of the config lies while planning: a relative one under a module's prefix, when the workflow is
+    a module (its jobs work there, :mod:`defsent_plus.pipeline.module_prefix`)."""
+    prefix = os.environ.get(PREFIX_VARIABLE)
+    return Path(prefix) / path if prefix and not path.is_absolute() else path
+
+
+SOURCE_EXPECTED = {  # what each source type's path must hold
+    "oxford": f"a folder holding {', '.join(OXFORD_SPLITS)}",
+    "defsentplus": "the DefSent+ release's Ox+WN.csv",
+    "tsv": "a file of entry<TAB>definition lines",
+    "wordnet": "an nltk_data root holding corpora/wordnet (run `defsent-plus setup-wordnet`)",
+}
+
+
+def missing_source(key: str, name: str, path: Path, expected: str) -> NoReturn:
+    raise DefSentError(key, f"source {name!r}: {path} not found (expected {expected})")
 
 
 def acquired_data(paths: Iterable[str | None]) -> dict[str, str]:
