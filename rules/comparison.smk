@@ -6,6 +6,7 @@ rule compare_sts:
     input:
         sts=[record["sts"] for record in PLAN.sts_comparison()],
         pairs=lambda wildcards: PLAN.comparison_pairs(),
+        scores=lambda wildcards: PLAN.comparison_scores(),  # their provenance, on the page
     output:
         tsv=dag.compare_file("sts.tsv"),
         md=dag.compare_file("sts.md"),

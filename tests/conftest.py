@@ -5,6 +5,7 @@ finished DAGs that workflow tests share (each built once per session, read-only:
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from tiny_models import build_tiny_bert, build_tiny_roberta
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TINY_RUN_JOBS = "tiny_run_jobs"  # the folder of the session's temporary folder where tiny_run's jobs record their paths
 
 
 def waits_for_background_dags(item) -> int:
@@ -83,11 +85,13 @@ def slurm_scenarios(request, tmp_path_factory, tiny_bert):
 @pytest.fixture(scope="session")
 def warm_python(tmp_path_factory):
     """The interpreter the shared DAGs' script jobs start from warm (tests/warm_python.py): a fresh fork of a
-    process that has imported torch and transformers, instead of ~4 s of imports a job."""
+    process that has imported torch and transformers, instead of ~4 s of imports a job. Where strace is installed,
+    it traces the files its jobs open."""
     from warm_python import WarmPython
     from workflow_utils import workflow_env
 
-    server = WarmPython(tmp_path_factory.mktemp("warm_python"), workflow_env())
+    trace = tmp_path_factory.mktemp("job_traces") if shutil.which("strace") else None  # tests/test_read_audit.py
+    server = WarmPython(tmp_path_factory.mktemp("warm_python"), workflow_env(), trace=trace)
     yield server
     server.stop()
 
@@ -96,12 +100,17 @@ def warm_python(tmp_path_factory):
 def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
     changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it. Its train jobs also report
-    to TensorBoard (tests/test_trackers.py reads it back)."""
+    to TensorBoard (tests/test_trackers.py reads it back). Its jobs record their declared paths in ``TINY_RUN_JOBS``
+    (the read audit, tests/test_read_audit.py)."""
     from workflow_utils import snakemake, write_tiny_config
 
+    from defsent_plus.pipeline.jobs import JOB_RECORDS
+
     workdir = tmp_path_factory.mktemp("tiny_run")
+    records = tmp_path_factory.getbasetemp() / TINY_RUN_JOBS
+    records.mkdir()
     write_tiny_config(workdir, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "logs/trackers"})
-    snakemake(workdir, python=warm_python)
+    snakemake(workdir, python=warm_python, env={JOB_RECORDS: str(records)})
     return workdir
 
 

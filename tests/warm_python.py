@@ -169,10 +169,22 @@ def limit_threads(threads: str | None) -> None:
     torch.set_num_threads(int(threads))
 
 
+TRACED_CALLS = "open,openat,openat2,mkdir,mkdirat,clone,clone3,fork,vfork"  # opened, made, started
+
+
+def traced(folder: Path | None) -> list[str]:
+    """The command prefix that traces a process and all it starts: ``folder/trace.<thread id>`` lists each thread's
+    opened files (absolute paths, ``-y``) and the threads and processes it started (tests/test_read_audit.py)."""
+    if folder is None:
+        return []
+    return ["strace", "-f", "-ff", "-qq", "-y", "--seccomp-bpf", "-e", f"trace={TRACED_CALLS}", "-e", "signal=none",
+            "-o", str(folder / "trace")]
+
+
 class WarmPython:
     """The server and its client for one test session; ``stop()`` ends the server."""
 
-    def __init__(self, folder: Path, env: dict[str, str], timeout: float = 120.0) -> None:
+    def __init__(self, folder: Path, env: dict[str, str], timeout: float = 120.0, trace: Path | None = None) -> None:
         self.socket = str(folder / "warm.sock")
         self.executable = folder / "python"
         self.executable.write_text(CLIENT.format(python=sys.executable, socket=self.socket,
@@ -182,7 +194,8 @@ class WarmPython:
                f"warm_python.serve({self.socket!r})"
         self.log = tempfile.TemporaryFile()
         server_env = {key: value for key, value in env.items() if key != "PYTHONPATH"}  # each job brings its own
-        self.server = subprocess.Popen([sys.executable, "-c", code], env=server_env, stdout=self.log,
+        self.trace = trace  # where each of its processes' opened files are traced (``traced``), if anywhere
+        self.server = subprocess.Popen([*traced(trace), sys.executable, "-c", code], env=server_env, stdout=self.log,
                                        stderr=self.log)
         deadline = time.monotonic() + timeout
         while not os.path.exists(self.socket):
@@ -198,6 +211,11 @@ class WarmPython:
         return [sys.executable, "-c", code]
 
     def stop(self) -> None:
-        self.server.terminate()
+        children = Path(f"/proc/{self.server.pid}/task/{self.server.pid}/children")  # strace's: the server
+        if self.trace is not None and children.exists():  # strace ends with the process it traces
+            for pid in children.read_text().split():
+                os.kill(int(pid), signal.SIGTERM)
+        else:
+            self.server.terminate()
         self.server.wait(timeout=30)
         self.log.close()

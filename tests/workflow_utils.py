@@ -115,17 +115,18 @@ def validated(config: dict) -> dict:
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, pythonpath: Sequence[Path] = (),
-              python: WarmPython | None = None, fresh: Sequence[str] = (), niceness: int = 0
-              ) -> subprocess.CompletedProcess:
+              python: WarmPython | None = None, fresh: Sequence[str] = (), niceness: int = 0,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run Snakemake on the repository's workflow with ``workdir`` as working directory; ``pythonpath``: folders
     every job can import from (as a user's own installed package), e.g. ``PLUGINS``; ``python``: the warm
     interpreter its script jobs start from (conftest's ``warm_python``; ``fresh``: scripts it leaves to a fresh
-    one), else a fresh one each; ``niceness``: Snakemake and its jobs run niced (a DAG in the background)."""
+    one), else a fresh one each; ``niceness``: Snakemake and its jobs run niced (a DAG in the background); ``env``:
+    variables added to its environment."""
     start = python.snakemake_command(fresh) if python else [sys.executable, "-m", "snakemake"]
     niced = ["nice", "-n", str(niceness)] if niceness else []
     command = [*niced, *start, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
                str(workdir / "config.yaml"), "--cores", "2", "--benchmark-extended", *args]  # as the profiles
-    result = subprocess.run(command, capture_output=True, text=True, env=workflow_env(pythonpath))
+    result = subprocess.run(command, capture_output=True, text=True, env={**workflow_env(pythonpath), **(env or {})})
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}")
     return result

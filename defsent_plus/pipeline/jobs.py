@@ -24,6 +24,7 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
         from defsent_plus.pipeline.module_prefix import enter_prefix
 
         enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
+        record_declared_paths(snakemake)
         log_to(snakemake.log[0] if snakemake.log else None)
         banner.activate(snakemake.params.get("banner"))
         load_plugins(snakemake.config.get("method_plugins") or [])
@@ -36,6 +37,26 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
             hold_gpus(getattr(snakemake.resources, "gpu", 0))
             torch.set_num_threads(snakemake.threads)
     exit_without_last_collection()
+
+
+JOB_RECORDS = "DEFSENT_JOB_RECORDS"  # a folder: each job writes its declared paths there (tests/test_read_audit.py)
+
+
+def record_declared_paths(snakemake: Any) -> None:
+    """Where the environment names a folder (``DEFSENT_JOB_RECORDS``), write ``<pid>.json`` there: the job's process,
+    rule, folder and declared input, output and log paths, which the read audit compares with the files the process
+    opens (its benchmark file is Snakemake's, not the job's). Nothing otherwise."""
+    import json
+    import os
+
+    folder = os.environ.get(JOB_RECORDS)
+    if not folder:
+        return
+    declared = {kind: [str(path) for path in getattr(snakemake, kind, None) or []]
+                for kind in ("input", "output", "log")}
+    record = {"pid": os.getpid(), "rule": snakemake.rule, "wildcards": dict(snakemake.wildcards.items()),
+              "cwd": os.getcwd(), **declared}
+    Path(folder, f"{os.getpid()}.json").write_text(json.dumps(record))
 
 
 @contextmanager

@@ -48,6 +48,10 @@ class ComparisonPlan:
                 for pooling in self.config["evaluation"]["poolings"]
                 for encoder in (self.start(run), self.scored_final(run))]
 
+    def comparison_scores(self) -> list[str]:
+        """The score records beside :meth:`comparison_pairs`' files, whose provenance the comparison's page cites."""
+        return [path.removesuffix(".pairs.parquet") + ".json" for path in self.comparison_pairs()]
+
     def scored_final(self, run: str) -> EncoderId:
         """A run's final dev-selected model under the name its STS table scores it by."""
         last = self.final_step(run)
