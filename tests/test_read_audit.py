@@ -34,13 +34,6 @@ def exempt_paths(rule: str, config: dict, workdir: Path) -> set[Path]:
 # declaring them is under way on its own; until then the audit expects these reads.
 
 
-def expected_reads(rule: str, config: dict, workdir: Path) -> set[Path]:
-    """Reads a rule's params track instead of its inputs (``exempt_paths``), and the pending dictionary sources."""
-    sources = [source["path"] for source in config["dictionary"]["sources"]]
-    pending = config_paths(sources, workdir) if rule == "dictionary" else set()
-    return exempt_paths(rule, config, workdir) | pending
-
-
 def traced(warm_python) -> Path:
     if warm_python.trace is None:
         pytest.skip("strace is not installed (bin/test installs it: apt-get install strace)")
@@ -56,7 +49,7 @@ def test_tiny_dag_reads_only_declared_files(tiny_run, warm_python, tmp_path_fact
     assert sorted(job.record["rule"] for job in jobs.values()) == sorted(job.rule for job in ran)
     assert all(job.read for job in jobs.values()), "a job whose process was not traced"
     found = {job.name: [str(path) for path in undeclared_reads(job, audited,
-                                                               expected_reads(job.record["rule"], config, tiny_run))]
+                                                               exempt_paths(job.record["rule"], config, tiny_run))]
              for job in jobs.values()}
     assert {name: paths for name, paths in found.items() if paths} == {}
 
