@@ -68,6 +68,7 @@ def test_the_results_folder_is_named_after_the_config_file_or_set(tmp_path):
     assert results_dir_of(None, [configs / "bert-base.yaml"], tmp_path) == "results-bert-base"
     assert results_dir_of(None, [configs / "bert-base.yaml", configs / "gpu.yaml"], tmp_path) == "results-bert-base+gpu"
     assert results_dir_of(None, [configs / "config.yaml"], tmp_path) == "results-config"  # not the workdir's own
+    assert results_dir_of(None, [configs / "config.yaml"], tmp_path, configs) == "results"  # the workflow's own
     assert results_dir_of("exp/mine", [configs / "bert-base.yaml"], tmp_path) == "exp/mine"
 
 

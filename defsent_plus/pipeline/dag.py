@@ -139,14 +139,16 @@ def use_results_dir(results: str) -> OutputFolders:
     return FOLDERS
 
 
-def results_dir_of(configured: str | None, configfiles: Iterable[str | Path], workdir: str | Path) -> str:
-    """A config's results folder: config ``results_dir`` when set; else ``results`` for the working directory's
-    ``config.yaml`` (the Snakefile's own default, also when no --configfile is given) and ``results-<stem>`` for
-    another config file (``results-bert-base`` for configs/bert-base.yaml; several: their stems joined by ``+``)."""
+def results_dir_of(configured: str | None, configfiles: Iterable[str | Path], workdir: str | Path,
+                   workflow_root: str | Path | None = None) -> str:
+    """A config's results folder: config ``results_dir`` when set; else ``results`` for the working directory's or
+    the workflow's own ``config.yaml`` (the Snakefile's default, also when no --configfile is given) and
+    ``results-<stem>`` for another config file (``results-bert-base`` for configs/bert-base.yaml; several: their
+    stems joined by ``+``)."""
     if configured:
         return configured
-    default = Path(workdir, DEFAULT_CONFIG).resolve()
-    stems = [Path(file).stem for file in configfiles if Path(workdir, file).resolve() != default]
+    defaults = {Path(folder, DEFAULT_CONFIG).resolve() for folder in (workdir, workflow_root) if folder is not None}
+    stems = [Path(file).stem for file in configfiles if Path(workdir, file).resolve() not in defaults]
     return f"{DEFAULT_RESULTS}-{'+'.join(stems)}" if stems else DEFAULT_RESULTS
 
 
