@@ -26,6 +26,12 @@ WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parent
 declare_prefix(workflow.modifier.path_modifier.prefix)  # a module's prefix, for its jobs (module_prefix.py)
 validated_config(config, WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml")
 check_trackers(config["logging"]["report_to"])  # a tracker that is not installed stops here, before any job
+# This config's results folder (config results_dir, else named after its config file: dag.results_dir_of) and its logs
+# and benchmarks beside it: planning, not a parameter of any job (a config's results move, nothing re-runs).
+RESULTS_DIR = dag.results_dir_of(config.get("results_dir"), workflow.overwrite_configfiles, Path.cwd(), WORKFLOW_ROOT)
+FOLDERS = dag.use_results_dir(RESULTS_DIR)
+config["results_dir"] = FOLDERS.results
+dag.place_folder_settings(config)  # resume.area, logging.dir: "{results}/…", "{logs}/…" in this config's folders
 
 
 wildcard_constraints:

@@ -230,7 +230,8 @@ def test_non_utf8_byte_names_file_and_line(tmp_path):
         ({"type": "tsv", "path": "/nonexistent/x.tsv"}, r"/nonexistent/x.tsv: file not found"),
         ({"type": "oxford", "path": "/nonexistent/oxford"}, r"Oxford directory not found"),
         ({"type": "gcide", "path": "/nonexistent"}, r"no GCIDE words_\*.json"),
-        ({"type": "wordnet", "path": "/nonexistent"}, r"WordNet not found"),
+        ({"type": "wordnet", "path": "/nonexistent"}, r"dictionary.sources\[0\].path \(wordnet\): no WordNet under "
+                                                      r"/nonexistent/corpora/wordnet; set it to an nltk_data root"),
         ({"type": "webster"}, r"dictionary.sources\[0\].type: unknown source 'webster'"),
         ({"type": "tsv"}, r"dictionary.sources\[0\].path: a tsv source needs a path"),
     ],
@@ -495,8 +496,22 @@ def test_wordnet_line_that_is_not_a_synset_names_file_and_line_or_is_counted(tmp
 
 def test_wordnet_folder_without_a_data_file(tmp_path):
     root = write_wordnet(tmp_path, {k: v for k, v in WORDNET_DATA.items() if k != "data.verb"})
-    with pytest.raises(DefSentError, match=r"data.verb: WordNet data file not found"):
+    with pytest.raises(DefSentError, match=r"WordNet data file \S+/corpora/wordnet/data.verb not found; set it"):
         list(read_wordnet(root, "wordnet", "error", DropCounts()))
+
+
+def test_a_relative_wordnet_path_not_found_names_the_folder_looked_in_and_the_key(tokenizer, tmp_path, monkeypatch):
+    """A module's job works in its prefix folder (pipeline/module_prefix.py): the default ``nltk_data`` is looked
+    for there, and the error says where and which key to set."""
+    prefix = tmp_path / "defsent"
+    prefix.mkdir()
+    monkeypatch.chdir(prefix)
+    sources = [TSV, {"name": "wordnet", "type": "wordnet", "path": "nltk_data"}]
+    with pytest.raises(DefSentError) as caught:
+        build_datasets(sources, tokenizer)
+    assert str(caught.value) == (
+        f"config: dictionary.sources[1].path (wordnet): no WordNet under {prefix.resolve()}/nltk_data/corpora/wordnet; "
+        "set it to an nltk_data root holding corpora/wordnet, or run `defsent-plus setup-wordnet --target <dir>`")
 
 
 @pytest.mark.slow

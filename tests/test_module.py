@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO
-from workflow_utils import workflow_env, write_tiny_config
+from workflow_utils import copy_run, workflow_env, write_tiny_config
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE, declare_prefix, relative_to_prefix
@@ -58,6 +59,31 @@ def test_the_module_runs_the_whole_dag_with_every_output_under_its_prefix(module
         assert (module_run / PREFIX / "results" / table).read_bytes() == (tiny_run / "results" / table).read_bytes()
     again = module_snakemake(module_run, "--dry-run")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.workflow
+def test_a_wordnet_source_is_read_under_the_prefix_or_the_error_names_the_folder_and_key(module_run, tmp_path):
+    """The documented default ``path: nltk_data`` lies in the prefix folder: missing, the dictionary job says where
+    it looked and which key to set; there (as `defsent-plus setup-wordnet --target defsent/nltk_data` makes it), the
+    dictionary is built from it."""
+    from test_dictionary import WORDNET_DATA, write_wordnet
+
+    workdir = copy_run(module_run, tmp_path / "host")
+    config_file = workdir / "config" / "defsent.yaml"
+    config = yaml.safe_load(config_file.read_text())
+    config["dictionary"]["sources"].append({"name": "wordnet", "type": "wordnet", "path": "nltk_data"})
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    index = len(config["dictionary"]["sources"]) - 1
+    target = f"{PREFIX}/results/dictionary/stats.tsv"
+    with pytest.raises(AssertionError):
+        module_snakemake(workdir, target)
+    log = (workdir / PREFIX / "logs" / "dictionary" / "dictionary.log").read_text()
+    folder = (workdir / PREFIX / "nltk_data" / "corpora" / "wordnet").resolve()
+    assert (f"config: dictionary.sources[{index}].path (wordnet): no WordNet under {folder}; set it to an nltk_data "
+            "root holding corpora/wordnet, or run `defsent-plus setup-wordnet --target <dir>`") in log
+    write_wordnet(workdir / PREFIX / "nltk_data", WORDNET_DATA)  # a small WordNet, where the docs say
+    module_snakemake(workdir, target)
+    assert "source:wordnet\tdefinitions_read\t15\n" in (workdir / target).read_text()  # WORDNET_DATA's lemmas
 
 
 def test_a_jobs_own_paths_are_made_relative_to_the_prefix_and_their_names_follow():

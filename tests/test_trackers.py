@@ -133,7 +133,7 @@ def test_an_unknown_or_missing_tracker_is_refused_naming_the_key_and_the_extra(m
 def test_the_schema_knows_the_trackers_and_reports_none_by_default(tmp_path):
     from test_dag import tiny_config
 
-    assert tiny_config()["logging"] == {"report_to": [], "dir": "logs/trackers"}
+    assert tiny_config()["logging"] == {"report_to": [], "dir": "{logs}/trackers"}  # this config's logs folder
     config = tiny_config()
     config["logging"] = {"report_to": ["neptune"]}
     with pytest.raises(DefSentError, match=r"config: logging\.report_to\.0"):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.dictionary.records import Definition, DropCounts
-from defsent_plus.dictionary.sources import READERS
+from defsent_plus.dictionary.sources import READERS, SourceNotFound
 from defsent_plus.dictionary.table import EMPTY_BECAUSE
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_tsv
@@ -180,6 +180,14 @@ class Datasets:
     raw_counts: dict[str, int]
 
 
+def read_source(spec: SourceSpec, index: int, on_malformed: str, drops: DropCounts) -> list[Definition]:
+    """The records of one configured source; a source not found names its config key."""
+    try:
+        return list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
+    except SourceNotFound as err:
+        raise DefSentError(f"{SOURCES_KEY}[{index}].path ({spec.name})", err.message) from err
+
+
 def build_datasets(
     sources: list[dict],
     tokenizer,
@@ -193,8 +201,8 @@ def build_datasets(
     drops = DropCounts()
     raw_counts: dict[str, int] = {}
     records: list[Definition] = []
-    for spec in specs:
-        raw = list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
+    for index, spec in enumerate(specs):
+        raw = read_source(spec, index, on_malformed, drops)
         raw_counts[spec.name] = len(raw)
         kept = list(normalise_records(raw, lowercase, drops))
         warn_dropped(spec.name, drops)

@@ -215,6 +215,25 @@ _WORDNET_EXAMPLE = re.compile(r"[\"].*?[\"]")  # the patterns of nltk's parser: 
 _WORDNET_LEMMA = re.compile(r"(.*?)(\([^()]*\))?$")  # an adjective's syntactic marker ``(a)`` after its lemma
 
 
+WORDNET_REMEDY = ("set it to an nltk_data root holding corpora/wordnet, or run "
+                  "`defsent-plus setup-wordnet --target <dir>`")
+
+
+class SourceNotFound(DefSentError):
+    """A source's files are not where its configured path points (the dictionary stage names the config key)."""
+
+
+def wordnet_missing(nltk_data: str | Path | None) -> SourceNotFound:
+    """The error of a WordNet not found under ``nltk_data`` (None: nltk's search path): the folder looked in, as an
+    absolute path (a relative one is read from the job's working directory, a module's prefix folder), and what to
+    set or run."""
+    import nltk
+
+    looked = (f"under {(Path(nltk_data) / 'corpora' / 'wordnet').resolve()}" if nltk_data
+              else "on nltk's search path (" + ", ".join(map(str, nltk.data.path)) + ")")
+    return SourceNotFound(nltk_data or "NLTK_DATA", f"no WordNet {looked}; {WORDNET_REMEDY}")
+
+
 def wordnet_root(nltk_data: str | Path | None):
     """WordNet's ``corpora/wordnet`` (an nltk path pointer) under ``nltk_data``, or on nltk's search path when None."""
     import nltk
@@ -226,10 +245,7 @@ def wordnet_root(nltk_data: str | Path | None):
     try:
         return nltk.data.find("corpora/wordnet", paths=[str(Path(nltk_data).resolve())] if nltk_data else None)
     except LookupError as err:
-        where = nltk_data or "NLTK_DATA"
-        raise DefSentError(
-            where, "WordNet not found: expected corpora/wordnet (run `defsent-plus setup-wordnet`)"
-        ) from err
+        raise wordnet_missing(nltk_data) from err
 
 
 def wordnet_reader(nltk_data: str | Path | None):
@@ -257,7 +273,7 @@ def wordnet_data_files(nltk_data: str | Path | None) -> Iterator[tuple[str, Bina
         for fileid in WORDNET_DATA_FILES:
             file = folder / fileid
             if not file.is_file():
-                raise DefSentError(file, "WordNet data file not found (run `defsent-plus setup-wordnet`)")
+                raise SourceNotFound(nltk_data, f"WordNet data file {file.resolve()} not found; {WORDNET_REMEDY}")
             with file.open("rb") as stream:
                 yield str(file), stream
         return

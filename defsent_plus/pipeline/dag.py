@@ -37,6 +37,8 @@ STEP_NAME = re.compile(
 ENCODER_PATTERN = rf"{NAME}|{NAME}\.step[1-9]\d*(\.{TARGET_PATTERN}\.seed\d+)?"
 MODELS_DIR = "resources/models"
 DATA_DIR = "data"
+DEFAULT_RESULTS = "results"  # the results folder of the working directory's config.yaml
+DEFAULT_CONFIG = "config.yaml"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,70 @@ WILDCARDS = {  # the workflow's wildcard_constraints
     "benchmark": alternatives(tuple(b for b in BENCHMARKS if b != "dev")),
     "sentences": alternatives(SENTENCE_SETS),
 }
+
+
+# ------------------------------------------------------------------------------------------------ folders
+# A config's results, logs and benchmarks lie in folders of its own, so two configs run in one checkout never
+# overwrite each other's files; acquired data (data/) and pinned models (resources/models/) are shared.
+
+
+@dataclass(frozen=True)
+class OutputFolders:
+    """Where one config's results, logs and benchmarks go (relative to the working directory)."""
+
+    results: str = DEFAULT_RESULTS
+    logs: str = "logs"
+    benchmarks: str = "benchmarks"
+
+    @classmethod
+    def of(cls, results: str) -> OutputFolders:
+        """The folders of the results folder ``results``: its logs and benchmarks beside it, named after it
+        (``results`` -> ``logs``, ``benchmarks``; ``results-bert-base`` -> ``logs-bert-base``, ...; ``exp/a`` ->
+        ``exp/a-logs``, ...), so they never lie inside a results folder (which holds no timing)."""
+        results = results.rstrip("/")
+        folder, _, name = results.rpartition("/")
+        suffix = name.removeprefix(DEFAULT_RESULTS)
+        companion = {kind: (kind + suffix if name.startswith(DEFAULT_RESULTS) else f"{name}-{kind}")
+                     for kind in ("logs", "benchmarks")}
+        return cls(results, **{kind: f"{folder}/{path}" if folder else path for kind, path in companion.items()})
+
+
+FOLDERS = OutputFolders()
+
+
+def use_results_dir(results: str) -> OutputFolders:
+    """Point every path function at the results folder ``results`` (and its logs and benchmarks folders): the
+    workflow calls it while parsing, with the folder :func:`results_dir_of` chose; returns the folders."""
+    global FOLDERS
+    if not results or results.startswith("/") or ".." in results.split("/"):
+        raise ValueError(f"results_dir: {results!r}: expected a folder inside the working directory")
+    FOLDERS = OutputFolders.of(results)
+    return FOLDERS
+
+
+def results_dir_of(configured: str | None, configfiles: Iterable[str | Path], workdir: str | Path,
+                   workflow_root: str | Path | None = None) -> str:
+    """A config's results folder: config ``results_dir`` when set; else ``results`` for the working directory's or
+    the workflow's own ``config.yaml`` (the Snakefile's default, also when no --configfile is given) and
+    ``results-<stem>`` for another config file (``results-bert-base`` for configs/bert-base.yaml; several: their
+    stems joined by ``+``)."""
+    if configured:
+        return configured
+    defaults = {Path(folder, DEFAULT_CONFIG).resolve() for folder in (workdir, workflow_root) if folder is not None}
+    stems = [Path(file).stem for file in configfiles if Path(workdir, file).resolve() not in defaults]
+    return f"{DEFAULT_RESULTS}-{'+'.join(stems)}" if stems else DEFAULT_RESULTS
+
+
+FOLDER_SETTINGS = (("resume", "area"), ("logging", "dir"))  # config keys whose paths may name {results} or {logs}
+
+
+def place_folder_settings(config: dict) -> None:
+    """``{results}`` and ``{logs}`` in config ``resume.area`` and ``logging.dir`` (their defaults name them) made
+    this config's folders, in place."""
+    for block, key in FOLDER_SETTINGS:
+        value = config.get(block, {}).get(key)
+        if isinstance(value, str):
+            config[block][key] = value.replace("{results}", FOLDERS.results).replace("{logs}", FOLDERS.logs)
 
 
 # ------------------------------------------------------------------------------------------------ paths
@@ -201,12 +267,12 @@ def pinned_model(model: str) -> str:
 
 def dictionary_file(name: str) -> str:
     """Dataset a, b, c or stats.tsv of the dictionary stage."""
-    return f"results/dictionary/{name}"
+    return f"{FOLDERS.results}/dictionary/{name}"
 
 
 def subset_file(subset: str, suffix: str = "parquet") -> str:
     """A named subset (``parquet``) or its held-out queries (``queries.parquet``)."""
-    return f"results/dictionary/subsets/{subset}.{suffix}"
+    return f"{FOLDERS.results}/dictionary/subsets/{subset}.{suffix}"
 
 
 def space_meta(encoder: EncoderId | str, dataset: str) -> str:
@@ -216,7 +282,7 @@ def space_meta(encoder: EncoderId | str, dataset: str) -> str:
 
 def space_dir(encoder: EncoderId | str, dataset: str) -> str:
     """The entry spaces one encoder built from one dataset."""
-    return f"results/entry_spaces/{encoder}/{dataset}"
+    return f"{FOLDERS.results}/entry_spaces/{encoder}/{dataset}"
 
 
 def space_file(encoder: EncoderId | str, dataset: str, space: str, suffix: str = "npy") -> str:
@@ -236,7 +302,7 @@ def space_plot(encoder: EncoderId | str, dataset: str, space: str) -> str:
 
 def candidate_dir(run: str, step: int | str, space: str, seed: int | str) -> str:
     """One trained candidate of a PST step: its ``model/`` and ``train.json``."""
-    return f"results/{run}/step{step}/{space}/seed{seed}"
+    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}"
 
 
 def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
@@ -260,78 +326,78 @@ def train_metrics(candidate: EncoderId) -> str:
 
 def best_json(run: str, step: int | str) -> str:
     """The step's selection (checkpoint select_best): the winning candidate and every candidate's dev score."""
-    return f"results/{run}/step{step}/best.json"
+    return f"{FOLDERS.results}/{run}/step{step}/best.json"
 
 
 def best_dir(run: str, step: int | str) -> str:
     """A copy of the step's winning model, for users."""
-    return f"results/{run}/step{step}/best"
+    return f"{FOLDERS.results}/{run}/step{step}/best"
 
 
 def pruned_record(run: str, step: int | str) -> str:
     """What ``selection.keep_weights: selected`` deleted of a step's candidates (rule prune_candidates)."""
-    return f"results/{run}/step{step}/pruned.json"
+    return f"{FOLDERS.results}/{run}/step{step}/pruned.json"
 
 
 def embedding_file(encoder: EncoderId | str, sentences: str, pooling: str, suffix: str = "npy") -> str:
     """One encoder's stored embeddings of a sentence set with one pooling (``npy``) or their record (``json``)."""
-    return f"results/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"
+    return f"{FOLDERS.results}/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"
 
 
 def mteb_dir(encoder: EncoderId | str, pooling: str) -> str:
     """MTEB's results folder of one encoder and pooling (``results/<model>/<revision>/<task>.json`` inside)."""
-    return f"results/mteb/{encoder}/{pooling}"
+    return f"{FOLDERS.results}/mteb/{encoder}/{pooling}"
 
 
 def mteb_check(encoder: EncoderId | str, pooling: str) -> str:
     """MTEB's STS scores beside this project's, per task, for one encoder and pooling."""
-    return f"results/mteb/{encoder}/{pooling}.check.tsv"
+    return f"{FOLDERS.results}/mteb/{encoder}/{pooling}.check.tsv"
 
 
 def score_file(encoder: EncoderId | str, benchmark: str, pooling: str, suffix: str = "json") -> str:
     """One encoder's scores on ``sts`` or ``senteval`` with one pooling (``json``); STS's per-pair similarities
     (``pairs.parquet``)."""
-    return f"results/eval/{encoder}/{benchmark}_{pooling}.{suffix}"
+    return f"{FOLDERS.results}/eval/{encoder}/{benchmark}_{pooling}.{suffix}"
 
 
 def dev_file(encoder: EncoderId | str, suffix: str = "json") -> str:
     """One encoder's STS-B dev score (the selection's pooling and options); its per-pair similarities
     (``pairs.parquet``)."""
-    return f"results/eval/{encoder}/dev.{suffix}"
+    return f"{FOLDERS.results}/eval/{encoder}/dev.{suffix}"
 
 
 def run_file(run: str, name: str) -> str:
     """A run's tables and plots (``sts.tsv``, ``steps.png``, ``reverse_dictionary.json``, ...)."""
-    return f"results/{run}/eval/{name}"
+    return f"{FOLDERS.results}/{run}/eval/{name}"
 
 
 def compare_file(name: str) -> str:
     """A table of every run side by side (``sts.tsv``, ``reverse_dictionary.md``, ...)."""
-    return f"results/compare/{name}"
+    return f"{FOLDERS.results}/compare/{name}"
 
 
 def baselines_file(encoder: EncoderId | str, name: str) -> str:
     """An encoder's training-free grid: ``scores.tsv``, ``summary.md``, ``layers.png``."""
-    return f"results/baselines/{encoder}/{name}"
+    return f"{FOLDERS.results}/baselines/{encoder}/{name}"
 
 
 def baseline_cache(encoder: EncoderId | str, template: str) -> str:
     """The sentence embeddings one encoder gave with one template, one directory per layer set."""
-    return f"results/baselines/{encoder}/cache/{template}"
+    return f"{FOLDERS.results}/baselines/{encoder}/cache/{template}"
 
 
 def fit_corpus_file() -> str:
     """The baselines' fit corpus, one sentence a line."""
-    return "results/baselines/fit_corpus.txt"
+    return f"{FOLDERS.results}/baselines/fit_corpus.txt"
 
 
 def log_file(*parts: str) -> str:
-    return "logs/" + "/".join(str(part) for part in parts) + ".log"
+    return f"{FOLDERS.logs}/" + "/".join(str(part) for part in parts) + ".log"
 
 
 def benchmark_file(*parts: str) -> str:
     """A job's Snakemake benchmark (wall seconds, peak memory, CPU time: what the cost sheet reads), beside its log."""
-    return "benchmarks/" + "/".join(str(part) for part in parts) + ".tsv"
+    return f"{FOLDERS.benchmarks}/" + "/".join(str(part) for part in parts) + ".tsv"
 
 
 def work_clock_file(*parts: str) -> str:
@@ -344,7 +410,7 @@ def work_clock_file(*parts: str) -> str:
 def log_beside(benchmark: str) -> str:
     """The log of the job whose benchmark is ``benchmark``: every rule names both by the same parts (a test checks
     it), so Snakemake's record of a job's outputs (kept with its log) is found from its benchmark."""
-    return log_file(benchmark.removeprefix("benchmarks/").removesuffix(".tsv"))
+    return log_file(benchmark.removeprefix(f"{FOLDERS.benchmarks}/").removesuffix(".tsv"))
 
 
 def work_clock_beside(benchmark: str) -> str:

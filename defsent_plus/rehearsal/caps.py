@@ -173,6 +173,7 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     space["ica"] = {**space.get("ica", {}), "max_iter": caps.ica_max_iter}
     space["isotropy"] = {**space.get("isotropy", {}), "n_pairs": caps.isotropy_pairs}
     config.pop("published", None)  # published numbers are not compared with random weights
+    config.pop("results_dir", None)  # a rehearsal's working directory is its own: results/ there (its cost sheet's)
     config["rehearsal"] = {"config": source, "size": size, "caps": asdict(caps),
                            "models": {name: real["models"][name] for name in models}}
     return config
