@@ -507,7 +507,7 @@ def test_every_file_a_dictionary_source_reads_is_a_rule_input(tmp_path):
     ({"type": "gcide", "path": "nowhere"}, r"source 'gcide': nowhere not found \(expected a folder of GCIDE"),
     ({"type": "wordnet", "path": "nowhere"},
      r"source 'wordnet': nowhere/corpora/wordnet/data.adj not found \(expected an nltk_data root holding "
-     r"corpora/wordnet \(run `defsent-plus setup-wordnet`\)\)"),
+     r"corpora/wordnet: set the key to one, or run `defsent-plus setup-wordnet --target <dir>`\)"),
 ])
 def test_a_dictionary_source_that_does_not_exist_is_an_error_naming_its_key(source, message):
     with pytest.raises(DefSentError, match=message):

@@ -63,8 +63,8 @@ def test_the_module_runs_the_whole_dag_with_every_output_under_its_prefix(module
 
 @pytest.mark.workflow
 def test_a_wordnet_source_is_read_under_the_prefix_or_the_error_names_the_folder_and_key(module_run, tmp_path):
-    """The documented default ``path: nltk_data`` lies in the prefix folder: missing, the dictionary job says where
-    it looked and which key to set; there (as `defsent-plus setup-wordnet --target defsent/nltk_data` makes it), the
+    """The documented default ``path: nltk_data`` lies in the prefix folder: missing, planning says where it looked
+    and which key to set; there (as `defsent-plus setup-wordnet --target defsent/nltk_data` makes it), the
     dictionary is built from it."""
     from test_dictionary import WORDNET_DATA, write_wordnet
 
@@ -75,12 +75,11 @@ def test_a_wordnet_source_is_read_under_the_prefix_or_the_error_names_the_folder
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
     index = len(config["dictionary"]["sources"]) - 1
     target = f"{PREFIX}/results/dictionary/stats.tsv"
-    with pytest.raises(AssertionError):
-        module_snakemake(workdir, target)
-    log = (workdir / PREFIX / "logs" / "dictionary" / "dictionary.log").read_text()
-    folder = (workdir / PREFIX / "nltk_data" / "corpora" / "wordnet").resolve()
-    assert (f"config: dictionary.sources[{index}].path (wordnet): no WordNet under {folder}; set it to an nltk_data "
-            "root holding corpora/wordnet, or run `defsent-plus setup-wordnet --target <dir>`") in log
+    with pytest.raises(AssertionError) as planning:
+        module_snakemake(workdir, "--dry-run", target)
+    assert (f"config: dictionary.sources[{index}].path: source 'wordnet': {PREFIX}/nltk_data/corpora/wordnet/"
+            in str(planning.value))
+    assert "set the key to one, or run `defsent-plus setup-wordnet --target <dir>`" in str(planning.value)
     write_wordnet(workdir / PREFIX / "nltk_data", WORDNET_DATA)  # a small WordNet, where the docs say
     module_snakemake(workdir, target)
     assert "source:wordnet\tdefinitions_read\t15\n" in (workdir / target).read_text()  # WORDNET_DATA's lemmas

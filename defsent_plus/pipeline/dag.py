@@ -245,7 +245,8 @@ SOURCE_EXPECTED = {  # what each source type's path must hold
     "oxford": f"a folder holding {', '.join(OXFORD_SPLITS)}",
     "defsentplus": "the DefSent+ release's Ox+WN.csv",
     "tsv": "a file of entry<TAB>definition lines",
-    "wordnet": "an nltk_data root holding corpora/wordnet (run `defsent-plus setup-wordnet`)",
+    "wordnet": "an nltk_data root holding corpora/wordnet: set the key to one, or run `defsent-plus setup-wordnet "
+               "--target <dir>`",
 }
 
 
