@@ -49,12 +49,11 @@ def cmd_similarity(args: argparse.Namespace) -> None:
 
 def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     from defsent_plus.methods.defsent_plus.reverse_dictionary import ReverseDictionary
-    from defsent_plus.recorded_paths import model_folders
 
     require_command(args.model, "reverse-dictionary")
     if not args.sentences or any(not s.strip() for s in args.sentences):
         raise DefSentError("query", "expected at least one non-empty sentence")
-    search = None if args.search is None else searched_dataset(args.search, model_folders(args.model))
+    search = None if args.search is None else searched_dataset(args.search, args.model)
     rd = ReverseDictionary(args.model, args.space, args.dataset, args.pooling, args.scoring, args.cosine_space,
                            search, args.cache_dir)
     if rd.note:
@@ -75,19 +74,20 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
                                     "not among the candidates, so no ranking here can find it"))
 
 
-def searched_dataset(search: str, folders: list[Path]) -> Path:
-    """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage (in the model's workflow
-    folder, ``folders[0]``, else in the current folder)."""
+def searched_dataset(search: str, model: str) -> Path:
+    """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage of the config that trained
+    ``model`` (in the model's workflow folder, else in the current folder)."""
     from defsent_plus.dictionary import DATASETS
     from defsent_plus.pipeline import dag
-    from defsent_plus.recorded_paths import located, tried_paths
+    from defsent_plus.recorded_paths import dictionary_folder, located, model_folders, tried_paths
 
     if search not in DATASETS:
         if not Path(search).is_file():
             raise DefSentError(search, f"--search: expected a dataset parquet or one of {list(DATASETS)} (the "
                                        "dictionary stage's datasets)")
         return Path(search)
-    recorded = dag.dictionary_file(f"{search}.parquet")
+    recorded = Path(dictionary_folder(model, str(Path(dag.dictionary_file(search)).parent))) / f"{search}.parquet"
+    folders = model_folders(model)
     path = located(recorded, folders)
     if path is None:
         tried = ", ".join(str(p) for p in tried_paths(recorded, folders))

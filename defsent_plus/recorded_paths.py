@@ -65,14 +65,26 @@ def given_file(path: str | Path, flag: str) -> Path:
     return Path(path)
 
 
-def model_folders(model_dir: str | Path) -> list[Path]:
-    """:func:`search_folders` of a trained model: its workflow folder is where the paths its training card records
-    (dataset, entry space, base model) exist; a model without a card has only the current folder."""
+def training_card(model_dir: str | Path) -> dict:
+    """A trained model's training card, or {} for a model without one."""
     from defsent_plus.io import read_json
     from defsent_plus.names import TRAINING_CARD
 
     card_path = Path(model_dir) / TRAINING_CARD
-    card = read_json(card_path) if card_path.is_file() else {}
+    return read_json(card_path) if card_path.is_file() else {}
+
+
+def dictionary_folder(model_dir: str | Path, default: str) -> str:
+    """The dictionary stage's folder of the config that trained a model: the part of its card's dataset path up to
+    ``dictionary`` (``results-<config>/dictionary`` for another config's model), else ``default``."""
+    parts = Path(training_card(model_dir).get("dataset") or "").parts
+    return str(Path(*parts[: parts.index("dictionary") + 1])) if "dictionary" in parts else default
+
+
+def model_folders(model_dir: str | Path) -> list[Path]:
+    """:func:`search_folders` of a trained model: its workflow folder is where the paths its training card records
+    (dataset, entry space, base model) exist; a model without a card has only the current folder."""
+    card = training_card(model_dir)
     return search_folders(model_dir, [card.get(key) for key in RECORDED_KEYS])
 
 

@@ -105,3 +105,20 @@ def test_the_card_declares_the_root_models_public_id_through_a_start_from_chain(
     assert "by way of `results/first/step2/best`" in text
     assert (f"starting from `{public}`" in text) if public else ("`/data/my-encoder` (by way of" in text
                                                                and "declares no `base_model`" in text)
+
+
+def test_search_reads_the_dictionary_of_the_config_that_trained_the_model(tmp_path, monkeypatch):
+    """Another config's model (results-mine/) searches that config's dataset a, never the default config's."""
+    from defsent_plus.cli import searched_dataset
+
+    model = tmp_path / "results-mine" / "run" / "step1" / "best"
+    model.mkdir(parents=True)
+    write_json(model / TRAINING_CARD, {"dataset": "results-mine/dictionary/subsets/a1k.parquet"})
+    for results in ("results", "results-mine"):
+        (tmp_path / results / "dictionary").mkdir(parents=True, exist_ok=True)
+        (tmp_path / results / "dictionary" / "a.parquet").write_bytes(b"")
+    (tmp_path / "results-mine" / "dictionary" / "subsets").mkdir()
+    (tmp_path / "results-mine" / "dictionary" / "subsets" / "a1k.parquet").write_bytes(b"")
+    monkeypatch.chdir(tmp_path / "results-mine")  # elsewhere: found through the model's workflow folder
+    found = searched_dataset("a", str(model)).resolve()
+    assert found == (tmp_path / "results-mine" / "dictionary" / "a.parquet").resolve()
