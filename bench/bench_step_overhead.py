@@ -4,7 +4,7 @@ writing its metrics table and reporting to TensorBoard (the cost of watching a r
 All train the same micro model (one layer, width 32: its arithmetic is small, so the loop's own work shows) on the
 same definitions against the same entry space, DefSent+'s objective, batch 32, interleaved ``--repeats`` times: the
 median milliseconds per step of each, and each loop's host reads of tensors per step (``.item()``, ``bool(t)``, ...;
-bench/host_reads.py). On a GPU each read waits for every queued kernel (docs/gpu.md has the GPU rows,
+bench/host_reads.py). On a GPU each read waits for every queued kernel (docs/results.md has the GPU rows,
 bench/gpu_loop.py); on a CPU it costs next to nothing.
 
 A step's milliseconds are split in the same run (bench/step_clock.py): the time inside the calls that compute the

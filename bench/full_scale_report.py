@@ -1,4 +1,4 @@
-"""What a real run cost and what its training did, from its own records (docs/measurements.md, "All of dataset a").
+"""What a real run cost and what its training did, from its own records (docs/results.md, "Full-data MiniLM run").
 
     .venv/bin/python bench/full_scale_report.py WORKDIR --run minilm_full [--cost-sheet rehearsals/…/cost_sheet.tsv]
 

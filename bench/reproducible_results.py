@@ -5,7 +5,7 @@ a pace), which belong in ``benchmarks/`` (work clocks) and ``logs/``, not in res
     .venv/bin/python bench/reproducible_results.py WORKDIR_A WORKDIR_B
 
 Prints the files that differ or exist in one run only and the timing fields found; exits 1 if there is any
-(docs/measurements.md: two default runs from empty).
+(docs/results.md: two default runs from empty).
 """
 
 from __future__ import annotations

@@ -98,13 +98,12 @@ def projected_request(rule, key):
 THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
 # is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'
-# path (fit corpus, forward pass, grid: minutes, independent of the chain) shares the priority: below it, it waited for
-# a moment free of the chain's jobs, which in one default run came after the last selection, and ran alone at the end.
-# Within the chain, the steps that only the chain needs go first: its entry spaces, transforms and training (above
-# the embeddings and baselines, which tied with them and took both cores while the first entry space waited 104 s),
-# and above those the seconds-long jobs that open the chain's next step (subsets, dev scores, the selection and its
-# copy: among equals Snakemake prefers large inputs, so a 1-s selection waited 174 s behind STS encodings). The
-# default DAG: 605 and 608 s -> 580 and 600 s (docs/measurements.md, 2026-11-28, seventh session).
+# path (fit corpus, forward pass, grid: minutes, independent of the chain) shares the priority, so it runs beside the
+# chain rather than alone at the end. Within the chain, the steps that only the chain needs go first: its entry
+# spaces, transforms and training rank above the embeddings and baselines, and above those rank the seconds-long jobs
+# that open the chain's next step (subsets, dev scores, the selection and its copy), which Snakemake would otherwise
+# start after STS encodings (among equal priorities it prefers large inputs). The default DAG's wall time with this
+# order: docs/results.md, "Budgets".
 CHAIN_PRIORITY = 10
 STEP_PRIORITY = CHAIN_PRIORITY + 1
 GATE_PRIORITY = CHAIN_PRIORITY + 2

@@ -78,11 +78,12 @@ def test_refuses_cpu_without_smoke(costs, capsys):
     assert "--smoke" in capsys.readouterr().err
 
 
-H100_REPEAT = REPO / "docs" / "gpu" / "2026-11-26-h100-config-costs-repeat.json"  # 20 warm-up + 100 timed steps
+# bench/gpu_config_costs.py's output on one H100, 20 warm-up + 100 timed steps (docs/results.md, "GPU measurements")
+H100_REPEAT = REPO / "tests" / "fixtures" / "gpu" / "2026-11-26-h100-config-costs-repeat.json"
 
 
 def test_every_h100_measured_step_and_peak_fits_its_projection_with_the_margin(costs):
-    """The H100 rows (docs/gpu.md, "H100 (2026-11-26)") against today's projection with the H200 defaults of
+    """The H100 rows (docs/results.md, "GPU measurements") against today's projection with the H200 defaults of
     ``costs.gpu``: ms a step and peak GPU memory within ``costs.margin`` (SLT-FAI's step was 4.37 × its one-pass
     projection before its declaration counted its three encoder passes), and no memory under-projected by more
     than the 15% that allocator blocks and the batch's copies add beside the model (SLT-FAI's was 34%)."""

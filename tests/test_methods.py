@@ -258,7 +258,7 @@ def test_a_declaration_that_the_system_could_not_use_is_refused(change, message)
 
 
 def test_each_method_declares_the_encoder_passes_of_its_step():
-    """What the cost model's step latency and activations count (docs/gpu.md, "H100 (2026-11-26)"): SimCSE's second
+    """What the cost model's step latency and activations count (docs/results.md, "GPU measurements"): SimCSE's second
     view is a second forward pass, SLT-FAI's incomplete sentences a third."""
     passes = {name: method.encoder_passes for name, method in all_methods().items()}
     assert passes == {"defsent": 1, "defsent_plus": 1, "simcse": 2, "slt_fai": 3}

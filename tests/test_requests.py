@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from workflow_utils import snakemake, validated, write_tiny_config
 
 from defsent_plus.methods.simcse import STSSICK_SENTENCES
@@ -113,13 +113,14 @@ def test_a_model_of_unknown_architecture_asks_for_the_rules_fixed_request():
 
 
 def test_the_gpu_defaults_reproduce_the_measured_h200_rows():
-    """config costs.gpu's defaults come from bench/gpu_throughput.py on an H200 (docs/gpu/): the cost model with
-    them gives each measured BERT-base row, and BERT-large's training step, within 3%."""
+    """config costs.gpu's defaults come from bench/gpu_throughput.py on an H200 (its output: tests/fixtures/gpu/;
+    docs/results.md): the cost model with them gives each measured BERT-base row, and BERT-large's training step,
+    within 3%."""
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     defaults = {k: v["default"] for k, v in schema["properties"]["costs"]["properties"]["gpu"]["properties"].items()}
     gpu = Gpu(**defaults)
     for shape in ("bert-base", "bert-large"):
-        rows = {r["what"]: r for r in json.loads((REPO / "docs" / "gpu" / f"2026-11-26-h200-{shape}.json")
+        rows = {r["what"]: r for r in json.loads((FIXTURES / "gpu" / f"2026-11-26-h200-{shape}.json")
                                                   .read_text())["rows"]}
         architecture = architecture_of(f"{shape}-uncased")
         layers, hidden = architecture.config["num_hidden_layers"], architecture.config["hidden_size"]

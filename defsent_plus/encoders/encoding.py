@@ -87,8 +87,8 @@ class Batching:
 
 
 # The one place to change encoding batches by device type; a device type not listed keeps the caller's batch_size
-# without a budget (on CPU the batches encode has always made). CUDA's default: 61.5 s for dataset a's entry space on
-# an H200 against 64.7 s for the loop before it (docs/gpu.md, 2026-11-27).
+# without a budget (on CPU the batches encode has always made). CUDA's default encodes dataset a's entry space in
+# 61.5 s on an H200 (docs/results.md, "GPU measurements").
 DEVICE_BATCHING: dict[str, Batching] = {"cuda": Batching(batch_size=1024, max_tokens=65_536)}
 HOST_CHUNK_ROWS = 16_384  # pooled rows gathered on the device before one copy to the host
 TOKENISE_CHUNK = 8_192  # texts tokenised per tokenizer call (bounds the Python lists alive at once)

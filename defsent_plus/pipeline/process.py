@@ -2,7 +2,7 @@
 
 Importing torch and transformers creates about 700,000 objects, nearly all of them alive until the job ends. Left
 alone, the collector walks the growing heap again and again while they load, and all of it once more when the
-interpreter exits: about 1 s each in every job that runs a model, on the 2-core machine (docs/measurements.md). A job
+interpreter exits: about 1 s each in every job that runs a model, on the 2-core machine (docs/results.md). A job
 therefore imports its libraries with the collector paused and then freezes what exists (``gc.freeze``: never walked
 again; the few reference cycles the imports dropped stay in memory until the job ends), and freezes whatever it made
 at exit, which the operating system frees. Garbage the job makes while it works is collected as always; nothing here

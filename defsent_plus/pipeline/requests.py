@@ -24,7 +24,7 @@ REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
 # A job's fixed part on a cluster node: 13.75 s for Python, torch, transformers and the package, CUDA's initialisation
 # and loading BERT-base onto the GPU (bench/gpu_job_start.py on an H200 node, 2026-11-27, median of 3) and 2 s of
-# Snakemake's own start inside the job (its no-op dry run of this workflow, docs/measurements.md). Was 60 s, assumed.
+# Snakemake's own start inside the job (its no-op dry run of this workflow, docs/results.md). Was 60 s, assumed.
 START_SECONDS = 16.0
 BASE_MEMORY_BYTES = 1.5e9  # Python, torch and the data beside the model (rehearsals: 0.7-1.4 GB)
 UNKNOWN_MODEL_REQUEST = {"runtime": 240, "mem_mb": 8000}  # the rule's fixed request, for a model of unknown size
