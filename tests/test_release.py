@@ -19,6 +19,12 @@ def test_the_changelog_describes_the_package_version_first():
     assert versions and versions[0] == VERSION, f"CHANGELOG.md: newest version {versions[:1]}, pyproject {VERSION}"
 
 
+def test_the_package_reports_the_version():
+    from defsent_plus import __version__
+
+    assert __version__ == VERSION
+
+
 def test_the_module_example_pins_the_released_version():
     wrapper = (REPO / "docs" / "module" / "Snakefile").read_text(encoding="utf-8")
     assert re.findall(r'tag="v([^"]+)"', wrapper) == [VERSION]
