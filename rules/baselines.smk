@@ -84,6 +84,6 @@ rule baseline_grid:
         grid_key=lambda w: PLAN.baseline_grid_key(w.encoder),
         templates=canonical_of(lambda w: PLAN.baseline_templates(w.encoder)),
         options=canonical(BASELINE_SCORING),
-        title=lambda w: f"Training-free sentence embeddings of {w.encoder} (003)",
+        title=lambda w: f"Training-free sentence embeddings of {w.encoder} (the extraction study's baselines)",
     script:
         "../workflow/scripts/baseline_grid.py"

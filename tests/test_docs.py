@@ -15,7 +15,7 @@ from conftest import REPO
 
 README = REPO / "README.md"
 DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
-README_MAX_LINES = 260
+README_MAX_LINES = 160
 SETUP_COMMANDS = ["bash bin/run", "bash bin/test"]
 
 # A dotted name of the package; not the tail of a config key (methods.defsent_plus.lr) or of a path.

@@ -95,8 +95,8 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
     write_scores(table, outputs["tsv"])
     notes = [f"STS: Spearman x 100 of cosine (STS12-16 '{options['sts_aggregation']}'); align/uniform: Wang & Isola on "
              "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
-             f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (003's W), 'eval' = on each "
-             "evaluated task's own sentences (transductive)",
+             f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (the extraction study's W), "
+             "'eval' = on each evaluated task's own sentences (transductive)",
              f"{len(table)} combinations scored; intervals and paired tests of the {len(uncertainty.indices)} rows "
              "named here (their seconds: the job's log)"]
     write_page(outputs["md"], summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)))

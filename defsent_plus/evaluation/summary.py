@@ -15,7 +15,7 @@ from defsent_plus import banner
 from defsent_plus.io import write_page
 
 WHAT_THIS_IS = (
-    "This workflow trains sentence encoders on dictionary definitions (DefSent+, 000: each definition projected onto "
+    "This workflow trains sentence encoders on dictionary definitions (DefSent+: each definition projected onto "
     "its entry in a frozen space of entry embeddings, with Progressive Separate Training) and compares them with "
     "their starting models and the methods around them, all scored by one evaluator from stored sentence embeddings. "
     "Every STS number carries a 95% bootstrap interval over the test pairs, and every trained model is tested "

@@ -36,12 +36,12 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
 
 METHOD = Method(
     name="defsent",
-    paper="001/002 (DefSent): headword prediction through the frozen masked-LM head",
+    paper="DefSent (Tsukagoshi et al. 2021): headword prediction through the frozen masked-LM head",
     target="vocab",  # its candidates predict the masked-LM head's vocabulary
     options=with_defaults(OPTIMISATION_OPTIONS, optimizer="adam", adam_eps=1.0e-8, max_grad_norm=None,
                           bucket_by_length=False, schedule="constant", warmup_ratio=0.1,
                           warmup_rounding="none"),
-    options_source="DefSent's defaults (001 and its experiments code): Adam, 10% warm-up then constant, no clipping",
+    options_source="DefSent's defaults (its paper and experiments code): Adam, 10% warm-up then constant, no clipping",
     build_task=build_task,
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "predict-words"),

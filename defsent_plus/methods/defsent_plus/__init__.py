@@ -34,10 +34,10 @@ REVERSE_DICTIONARY = ReverseDictionaryProtocol(
 
 METHOD = Method(
     name="defsent_plus",
-    paper="000 (DefSent+): definitions projected into a frozen entry space, Progressive Separate Training",
+    paper="DefSent+ (Liu 2024): definitions projected into a frozen entry space, Progressive Separate Training",
     target=ENTRY_SPACE,
     options=OPTIMISATION_OPTIONS,  # 000, Appendix A: AdamW eps 1e-6, linear decay to 0, no warm-up, clipping 1.0
-    options_source="DefSent+'s optimisation (000, Appendix A)",
+    options_source="DefSent+'s optimisation (DefSent+, Appendix A)",
     build_task=build_task,
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "reverse-dictionary"),
@@ -49,12 +49,12 @@ METHOD = Method(
         "steps are up to 4x smaller",
         "definitions are truncated at max_length (64 in config.yaml, 128 in configs/); the authors truncate "
         "nothing (dataset a's longest definitions have 138-141 tokens)",
-        "each step's best (space, seed) is selected on STS-B dev; 000 kept the best of 10 runs by the STS test "
-        "average",
+        "each step's best (space, seed) is selected on STS-B dev; DefSent+'s authors kept the best of 10 runs by the "
+        "STS test average",
         "bf16 autocast and TF32 on a GPU; the authors trained in fp32",
         "RoBERTa's pooler is the starting checkpoint's lm_head.dense (the authors: the original backbone's); a "
-        "chain starts from this workflow's own SimCSE / SLT-FAI model, whose training MLP is not kept (000 started "
-        "from released SimCSE checkpoints, whose MLP is their pooler)",
+        "chain starts from this workflow's own SimCSE / SLT-FAI model, whose training MLP is not kept (the authors "
+        "started from released SimCSE checkpoints, whose MLP is their pooler)",
         "the prompt template has no trailing space (the authors' adds one, an extra token for RoBERTa) and "
         "evaluation truncates at evaluation.max_length (the authors: 512)",
     ),

@@ -20,7 +20,7 @@ def build_task(inputs):
 
 SLT_FAI_OPTIONS = {
     "variant": {"enum": ["simcse", "consert"], "default": "simcse",
-                "description": "the backbone whose published settings are this block's defaults (004 §4.1)"},
+                "description": "the backbone whose published settings are this block's defaults (SLT-FAI, §4.1)"},
     "usrl_weight": {"type": "number", "exclusiveMinimum": 0,
                     "description": "weight of R_USRL (ConSERT's contrastive-loss rate --cl_rate)"},
     "alpha": {"type": "number", "minimum": 0, "default": 1.0,
@@ -37,7 +37,7 @@ SLT_FAI_OPTIONS = {
                          "description": "token counts; null = the training corpus"},
     "discriminators": {"enum": ["released", "paper"], "default": "released",
                        "description": "released: the authors' code (token h-2h-2h-h-2, sentence h-h-2, ReLU after the "
-                                      "last layer); paper: two linear layers with a ReLU between (004 §4.1)"},
+                                      "last layer); paper: two linear layers with a ReLU between (SLT-FAI, §4.1)"},
     "at_views": {"enum": ["both", "one"], "default": "both",
                  "description": "L_AT over both views' token states (the released code) or the first only"},
 }
@@ -52,9 +52,9 @@ SIMCSE = Variant(
              "patience": None, "select_every": 125, "extra_tokens": 0, "rescore_at_epoch_end": False,
              "shuffled_positions": "model"},
     run={"lr": 3.0e-5, "batch_size": 32, "pooling": "cls"},
-    source="004 §4.1 (SimCSE + SLT-FAI: warm-up 0.1 epochs, batch 32) on unsupervised SimCSE's settings "
+    source="SLT-FAI §4.1 (SimCSE + SLT-FAI: warm-up 0.1 epochs, batch 32) on unsupervised SimCSE's settings "
            "(princeton-nlp/SimCSE run_unsup_example.sh)",
-    deviations=("the released code has no SimCSE + SLT-FAI script: SimCSE's settings with 004's batch size and "
+    deviations=("the released code has no SimCSE + SLT-FAI script: SimCSE's settings with SLT-FAI's batch size and "
                 "warm-up, the discriminators as the released ConSERT script builds them",),
 )
 CONSERT = Variant(
@@ -72,11 +72,11 @@ CONSERT = Variant(
              # again at its end; modeling_{bert,roberta}.py's _replace_position_ids permutes 0..n-1
              "extra_tokens": 3, "rescore_at_epoch_end": True, "shuffled_positions": "zero"},
     run={"lr": 5.0e-7, "batch_size": 32, "pooling": "mean"},
-    source="004 §4.1 (ConSERT + SLT-FAI: warm-up 0.5 epochs, batch 32); wangbing1416/SLT-FAI "
+    source="SLT-FAI §4.1 (ConSERT + SLT-FAI: warm-up 0.5 epochs, batch 32); wangbing1416/SLT-FAI "
            "scripts/unsup-SLTFAI-base.sh and main.py; yym6472/ConSERT scripts/unsup-consert-base.sh",
     deviations=(
         "stssick is STS12-16 (every input line), STS-B train/dev/test and SICK-R test: SentEval's data has no SICK "
-        "train and trial files, which ConSERT's corpus also holds (89,192 sentences in 004)",
+        "train and trial files, which ConSERT's corpus also holds (89,192 sentences in SLT-FAI's paper)",
         "fp32 on CPU and bf16 autocast on a GPU; the released runs used apex O1 (fp16)",
         "the linear warm-up is 10% of epochs x batches per epoch, rounded up; main.py rounds up 10% of "
         "sentences x epochs / batch size (one step apart at most)",
@@ -87,11 +87,11 @@ VARIANT_OPTIONS = set(SIMCSE.options) | set(CONSERT.options)
 
 METHOD = Method(
     name="slt_fai",
-    paper="004 (SLT-FAI): SimCSE/ConSERT + frequency-adversarial and incomplete-sentence discriminators",
+    paper="SLT-FAI (Wang et al. 2023): SimCSE/ConSERT + frequency-adversarial and incomplete-sentence discriminators",
     target="contrastive",
     options=without_defaults({**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS, **SLT_FAI_OPTIONS}, VARIANT_OPTIONS,
                              "Default: the variant's."),
-    options_source="SLT-FAI (004, Section 4.1): each variant on its backbone's published settings",
+    options_source="SLT-FAI (its paper, Section 4.1): each variant on its backbone's published settings",
     build_task=build_task,
     deviations=(
         "low-frequency tokens are masked for incomplete sentences at epsilon = 0.2 (the paper's wording); the "
@@ -99,7 +99,7 @@ METHOD = Method(
         "L_AT averages over each sentence's non-padding, non-special tokens; the released code over every position, "
         "padding included",
         "the discriminators are built at the model's width; the released code hard-codes 768",
-        "frequency labels are counted on the training corpus by default (004 counted BookCorpus)",
+        "frequency labels are counted on the training corpus by default (SLT-FAI's authors counted BookCorpus)",
     ),
     max_steps=1,
     dev_in_training=True,
