@@ -3,22 +3,42 @@ why; and the config schema's leaves (tests/test_config_walk.py)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import REPO
 
+COMPILED: dict[tuple, tuple[str, int, dict]] = {}  # replanned's Snakefiles translated to Python, by file and version
+
 
 def replanned(workdir: Path) -> dict[str, set[str]]:
     """Rule -> the reasons (Snakemake's names) of its jobs that would run in ``workdir``, planned as a dry run does,
-    except the jobs that run only because a job before them does ("input files updated by another job").
+    except the jobs that run only because a job before them does ("input files updated by another job"). Each
+    Snakefile is translated to Python once (``COMPILED``), not once a plan; the rules are read anew each time.
 
-    The one use of Snakemake's private API (``_workflow``, ``_prepare_dag``, ``_build_dag``, ``dag.reason``): tested
-    with Snakemake 9.9 (pyproject pins >=9.1,<9.10)."""
+    The one use of Snakemake's private API (``_workflow``, ``_prepare_dag``, ``_build_dag``, ``dag.reason``, the
+    parser ``snakemake.workflow.parse``): tested with Snakemake 9.9 (pyproject pins >=9.1,<9.10)."""
+    from unittest import mock
+
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import DAGSettings, OutputSettings, Quietness, ResourceSettings
 
-    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+    host = importlib.import_module("snakemake.workflow")  # after snakemake.api, which it imports in turn
+    translate = host.parse
+
+    def translated_once(snakefile, workflow, linemap, rulecount=0, **options):
+        path = Path(snakefile.get_path_or_uri())
+        key = (str(path), path.stat().st_mtime_ns, rulecount, tuple(sorted(options.items())))
+        if key not in COMPILED:
+            lines: dict[int, int] = {}
+            COMPILED[key] = (*translate(snakefile, workflow, lines, rulecount=rulecount, **options), lines)
+        code, count, lines = COMPILED[key]
+        linemap.update(lines)
+        return code, count
+
+    with mock.patch.object(host, "parse", translated_once), \
+            SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(resource_settings=ResourceSettings(cores=2), snakefile=REPO / "Snakefile",
                                     workdir=workdir)
         workflow_api.dag(DAGSettings())
