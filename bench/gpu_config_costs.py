@@ -60,9 +60,9 @@ from defsent_plus.dictionary import read_dataset, subsample_entries, training_pa
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
 from defsent_plus.methods import Method  # noqa: E402
+from defsent_plus.model_specs import spec_kind  # noqa: E402
 from defsent_plus.pipeline.config_schema import validated_config  # noqa: E402
 from defsent_plus.pipeline.model_architectures import Architecture, model_architecture  # noqa: E402
-from defsent_plus.pipeline.model_store import spec_kind  # noqa: E402
 from defsent_plus.pipeline.plan import Plan  # noqa: E402
 from defsent_plus.pipeline.requests import (  # noqa: E402
     START_SECONDS,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
+from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.pipeline.model_store import spec_kind
 from defsent_plus.rehearsal.caps import names_layers
 
 

@@ -13,9 +13,9 @@ import pytest
 from defsent_plus.cli import main as cli
 from defsent_plus.encoders.model_card import model_card
 from defsent_plus.io import write_json
+from defsent_plus.model_specs import SOURCE_CARD
 from defsent_plus.names import TRAINING_CARD
 from defsent_plus.pipeline import dag
-from defsent_plus.pipeline.model_store import SOURCE_CARD
 
 RUN, STEPS = "tiny", 3  # tests/fixtures/tiny/config.yaml
 

@@ -26,7 +26,7 @@ def test_a_script_gets_its_jobs_arguments_folder_environment_and_threads_and_ret
         result = run(warm_python, script, tmp_path, JOB_VALUE="from the job", OMP_NUM_THREADS=threads,
                      TMPDIR=str(tmp_path))
         assert result.returncode == 3, result.stderr
-        server = warm_python.server.pid  # a fork of the warm server, not a fresh interpreter
+        server = warm_python.pid  # a fork of the warm server, not a fresh interpreter
         assert result.stdout == f"an argument {tmp_path} from the job {threads} {tmp_path} {tmp_path} {server}\n"
         assert result.stderr == "to stderr\n"
 
@@ -36,7 +36,7 @@ def test_what_an_interpreter_reads_when_it_starts_gets_a_fresh_one(warm_python, 
     assert run(warm_python, script, tmp_path).returncode == 0
     fresh = run(warm_python, script, tmp_path, PYTHONWARNINGS="error")
     assert fresh.returncode == 1 and "UserWarning: a warning" in fresh.stderr
-    assert int(fresh.stdout) != warm_python.server.pid
+    assert int(fresh.stdout) != warm_python.pid
 
 
 def test_a_process_the_script_forks_does_not_report_the_scripts_status(warm_python, tmp_path):
@@ -59,4 +59,4 @@ def test_an_environment_too_large_for_the_socket_runs_on_a_fresh_interpreter(war
     script = "import os\nprint(os.getppid(), sum(len(v) for k, v in os.environ.items() if k.startswith('LARGE')))\n"
     result = run(warm_python, script, tmp_path, **large)
     parent, size = map(int, result.stdout.split())
-    assert result.returncode == 0 and size == 300_000 and parent != warm_python.server.pid
+    assert result.returncode == 0 and size == 300_000 and parent != warm_python.pid

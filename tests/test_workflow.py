@@ -14,9 +14,9 @@ import pytest
 import yaml
 from workflow_utils import copy_run, planned_jobs, snakemake, validated, write_tiny_config
 
+from defsent_plus.model_specs import SOURCE_CARD
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.pipeline.model_store import SOURCE_CARD
 from defsent_plus.pipeline.plan import Plan
 
 pytestmark = pytest.mark.workflow

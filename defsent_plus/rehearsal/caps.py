@@ -19,8 +19,8 @@ from pathlib import Path
 
 from defsent_plus.dictionary.heldout import HeldOut
 from defsent_plus.errors import DefSentError
+from defsent_plus.model_specs import spec_kind
 from defsent_plus.names import HELDOUT_SPLITS
-from defsent_plus.pipeline.model_store import spec_kind
 
 DATASETS = ("a", "b", "c")
 SUBSET_PREFIX = "rehearsal_"

@@ -21,9 +21,10 @@ import yaml
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
+from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.job_model import STS_UNITS, unit_name
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.pipeline.model_store import resolve_model, spec_kind
+from defsent_plus.pipeline.model_store import resolve_model
 from defsent_plus.rehearsal import REPO, standins
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
