@@ -96,6 +96,7 @@ def test_a_rule_without_a_request_model_is_refused():
 def test_the_dag_gives_each_encoding_job_its_projected_request(tmp_path):
     """The default DAG's embed, entry_space, transform_space, reverse_dictionary and baseline_embed jobs ask what
     rule_request projects."""
+    (tmp_path / "nltk_data").symlink_to(REPO / "nltk_data")  # the default's WordNet source, an input of its dictionary
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2",
                           "--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile"),
                           "--configfile", str(REPO / "config.yaml")],
