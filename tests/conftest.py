@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,8 @@ def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     """The tiny config's whole DAG, run once per session and shared by the tests that only read it: a test that
     changes anything in it (config, outputs) works on ``workflow_utils.copy_run`` of it. Its train jobs also report
     to TensorBoard (tests/test_trackers.py reads it back). Its jobs record their declared paths in ``TINY_RUN_JOBS``
-    (the read audit, tests/test_read_audit.py)."""
+    (the read audit, tests/test_read_audit.py), beside a copy of the traces its processes wrote (``trace/``: taken
+    at once, before a later DAG's process can reuse a job's process id and overwrite its trace)."""
     from workflow_utils import snakemake, write_tiny_config
 
     from defsent_plus.pipeline.jobs import JOB_RECORDS
@@ -110,7 +112,12 @@ def tiny_run(tmp_path_factory, tiny_bert, warm_python) -> Path:
     records = tmp_path_factory.getbasetemp() / TINY_RUN_JOBS
     records.mkdir()
     write_tiny_config(workdir, tiny_bert, logging={"report_to": ["tensorboard"], "dir": "logs/trackers"})
+    started = time.time()
     snakemake(workdir, python=warm_python, env={JOB_RECORDS: str(records)})
+    if warm_python.trace is not None:
+        from read_audit import copy_traces_since
+
+        copy_traces_since(warm_python.trace, started, records / "trace")
     return workdir
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,16 @@ class JobReads:
         cwd = Path(self.record["cwd"])
         paths = [*self.record["input"], *self.record["output"], *self.record["log"], *SNAKEMAKE_FILES]
         return [(cwd / path).resolve() for path in paths]
+
+
+def copy_traces_since(trace: Path, started: float, into: Path) -> Path:
+    """The trace files written since ``started`` (a time.time()), copied into ``into``: what a DAG's processes left,
+    taken before a later process can reuse one's id and overwrite its ``trace.<id>``."""
+    into.mkdir()
+    for path in trace.glob("trace.*"):
+        if path.stat().st_mtime >= started:
+            shutil.copy2(path, into / path.name)
+    return into
 
 
 def trace_lines(trace: Path) -> Iterator[tuple[int, str]]:

@@ -5,13 +5,14 @@ the config names are its rule's declared inputs, outputs or logs, or files the j
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from conftest import TINY_RUN_JOBS
-from read_audit import config_paths, job_reads, undeclared_reads
+from read_audit import config_paths, copy_traces_since, job_reads, undeclared_reads
 from workflow_utils import workflow_env
 
 from defsent_plus.pipeline.jobs import JOB_RECORDS
@@ -41,7 +42,9 @@ def traced(warm_python) -> Path:
 
 
 def test_tiny_dag_reads_only_declared_files(tiny_run, warm_python, tmp_path_factory):
-    trace, records = traced(warm_python), tmp_path_factory.getbasetemp() / TINY_RUN_JOBS
+    traced(warm_python)
+    records = tmp_path_factory.getbasetemp() / TINY_RUN_JOBS
+    trace = records / "trace"  # the traces as the tiny DAG left them (tests/conftest.py tiny_run)
     config = yaml.safe_load((tiny_run / "config.yaml").read_text())
     audited = {tiny_run.resolve(), *config_paths(config, tiny_run)}
     jobs = job_reads(trace, records)
@@ -124,13 +127,14 @@ def test_audit_flags_undeclared_reads_of_each_kind(warm_python, tmp_path):
     workdir = tmp_path / "workflow"
     workdir.mkdir()
     write_readable_files(workdir)
+    started = time.time()
     (workdir / "reader.py").write_text(READER)
     (workdir / "Snakefile").write_text(SNAKEFILE.format(kinds=list(UNDECLARED)))
     result = subprocess.run([*warm_python.snakemake_command(), "--snakefile", str(workdir / "Snakefile"),
                              "--directory", str(workdir), "--cores", "2"],
                             capture_output=True, text=True, env={**workflow_env(), JOB_RECORDS: str(records)})
     assert result.returncode == 0, result.stderr[-3000:]
-    jobs = job_reads(trace, records)
+    jobs = job_reads(copy_traces_since(trace, started, tmp_path / "trace"), records)
     flagged = {job.record["wildcards"]["kind"]: [path.name for path in undeclared_reads(job, [workdir.resolve()])]
                for job in jobs.values()}
     assert flagged == {kind: [name] for kind, name in UNDECLARED.items()}
