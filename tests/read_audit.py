@@ -14,7 +14,11 @@ from pathlib import Path
 STARTED = re.compile(r"^(?:clone3?|v?fork)\(.*\)\s*=\s*(\d+)$")
 OPENED = re.compile(r"^open(?:at2?)?\((.*)\)\s*=\s*\d+<(.*)>$")
 MADE = re.compile(r'^mkdir(?:at)?\((?:\w+<(.*?)>, )?"(.*?)".*\)\s*=\s*0$')  # (folder it is relative to, path)
+RAN = re.compile(r'^execve\("([^"]*)".*\)\s*=\s*0$')
 WRITING_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT")
+# Programs a job runs whose reads are not the job's data: git, which the provenance record runs on the project's
+# checkout (`git status` reads tracked files whose index entry is not yet clean, as in a fresh clone).
+NOT_THE_JOBS = ("git",)
 # What Snakemake itself writes for a job and the job reads: its copy of the rule's script.
 SNAKEMAKE_FILES = (".snakemake/scripts",)
 
@@ -62,14 +66,19 @@ def job_reads(trace: Path, records: Path) -> dict[int, JobReads]:
     parent: dict[int, int] = {}
     opens: list[tuple[int, str, str]] = []
     made: list[tuple[int, str, str]] = []
+    others: set[int] = set()  # processes that run a program of NOT_THE_JOBS
     for tid, line in trace_lines(trace):
-        if started := STARTED.match(line):
+        if (ran := RAN.match(line)) and Path(ran.group(1)).name in NOT_THE_JOBS:
+            others.add(tid)
+        elif started := STARTED.match(line):
             parent[int(started.group(1))] = tid
         elif opened := OPENED.match(line):
             opens.append((tid, opened.group(1), opened.group(2)))
         elif folder := MADE.match(line):
             made.append((tid, folder.group(1) or "", folder.group(2)))
     for tid, arguments, path in opens:
+        if tid in others:
+            continue
         if job := jobs.get(job_of(tid, parent, jobs)):
             writing = any(flag in arguments for flag in WRITING_FLAGS)
             (job.written if writing else job.read).add(Path(path))

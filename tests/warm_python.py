@@ -169,7 +169,7 @@ def limit_threads(threads: str | None) -> None:
     torch.set_num_threads(int(threads))
 
 
-TRACED_CALLS = "open,openat,openat2,mkdir,mkdirat,clone,clone3,fork,vfork"  # opened, made, started
+TRACED_CALLS = "open,openat,openat2,mkdir,mkdirat,clone,clone3,fork,vfork,execve"  # opened, made, started, run
 
 
 def traced(folder: Path | None) -> list[str]:
