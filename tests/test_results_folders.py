@@ -118,3 +118,10 @@ def test_another_config_in_a_finished_default_run_writes_only_its_own_folders(ti
     assert {path.split("/")[0] for path in set(after) - set(before)} == {"results-mine", "logs-mine", "benchmarks-mine"}
     again = snakemake(workdir, "--dry-run")  # the default config: its run still complete
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("results", ["", "/abs/results", "../results", "exp/../../results"])
+def test_a_results_folder_outside_the_working_directory_is_refused(folders, results):
+    with pytest.raises(ValueError, match=r"results_dir: .*expected a folder inside the working directory"):
+        folders(results)
+    assert dag.FOLDERS.results == dag.DEFAULT_RESULTS  # the folders stay what they were
