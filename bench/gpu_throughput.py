@@ -2,6 +2,7 @@
 
     python bench/gpu_throughput.py                         # CUDA: BERT-base shape on dataset a
     python bench/gpu_throughput.py --shape bert-large      # BERT-large shape (any shipped architecture's name)
+    python bench/gpu_throughput.py --no-ica --job-step      # also DefSent+'s step as its train job builds it
     .venv/bin/python bench/gpu_throughput.py --smoke       # CPU, a 2-layer model on 200 toy entries (tests/test_gpu.py)
 
 The model has random weights from a shipped architecture (defsent_plus/pipeline/architectures: the shape is what
@@ -11,8 +12,10 @@ space and training run as the workflow's GPU jobs do (bf16 autocast, TF32 on); F
 seconds, throughput, peak GPU memory and, on CUDA at paper scale, seconds / issue 15's goal on one H100 (<= 1 meets
 it). The training row also gives the cost model's FLOPs (defsent_plus/pipeline/requests.py) per second at the
 measured tokens, that rate's share of config ``costs.gpu``'s peak (the utilisation the cost model assumes), the
-seconds per optimiser step, and the cost model's projected training memory beside the measured peak. --json writes
-the rows.
+seconds per optimiser step, and the cost model's projected training memory beside the measured peak. --job-step adds
+the row ``job step``: DefSent+'s training step as a train job builds it (the method's task and default options:
+batch 32, max length 64, CLS pooling) against a random space of every entry, 40 untimed then 200 timed steps, on a
+fresh model. --json writes the rows.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +43,7 @@ from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
 from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
+from defsent_plus.methods import method_of  # noqa: E402
 from defsent_plus.methods.defsent_plus.objective import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_architectures import Architecture, architecture_names, architecture_of  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402
@@ -46,6 +51,7 @@ from defsent_plus.pipeline.requests import train_flops, training_memory_bytes  #
 from defsent_plus.rehearsal.models import instantiate  # noqa: E402
 from defsent_plus.spaces.entry_space import entry_embeddings  # noqa: E402
 from defsent_plus.spaces.transforms import apply_transform  # noqa: E402
+from defsent_plus.training.task import TaskInputs  # noqa: E402
 from defsent_plus.training.trainer import TrainConfig, train_epoch  # noqa: E402
 
 GOAL_SECONDS = {"entry space": 30.0, "training": 180.0, "ica": 60.0}  # issue 15, one H100, dataset a, BERT-base
@@ -119,6 +125,30 @@ def ica_row(entries: int, width: int, device: torch.device, smoke: bool) -> dict
                   "per_second": round(info["n_iter"] / ica["seconds"], 1)}
 
 
+def job_step_row(encoder, frame: pd.DataFrame, texts: list[str], entry_ids: np.ndarray, device: torch.device,
+                 warmup: int, steps: int) -> dict:
+    """DefSent+'s training step as a train job builds it (``Method.task``, the method's default options) against a
+    random space of every entry: ms per step of ``steps`` timed steps after ``warmup`` untimed ones."""
+    declared = method_of("defsent_plus")
+    options = declared.options_in_force({})
+    optimisation = {f.name for f in fields(TrainConfig)}
+    chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
+    cfg = replace(TrainConfig(lr=5e-5, batch_size=32, seed=0, pooling="cls", **chosen), log_every=50)
+    space = torch.randn(len(frame), encoder.hidden_size, generator=torch.Generator().manual_seed(0))
+    task = declared.task(TaskInputs(encoder, frame, list(texts), entry_ids, "cls", 0, "bench",
+                                    {k: v for k, v in options.items() if k not in optimisation}, cfg.batch_size, space,
+                                    declared.config_key()))
+    pick = np.random.default_rng(0).permutation(len(task.texts))[: (warmup + steps) * cfg.batch_size]
+    warm, timed = pick[: warmup * cfg.batch_size], pick[warmup * cfg.batch_size:]
+    train_epoch(encoder, [task.texts[i] for i in warm], task.targets[warm], task.objective, cfg, progress=False)
+    row = {"what": "job step", "unit": "sentences/s", "size": f"{len(timed)} of {len(task.texts)} definitions"}
+    with measured(row, device):
+        summary = train_epoch(encoder, [task.texts[i] for i in timed], task.targets[timed], task.objective, cfg,
+                              progress=False)
+    return row | {"steps": summary["steps"], "per_second": summary["sentences_per_second"],
+                  "ms_per_step": round(1000 * summary["seconds"] / summary["steps"], 2)}
+
+
 def model_arguments(description: str) -> argparse.ArgumentParser:
     """The options the GPU benches share: toy mode, the architecture, its tokenizer and the dataset."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-batch-size", type=int, default=32)
     parser.add_argument("--train-steps", type=int, default=300, help="timed steps (after 10 warm-up steps)")
     parser.add_argument("--no-ica", action="store_true", help="leave out the FastICA row")
+    parser.add_argument("--job-step", action="store_true", help="add DefSent+'s step as its train job builds it")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     device, shape = device_and_shape(args)
@@ -173,13 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     del encoder, objective
 
     rows = [entry, training]
+    if args.job_step:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = shaped_encoder(shape, resolve_model(args.tokenizer), Path(tmp)).to(device)
+        rows.append(job_step_row(fresh, frame, texts, entry_ids, device, *((2, 3) if args.smoke else (40, 200))))
+        del fresh
     if not args.no_ica:
         rows.append(ica_row(len(frame), space.shape[1], device, args.smoke))
     judged = device.type == "cuda" and shape.name == "bert-base-uncased"
 
     for row in rows:
         row["goal_ratio"] = round(row.get("epoch_seconds", row["seconds"]) / GOAL_SECONDS[row["what"]], 2) \
-            if judged else None
+            if judged and row["what"] in GOAL_SECONDS else None
     keys = ["what", "size", "seconds", "per_second", "unit", "steps", "epoch_seconds", "peak_gib", "goal_ratio",
             "ms_per_step", "model_tflops", "utilisation", "projected_gib"]
     print("  ".join(keys))

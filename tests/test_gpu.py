@@ -250,14 +250,16 @@ def test_workstation_profile_gives_each_gpu_job_a_device_of_its_own(tiny_bert, d
 
 
 def test_throughput_script_smoke(tmp_path, monkeypatch):
-    """bench/gpu_throughput.py at toy size on CPU: every row measured, nothing judged against the H100 goals."""
+    """bench/gpu_throughput.py at toy size on CPU: every row measured (the job step too), nothing judged against the
+    H100 goals."""
     monkeypatch.syspath_prepend(str(REPO / "bench"))
     import gpu_throughput
 
-    assert gpu_throughput.main(["--smoke", "--json", str(tmp_path / "rows.json")]) == 0
+    assert gpu_throughput.main(["--smoke", "--job-step", "--json", str(tmp_path / "rows.json")]) == 0
     rows = {row["what"]: row for row in json.loads((tmp_path / "rows.json").read_text())["rows"]}
-    assert set(rows) == {"entry space", "training", "ica"}
+    assert set(rows) == {"entry space", "training", "job step", "ica"}
     assert rows["entry space"]["per_second"] > 0 and rows["training"]["steps"] == 5
+    assert rows["job step"]["steps"] == 3 and rows["job step"]["ms_per_step"] > 0
     assert rows["ica"]["backend"] == "torch" and all(row["goal_ratio"] is None for row in rows.values())
 
 

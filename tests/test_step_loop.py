@@ -1,5 +1,5 @@
 """The training loop with no host round trip (defsent_plus/training/batches.py, tally.py, compilation.py): every
-method trains bit for bit as the loop before it (bench/legacy_loop.py), the loop reads tensors on the host once per
+method trains bit for bit as the loop before it (tests/legacy_loop.py), the loop reads tensors on the host once per
 logging interval, a non-finite loss is caught at the next read with its step, batches are padded as the tokenizer
 pads them, the model's attention mask is built on the host without changing the forward pass, and a compiled step
 follows the eager one."""
@@ -7,15 +7,16 @@ follows the eager one."""
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 
+import legacy_loop
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from helpers import write_toy_dataset
+from host_reads import HostReads
 from test_resume import CASES, assert_same_training, train
 
 from defsent_plus.encoders.encoding import pad_rows, pad_values, tokenise
@@ -28,22 +29,8 @@ from defsent_plus.training.batches import PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_wanted, padded_length
 from defsent_plus.training.tally import NonFiniteLoss
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 SENTENCES = ["a large animal with a long neck", "the color of the sky", "a dog", "the red ball is big and new",
              "a small bird", "water", "the person who makes food for the team at night", "a tree"] * 6
-
-
-@pytest.fixture(scope="module")
-def bench_modules():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import host_reads
-        import legacy_loop
-        import step_clock
-
-        yield legacy_loop, host_reads, step_clock
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 @pytest.fixture
@@ -55,9 +42,9 @@ def inputs(tmp_path) -> dict:
 
 @pytest.mark.parametrize("method, options, _stop", CASES)
 def test_every_method_trains_bit_for_bit_as_the_loop_before_it(method, options, _stop, tmp_path, inputs, tiny_bert,
-                                                                senteval_dir, monkeypatch, bench_modules):
+                                                                senteval_dir, monkeypatch):
     train(method, options, tmp_path / "now", inputs, tiny_bert, senteval_dir, resume=None)
-    monkeypatch.setattr(trainer, "train_epoch", bench_modules[0].train_epoch)
+    monkeypatch.setattr(trainer, "train_epoch", legacy_loop.train_epoch)
     train(method, options, tmp_path / "before", inputs, tiny_bert, senteval_dir, resume=None)
     assert_same_training(tmp_path / "now", tmp_path / "before")
 
@@ -72,33 +59,17 @@ def entry_training(model: Path, log_every: int, steps: int, objective_of=None):
 
 
 @pytest.mark.parametrize("log_every", [1, 5, 50])
-def test_the_loop_reads_the_device_once_per_logging_interval(model_dir, log_every, bench_modules):
-    legacy_loop, host_reads, _ = bench_modules
+def test_the_loop_reads_the_device_once_per_logging_interval(model_dir, log_every):
     steps = 12
     encoder, texts, ids, objective, cfg = entry_training(model_dir, log_every, steps)
-    with host_reads.HostReads() as reads:
+    with HostReads() as reads:
         trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)
     logging_steps = len({*range(0, steps, log_every), steps - 1})
     order = 2  # the seeded batch order: two randperms read as numpy arrays before the epoch
     assert reads.total <= logging_steps + order, (reads.counts, dict(reads.where))
-    with host_reads.HostReads() as before:  # the counter sees what the loop before did: reads in every step
+    with HostReads() as before:  # the counter sees what the loop before did: reads in every step
         legacy_loop.train_epoch(*entry_training(model_dir, log_every, steps), progress=False)
     assert before.total >= 2 * steps
-
-
-def test_the_bench_clock_times_each_steps_five_calls_and_leaves_torch_as_it_was(model_dir, bench_modules):
-    """bench/step_clock.py: the forward pass, the objective, backward, clipping and the optimiser's step of every step
-    (and nothing twice: the objective's own modules and the optimiser's internals are inside them), less than the
-    loop's wall time; torch's functions are its own again afterwards."""
-    step_clock = bench_modules[2]
-    steps, backward, clip = 6, torch.Tensor.backward, torch.nn.utils.clip_grad_norm_
-    encoder, texts, ids, objective, cfg = entry_training(model_dir, log_every=50, steps=steps)
-    with step_clock.StepCalls(encoder.model, objective) as calls:
-        summary = trainer.train_epoch(encoder, texts, ids, objective, cfg, progress=False)  # clips: max_grad_norm 1
-    assert calls.calls == 5 * steps
-    assert 0 < calls.seconds < summary["seconds"] + 0.01  # the summary's seconds are rounded to 10 ms
-    assert (torch.Tensor.backward, torch.nn.utils.clip_grad_norm_) == (backward, clip)
-    assert not encoder.model._forward_hooks and not encoder.model._forward_pre_hooks
 
 
 class NaNAfter(torch.nn.Module):

@@ -1,5 +1,5 @@
-"""The training loop as it was before the prepared-batch loop (commit eae1778): the baseline the benches and the
-equality tests measure the current loop against. A frozen copy, not used by the workflow.
+"""The training loop as it was before the prepared-batch loop (commit eae1778): the baseline tests/test_step_loop.py
+holds the current loop to. A frozen copy, not used by the workflow.
 
 Per step it pads the batch on the host (``tokenizer.pad``), copies it synchronously, checks the loss for finiteness
 in an ``if`` and reads it with ``.item()`` (two host syncs), and reads each part of the loss (objectives returned
