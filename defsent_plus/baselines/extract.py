@@ -50,8 +50,8 @@ from defsent_plus.baselines.spec import (
     STATIC_LAYER,
     for_layers,
     layer_set_name,
+    layer_sets,
     render_all,
-    resolve_layers,
 )
 from defsent_plus.encoders.encoding import length_order
 from defsent_plus.encoders.models import Encoder, load_encoder
@@ -161,9 +161,8 @@ class Extraction:
         require_fast(encoder.tokenizer, str(encoder.path))
         self.encoder, self.request, self.options, self.device = encoder, request, options, device
         n_layers = encoder.model.config.num_hidden_layers
-        main = [resolve_layers(spec, n_layers, f"{grid_key}.layers[{k}]") for k, spec in enumerate(request["layers"])]
+        main, sweep = layer_sets(request["layers"], request["sweep"], n_layers, grid_key)
         self.main = {layer_set_name(s): s for s in main}
-        sweep = [(k,) for k in range(STATIC_LAYER, n_layers + 1)] if request["sweep"] else []
         self.aggregations = {name: for_layers(request["aggregations"].get(ENCODER, []), s)
                              for name, s in self.main.items()}
         for layers in sweep:

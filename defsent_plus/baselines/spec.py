@@ -32,7 +32,6 @@ ENCODER, AVG, ENCODER_AVG, RANDOM = "encoder", "avg", "encoder+avg", "random"
 SOURCES = (ENCODER, AVG, ENCODER_AVG, RANDOM)
 ENCODER_ONLY_AGGREGATIONS = ("cls", "mask")  # a static model's [CLS] or [MASK] is the same vector in every sentence
 POSTPROCESSORS = ("none", "center", "zscore", "quantile", "whiten", "abtt", "l2")
-FITS = ("corpus", "eval")
 NO_FIT = "-"
 RANDOM_LAYERS = "-"  # random embeddings have no layers
 SHARED_SENTENCE_SETS = ("sts",)  # sets an embed job reads from a cache (not STS-B dev: see baselines.reuse)
@@ -115,15 +114,10 @@ class Combination:
 
 
 def check_grid(grid: dict, custom_templates: dict, key: str) -> None:
-    """Every name of a grid is known; raises naming the config key."""
+    """Every template and post-processing chain of a grid is known (the schema checks the other names); raises naming
+    the config key."""
     for k, template in enumerate(grid["templates"]):
         template_text(template, custom_templates, f"{key}.templates[{k}]")
-    for field, known in (("aggregations", AGGREGATIONS), ("layer_sweep", AGGREGATIONS), ("sources", SOURCES),
-                         ("fit", FITS)):
-        for k, name in enumerate(grid[field]):
-            if name not in known:
-                raise DefSentError(f"{key}.{field}[{k}]", f"unknown {field} entry {name!r}; expected one of "
-                                                          f"{list(known)}")
     for k, chain in enumerate(grid["postprocess"]):
         parse_chain(chain, f"{key}.postprocess[{k}]")
 
@@ -164,11 +158,11 @@ def resolve_layers(spec: list, n_layers: int, key: str) -> tuple[int, ...]:
     return tuple(sorted(resolved))
 
 
-def layer_sets(grid: dict, n_layers: int, key: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    """(the grid's layer sets, the single-layer sets of the sweep), resolved for the model."""
-    main = [resolve_layers(spec, n_layers, f"{key}.layers[{k}]") for k, spec in enumerate(grid["layers"])]
-    sweep = [(layer,) for layer in range(STATIC_LAYER, n_layers + 1)] if grid["layer_sweep"] else []
-    return list(dict.fromkeys(main)), sweep
+def layer_sets(layers: list, sweep: list, n_layers: int,
+               key: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(the configured layer sets, the single-layer sets of the sweep if any), resolved for the model."""
+    main = [resolve_layers(spec, n_layers, f"{key}.layers[{k}]") for k, spec in enumerate(layers)]
+    return list(dict.fromkeys(main)), [(layer,) for layer in range(STATIC_LAYER, n_layers + 1)] if sweep else []
 
 
 def aggregations_for(aggregations, template: str, source: str, custom_templates: dict) -> list[str]:
@@ -192,7 +186,7 @@ def sources_for(grid: dict, template: str) -> list[str]:
 
 def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) -> list[Combination]:
     """Every row of a grid, in a stable order: the main product first, then the layer sweep."""
-    main_sets, sweep_sets = layer_sets(grid, n_layers, key)
+    main_sets, sweep_sets = layer_sets(grid["layers"], grid["layer_sweep"], n_layers, key)
     rows = []
     for template in grid["templates"]:
         for source in sources_for(grid, template):
