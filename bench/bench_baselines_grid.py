@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the re
 
 from grid_reference import score_combination  # noqa: E402
 
-from defsent_plus.baselines.extract import INDEX  # noqa: E402
 from defsent_plus.baselines.grid import (  # noqa: E402
     CachedEmbeddings,
     grid_blocks,
@@ -41,7 +40,13 @@ from defsent_plus.baselines.grid import (  # noqa: E402
     score_block,
 )
 from defsent_plus.baselines.sentences import evaluation_set, read_lines  # noqa: E402
-from defsent_plus.baselines.spec import TRANSDUCTIVE_AGGREGATIONS, Combination, combinations, scoring_options  # noqa: E402
+from defsent_plus.baselines.spec import (  # noqa: E402
+    INDEX,
+    TRANSDUCTIVE_AGGREGATIONS,
+    Combination,
+    combinations,
+    scoring_options,
+)
 from defsent_plus.io import read_json  # noqa: E402
 from defsent_plus.pipeline import dag  # noqa: E402
 from defsent_plus.pipeline.config_schema import validated_config  # noqa: E402

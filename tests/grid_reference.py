@@ -12,7 +12,7 @@ from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 
 from defsent_plus.baselines.grid import FIT_CORPUS_KEY, SHAPE_KEY, CachedEmbeddings, alignment, unit_rows
-from defsent_plus.baselines.postprocess import apply_chain, fit_chain
+from defsent_plus.baselines.postprocess import fit_chain
 from defsent_plus.baselines.sentences import DEV, EvaluationSet
 from defsent_plus.baselines.spec import TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
@@ -26,11 +26,29 @@ def uniformity(x: np.ndarray, t: float = 2.0) -> float:
 
 
 
+def apply_chain(chain: str, fit: np.ndarray, evaluated: np.ndarray, abtt_components: int, where: str,
+                fast: bool = False) -> np.ndarray:
+    """``evaluated`` post-processed by ``chain`` fitted on ``fit`` (both float64 inside), through scikit-learn's own
+    ``transform``."""
+    if chain == "none":
+        return evaluated
+    pipeline = fit_chain(chain, np.asarray(fit, dtype=np.float64), abtt_components, where, fast)
+    return pipeline.transform(np.asarray(evaluated, dtype=np.float64))
+
+
+def task_rows(combination: Combination, embeddings: CachedEmbeddings, task: str, rows: np.ndarray,
+              evaluated: np.ndarray | None) -> np.ndarray:
+    """A task's distinct rows (in ``rows`` order): its own array for ``idf_task``, else rows of ``evaluated``."""
+    if combination.aggregation in TRANSDUCTIVE_AGGREGATIONS:
+        return embeddings.load(combination, f"eval-{task}")
+    return evaluated[rows]
+
+
 def task_vectors(combination: Combination, embeddings: CachedEmbeddings, evaluation: EvaluationSet, task: str,
                  evaluated: np.ndarray | None, processed) -> tuple[np.ndarray, np.ndarray]:
     """A task's post-processed vectors and, per evaluation row, its position among them."""
     rows = evaluation.task_rows(task)
-    vectors = processed(embeddings.task(combination, task, rows, evaluated), f"STS task {task}")
+    vectors = processed(task_rows(combination, embeddings, task, rows, evaluated), f"STS task {task}")
     position = np.full(len(evaluation.sentences), -1)
     position[rows] = np.arange(len(rows))
     return vectors, position

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from grid_reference import score_combination, uniformity
+from grid_reference import apply_chain, score_combination, uniformity
 from scipy import stats
 from sklearn.preprocessing import QuantileTransformer
 
-from defsent_plus.baselines.aggregation import DeviceTables, aggregate
-from defsent_plus.baselines.extract import INDEX, batches, cache_file, layer_vectors, token_tables
+from defsent_plus.baselines.aggregation import DeviceTables, aggregate, idf_table, most_frequent
+from defsent_plus.baselines.extract import StaticAccumulator, batches, layer_vectors, random_table, token_tables
 from defsent_plus.baselines.grid import (
     CachedEmbeddings,
     RankedGold,
@@ -26,25 +26,21 @@ from defsent_plus.baselines.grid import (
     score_block,
     score_grid,
 )
-from defsent_plus.baselines.postprocess import (
-    UniformQuantiles,
-    apply_chain,
-    fit_chain,
-    fit_transform_chain,
-    transform_rows,
-)
+from defsent_plus.baselines.postprocess import UniformQuantiles, fit_chain, fit_transform_chain, transform_rows
 from defsent_plus.baselines.report import family_tables
 from defsent_plus.baselines.sentences import EvaluationSet, ScoredPart, fit_corpus, sample_definitions
-from defsent_plus.baselines.sources import StaticAccumulator, random_table
 from defsent_plus.baselines.spec import (
+    INDEX,
+    TEMPLATES,
     Combination,
+    cache_file,
     combinations,
     extraction_request,
     parse_chain,
+    render_all,
     resolve_layers,
+    template_text,
 )
-from defsent_plus.baselines.templates import TEMPLATES, render_all, template_text
-from defsent_plus.baselines.tokens import idf_table, most_frequent
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import sentences_digest, write_json

@@ -13,11 +13,13 @@ from defsent_plus.baselines.report import (
     AVG_INTERVAL,
     VERSUS_PLAIN,
     best_inductive,
+    plain_mean_index,
+    plain_mean_label,
+    row_uncertainty,
     selected_per_source,
     shown_rows,
     summary_markdown,
 )
-from defsent_plus.baselines.uncertainty import plain_mean_index, plain_mean_label, row_uncertainty
 from defsent_plus.sts import aggregate_spearman
 
 BOOTSTRAP = {"resamples": 200, "level": 0.95, "seed": 0}

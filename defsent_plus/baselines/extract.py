@@ -7,6 +7,11 @@ Cache layout (``results/baselines/<encoder>/cache/<template>/``): ``<layer set>/
 post-processor re-runs only the grid job. Length-sorted, dynamically padded batches; bf16 autocast on a GPU. Without a
 template, the evaluation split's STS sentences are sorted and batched on their own, exactly as rule ``embed`` batches
 them, so its last layer's ``cls``, ``mean`` and ``max`` vectors are ``embed``'s (:mod:`defsent_plus.baselines.reuse`).
+
+Token vectors without a forward pass (003 Sections 3.2.3 and 3.2.5): Avg. averages each token's contextual vectors (of
+one layer set) over all its occurrences in the fit corpus, and a sentence is then aggregated from these static vectors
+("encoder + Avg." averages the two sentence embeddings); random embeddings give every vocabulary token a seeded
+N(0, std^2) vector of the model's width.
 """
 
 from __future__ import annotations
@@ -21,37 +26,71 @@ import torch
 from numpy.lib.format import open_memmap
 from tqdm.auto import tqdm
 
-from defsent_plus.baselines.aggregation import DeviceTables, aggregate, only_known, rows_of
-from defsent_plus.baselines.layout import INDEX, cache_file  # noqa: F401 (the cache's layout)
-from defsent_plus.baselines.sources import StaticAccumulator, random_table
+from defsent_plus.baselines.aggregation import (
+    BatchTokens,
+    DeviceTables,
+    TokenTables,
+    aggregate,
+    batch_tokens,
+    idf_table,
+    most_frequent,
+    only_known,
+    punctuation_table,
+    require_fast,
+    rows_of,
+    token_ids,
+)
+from defsent_plus.baselines.sentences import evaluation_set, read_lines
 from defsent_plus.baselines.spec import (
     AVG,
     ENCODER,
+    INDEX,
     RANDOM,
     RANDOM_LAYERS,
     STATIC_LAYER,
     for_layers,
     layer_set_name,
-    resolve_layers,
-)
-from defsent_plus.baselines.templates import render_all
-from defsent_plus.baselines.tokens import (
-    BatchTokens,
-    TokenTables,
-    batch_tokens,
-    idf_table,
-    most_frequent,
-    punctuation_table,
-    require_fast,
-    token_ids,
+    layer_sets,
+    render_all,
 )
 from defsent_plus.encoders.encoding import length_order
-from defsent_plus.encoders.models import Encoder
-from defsent_plus.encoders.runtime import autocast_for
+from defsent_plus.encoders.models import Encoder, load_encoder
+from defsent_plus.encoders.runtime import autocast_for, device_for_run
+from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
+from defsent_plus.evaluation.sentence_sets import sts_sentences
 from defsent_plus.io import sentences_digest, write_json
+from defsent_plus.provenance import provenance, with_training
+from defsent_plus.sts import STS_TASKS
 
 log = logging.getLogger(__name__)
 NO_BIASES = {"frequent": False, "punctuation": False, "subword": False}  # a request without the biases aggregation
+
+
+class StaticAccumulator:
+    """Running per-token sums and counts of contextual vectors (one per layer set)."""
+
+    def __init__(self, vocab_size: int, hidden: int):
+        self.sums = torch.zeros(vocab_size, hidden, dtype=torch.float64)
+        self.counts = torch.zeros(vocab_size, dtype=torch.int64)
+
+    def add(self, vectors: torch.Tensor, input_ids: torch.Tensor, attention: torch.Tensor) -> None:
+        """Add the real tokens of a [B, T, H] batch."""
+        ids = input_ids[attention].cpu()
+        self.sums.index_add_(0, ids, vectors[attention].detach().cpu().double())
+        self.counts.index_add_(0, ids, torch.ones_like(ids))
+
+    def table(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(float32 [V, H] mean vector per token (0 where unseen), bool [V] seen)."""
+        seen = self.counts > 0
+        means = self.sums / self.counts.clamp(min=1).unsqueeze(1).double()
+        return means.float(), seen
+
+
+def random_table(vocab_size: int, hidden: int, seed: int, std: float) -> torch.Tensor:
+    """Seeded N(0, std^2) vectors, one per vocabulary token (float32 [V, H])."""
+    rng = np.random.default_rng(seed)
+    return torch.from_numpy(rng.normal(0.0, std, size=(vocab_size, hidden)).astype(np.float32))
 
 
 class Cache:
@@ -122,9 +161,8 @@ class Extraction:
         require_fast(encoder.tokenizer, str(encoder.path))
         self.encoder, self.request, self.options, self.device = encoder, request, options, device
         n_layers = encoder.model.config.num_hidden_layers
-        main = [resolve_layers(spec, n_layers, f"{grid_key}.layers[{k}]") for k, spec in enumerate(request["layers"])]
+        main, sweep = layer_sets(request["layers"], request["sweep"], n_layers, grid_key)
         self.main = {layer_set_name(s): s for s in main}
-        sweep = [(k,) for k in range(STATIC_LAYER, n_layers + 1)] if request["sweep"] else []
         self.aggregations = {name: for_layers(request["aggregations"].get(ENCODER, []), s)
                              for name, s in self.main.items()}
         for layers in sweep:
@@ -282,3 +320,36 @@ def task_positions(rows: np.ndarray, n: int) -> np.ndarray:
     positions = np.full(n, -1, dtype=np.int64)
     positions[rows] = np.arange(len(rows))
     return positions
+
+
+def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str | Path, out_dir: str | Path,
+                request: dict, options: dict, grid_key: str) -> None:
+    """One (encoder, template) cache directory."""
+    start = time.perf_counter()
+    evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
+    corpus = read_lines(corpus_txt)
+    device = device_for_run()
+    encoder = load_encoder(model_dir).to(device)
+    tasks = {task: evaluation.task_rows(task) for task in STS_TASKS}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    extraction = Extraction(encoder, request, options, grid_key, device)
+    batch_size = options["batch_size"] * (4 if device.type == "cuda" else 1)
+    record = with_training(provenance(str(device), torch.get_num_threads(), training_seeds(model_dir)),
+                           training_provenance(model_dir))
+    extraction.run(evaluation.sentences, corpus, tasks, out_dir, batch_size, options["max_length"], record,
+                   sts_block(evaluation.sentences, senteval_dir, options))
+    log.info("template %s: %d evaluation + %d corpus sentences, %d layer sets, %.1f s", request["template"],
+             len(evaluation.sentences), len(corpus), len(extraction.layers), time.perf_counter() - start)
+
+
+def sts_block(evaluation: Sequence[str], senteval_dir: str | Path, options: dict) -> tuple[int, int] | None:
+    """(rows, batch size) of the evaluation split's leading STS sentences where the pass batches them as rule
+    ``embed`` does (``options["sts_batch_size"]``, template ``none``), else None."""
+    if "sts_batch_size" not in options:
+        return None
+    sentences = sts_sentences(senteval_dir)
+    if list(evaluation[:len(sentences)]) != sentences:
+        raise DefSentError(senteval_dir, "the baselines' evaluation split does not start with the STS sentences in "
+                                         "the embedding stage's order")
+    return len(sentences), options["sts_batch_size"]

@@ -6,15 +6,9 @@ to every evaluated sentence; fitted on ``eval`` it is fitted per STS task on tha
 alignment/uniformity on their STS-B train sentences) — transductive, and marked so. ``idf_task`` rows are
 transductive too; they have no alignment/uniformity (their idf exists only per STS task).
 
-:func:`score_grid` scores a grid block by block (the per-combination reference it replaced, ``score_combination``,
-is the tests' oracle and the benchmark's baseline: tests/grid_reference.py): the combinations
-of one (template, layer set, aggregation) read each cache file once; each post-processing chain is fitted once on the
-fit corpus and its space's isotropy measured once per cached embedding; each task's rows are gathered once for the
-chains fitted on them; every task's gold is ranked once; fitted chains are applied without scikit-learn's input checks
-(:func:`~defsent_plus.baselines.postprocess.transform_rows`, same numbers); uniformity comes from a Gram matrix, the
-IsoScore from the covariance's trace and Frobenius norm, the mean cosine from one sparse product, quantile-u from
-:class:`~defsent_plus.baselines.postprocess.UniformQuantiles`; every process it starts runs one BLAS thread (whitened
-numbers depend on BLAS's summation order).
+:func:`score_grid` scores a grid block by block, sharing every read, fit and ranking its combinations have in common
+(docs/baselines.md "Grid speed"; tests/grid_reference.py scores one combination at a time, the same table); every
+process it starts runs one BLAS thread (whitened numbers depend on BLAS's summation order).
 """
 
 from __future__ import annotations
@@ -33,12 +27,18 @@ from scipy import sparse
 from scipy.stats import rankdata
 from threadpoolctl import threadpool_limits
 
-from defsent_plus.baselines.layout import INDEX, cache_file
 from defsent_plus.baselines.postprocess import fit_chain, fit_transform_chain, transform_rows
-from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
-from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
+from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart
+from defsent_plus.baselines.spec import (
+    ENCODER,
+    ENCODER_AVG,
+    INDEX,
+    TRANSDUCTIVE_AGGREGATIONS,
+    Combination,
+    cache_file,
+)
 from defsent_plus.errors import DefSentError
-from defsent_plus.io import read_json
+from defsent_plus.io import read_json, sentences_digest
 from defsent_plus.spaces.entry_matrix import check_entry_space
 from defsent_plus.spaces.moments import covariance
 from defsent_plus.sts import STS_AGGREGATIONS
@@ -77,16 +77,18 @@ class CachedEmbeddings:
         return [cache_file(self.roots[combination.template], combination.layers, source, combination.aggregation,
                            split) for source in sources]
 
-    def load(self, combination: Combination, split: str) -> np.ndarray:
-        """float64 rows of one split; encoder + Avg. is the mean of the two."""
-        arrays = [np.load(path, mmap_mode="r") for path in self.files(combination, split)]
-        return np.mean([np.asarray(a, dtype=np.float64) for a in arrays], axis=0)
-
-    def task(self, combination: Combination, task: str, rows: np.ndarray, evaluated: np.ndarray | None) -> np.ndarray:
-        """A task's distinct rows (in ``rows`` order): its own array for ``idf_task``, else rows of ``evaluated``."""
-        if combination.aggregation in TRANSDUCTIVE_AGGREGATIONS:
-            return self.load(combination, f"eval-{task}")
-        return evaluated[rows]
+    def load(self, combination: Combination, split: str, kept: dict[Path, np.ndarray] | None = None) -> np.ndarray:
+        """float64 rows of one split; encoder + Avg. is the mean of the two. ``kept``: the files read so far (a
+        block's, each read once), added to as read."""
+        kept = {} if kept is None else kept
+        paths = self.files(combination, split)
+        for path in paths:
+            if path not in kept:
+                kept[path] = np.load(path)
+        arrays = [kept[path] for path in paths]
+        if len(arrays) == 1:
+            return arrays[0].astype(np.float64)
+        return np.mean([a.astype(np.float64) for a in arrays], axis=0)
 
 
 # ---------------------------------------------------------------------------------------- the grid, block by block
@@ -283,36 +285,16 @@ def grid_targets(evaluation: EvaluationSet, options: dict) -> GridTargets:
                        SpaceIsotropy(options["isotropy_seed"], options["isotropy_pairs"]), options["abtt_components"])
 
 
-class BlockArrays:
-    """The cache files one block of combinations reads, each read once and kept while the block is scored."""
-
-    def __init__(self, embeddings: CachedEmbeddings):
-        self.embeddings = embeddings
-        self.arrays: dict[Path, np.ndarray] = {}
-
-    def load(self, combination: Combination, split: str) -> np.ndarray:
-        """:meth:`CachedEmbeddings.load`'s float64 rows."""
-        arrays = [self.read(path) for path in self.embeddings.files(combination, split)]
-        if len(arrays) == 1:
-            return arrays[0].astype(np.float64)
-        return np.mean([a.astype(np.float64) for a in arrays], axis=0)
-
-    def read(self, path: Path) -> np.ndarray:
-        if path not in self.arrays:
-            self.arrays[path] = np.load(path)
-        return self.arrays[path]
-
-
 class EmbeddingRows:
     """The rows of one cached embedding (source, template, layer set, aggregation): its splits loaded once, each
     chain fitted once on the fit corpus, the isotropy of each chain's space measured once."""
 
-    def __init__(self, combination: Combination, arrays: BlockArrays, targets: GridTargets):
+    def __init__(self, combination: Combination, embeddings: CachedEmbeddings, kept: dict, targets: GridTargets):
         self.targets = targets
         self.transductive = combination.aggregation in TRANSDUCTIVE_AGGREGATIONS
-        self.corpus = arrays.load(combination, "corpus")
-        self.evaluated = None if self.transductive else arrays.load(combination, "eval")
-        self.own = {task: arrays.load(combination, f"eval-{task}") for task in targets.tasks} \
+        self.corpus = embeddings.load(combination, "corpus", kept)
+        self.evaluated = None if self.transductive else embeddings.load(combination, "eval", kept)
+        self.own = {task: embeddings.load(combination, f"eval-{task}", kept) for task in targets.tasks} \
             if self.transductive else {}
         self.fitted: dict[str, object] = {}
         self.isotropy: dict[str, dict] = {}
@@ -388,11 +370,11 @@ def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: C
     (``load``) and of each post-processing (``<chain> <fit>``, what a chain's rows share counted where first
     computed)."""
     timer = Seconds(seconds)
-    arrays = BlockArrays(embeddings)
+    kept: dict[Path, np.ndarray] = {}  # the block's cache files, each read once
     scored = []
     for rows in block.values():
         with timer("load"):
-            embedding = EmbeddingRows(rows[0][1], arrays, targets)
+            embedding = EmbeddingRows(rows[0][1], embeddings, kept, targets)
         for index, combination in rows:
             with timer(f"{combination.postprocess} {combination.fit}"):
                 row, cosines = embedding.row(combination)
@@ -430,7 +412,7 @@ def score_grid(combinations: Sequence[Combination], embeddings: CachedEmbeddings
     ``n_jobs`` processes score blocks side by side, each on one BLAS thread: whitening all directions divides by the
     square roots of near-zero variances, so its numbers depend on BLAS's summation order, and one thread keeps them
     the same whatever the job's threads. ``pairs``, when given, receives every combination's per-pair cosines per
-    STS task (by grid index), for the intervals of :mod:`defsent_plus.baselines.uncertainty`."""
+    STS task (by grid index), for the intervals of :mod:`defsent_plus.baselines.report`."""
     start = time.perf_counter()
     targets = grid_targets(evaluation, options)
     rows: list[dict | None] = [None] * len(combinations)

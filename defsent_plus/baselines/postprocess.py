@@ -160,15 +160,6 @@ def fit_chain(chain: str, fit: np.ndarray, abtt_components: int, where: str, fas
     return pipeline.fit(fit)
 
 
-def apply_chain(chain: str, fit: np.ndarray, evaluated: np.ndarray, abtt_components: int, where: str,
-                fast: bool = False) -> np.ndarray:
-    """``evaluated`` post-processed by ``chain`` fitted on ``fit`` (both float64 inside)."""
-    if chain == "none":
-        return evaluated
-    pipeline = fit_chain(chain, np.asarray(fit, dtype=np.float64), abtt_components, where, fast)
-    return pipeline.transform(np.asarray(evaluated, dtype=np.float64))
-
-
 def transform_rows(pipeline: Pipeline, x: np.ndarray) -> np.ndarray:
     """``pipeline.transform(x)`` bit for bit for float64 rows ``x``, without scikit-learn's input checks and copies
     (each step's own arithmetic, in its order)."""
@@ -202,8 +193,8 @@ def step_transform(step, x: np.ndarray) -> np.ndarray:
 
 
 def fit_transform_chain(chain: str, x: np.ndarray, abtt_components: int, where: str) -> np.ndarray:
-    """``apply_chain(chain, x, x, ..., fast=True)`` (fitted on the rows it transforms) bit for bit, without input
-    checks and copies."""
+    """``x`` post-processed by ``chain`` fitted on ``x`` itself (:func:`fit_chain` with ``fast``, then
+    :func:`transform_rows`: no input checks and copies)."""
     if chain == "none":
         return x
     return transform_rows(fit_chain(chain, x, abtt_components, where, fast=True), x)

@@ -1,8 +1,18 @@
-"""The grid's outputs: ``scores.tsv`` (every row), ``summary.md`` (best rows, and 003-style post-processing x
-aggregation tables) and ``layers.png`` (STS average against the layer for CLS, mean and the prompt's mask)."""
+"""The grid job and its outputs: ``scores.tsv`` (every row), ``summary.md`` (best rows, and 003-style
+post-processing x aggregation tables) and ``layers.png`` (STS average against the layer for CLS, mean and the prompt's
+mask).
+
+The uncertainty of the rows the summary shows: their per-pair cosines (what the evaluator's per-pair files hold), one
+bootstrap over all of them (:class:`~defsent_plus.evaluation.intervals.Bootstrap`: the same resampled pairs for every
+row), each row's intervals and its paired test against the plain mean (the encoder's own mean pooling of its last
+layer, no template, no post-processing: what a trained model's "base" row is)."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -12,8 +22,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from defsent_plus.baselines.spec import ENCODER, STATIC_LAYER, layer_set_name  # noqa: E402
-from defsent_plus.baselines.uncertainty import RowUncertainty  # noqa: E402
+from defsent_plus.baselines.grid import CachedEmbeddings, score_grid  # noqa: E402
+from defsent_plus.baselines.sentences import EvaluationSet, evaluation_set, read_lines  # noqa: E402
+from defsent_plus.baselines.spec import (  # noqa: E402
+    ENCODER,
+    INDEX,
+    NO_FIT,
+    NO_TEMPLATE,
+    STATIC_LAYER,
+    combinations,
+    layer_set_name,
+)
+from defsent_plus.evaluation.intervals import Bootstrap, TaskPairs  # noqa: E402
 from defsent_plus.evaluation.report import honest_ylim, markdown, save_plot  # noqa: E402
 from defsent_plus.evaluation.significance import (  # noqa: E402
     difference_text,
@@ -22,14 +42,106 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     paired_rows,
     reading_note,
 )
-from defsent_plus.io import write_tsv  # noqa: E402
+from defsent_plus.io import read_json, write_page, write_tsv  # noqa: E402
 from defsent_plus.names import STS_COLUMNS  # noqa: E402
+from defsent_plus.sts import STS_TASKS  # noqa: E402
 
+log = logging.getLogger(__name__)
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]
 SHAPE_COLUMNS = {"alignment": "align", "uniformity": "uniform", "isoscore": "IsoScore", "mean_cosine": "cos"}
 BEST_ROWS = 15
 BEST_TRANSDUCTIVE = 5
 PLOTTED = ("cls", "mean", "mask")  # 003 Figure 4's lines: CLS, mean (avg.), a prompt's [MASK]
+PLAIN_MEAN = {"source": ENCODER, "template": NO_TEMPLATE, "aggregation": "mean", "postprocess": "none", "fit": NO_FIT}
+
+
+def plain_mean_label(n_layers: int) -> str:
+    """The plain-mean row as the summary names combinations (source, template, layers, aggregation, post-processing)."""
+    return ", ".join([PLAIN_MEAN["source"], PLAIN_MEAN["template"], layer_set_name((n_layers,)),
+                      PLAIN_MEAN["aggregation"], PLAIN_MEAN["postprocess"]])
+
+
+def plain_mean_index(table: pd.DataFrame, n_layers: int) -> int | None:
+    """The grid index of the plain-mean row (a grid row before a layer-sweep row of the same combination), or None
+    when the grid has none."""
+    matches = table[(table[list(PLAIN_MEAN)] == pd.Series(PLAIN_MEAN)).all(axis=1)
+                    & (table["layers"] == layer_set_name((n_layers,)))]
+    return None if matches.empty else int(matches.sort_values("sweep", kind="stable").index[0])
+
+
+def task_pairs(pairs: Sequence[dict[str, np.ndarray]], evaluation: EvaluationSet) -> dict[str, TaskPairs]:
+    """Every STS task's gold, subset bounds (its parts in file order) and the per-pair cosines of each grid row of
+    ``pairs``: the evaluator's per-pair files without writing them."""
+    out = {}
+    for task, parts in evaluation.tasks.items():
+        ends = np.cumsum([len(p.gold) for p in parts]).tolist()
+        out[task] = TaskPairs(np.concatenate([p.gold for p in parts]).astype(np.float64),
+                              list(zip([0, *ends[:-1]], ends, strict=True)), [cosines[task] for cosines in pairs])
+    return out
+
+
+@dataclass(frozen=True)
+class RowUncertainty:
+    """Intervals of the shown rows and their paired tests against the plain mean (``reference``: its position in
+    ``indices``, or None when the grid has no plain-mean row)."""
+
+    indices: list[int]
+    bootstrap: Bootstrap
+    reference: int | None
+    options: dict
+
+    def position(self, index: int) -> int:
+        return self.indices.index(index)
+
+
+def row_uncertainty(shown: Sequence[int], reference: int | None, pairs: dict[int, dict[str, np.ndarray]],
+                    evaluation: EvaluationSet, aggregation: str, options: dict) -> RowUncertainty:
+    """One bootstrap (``options``: config ``evaluation.bootstrap``) over the ``shown`` grid rows and the reference,
+    the reference first."""
+    indices = list(dict.fromkeys([*([] if reference is None else [reference]), *shown]))
+    bootstrap = Bootstrap.of_pairs(task_pairs([pairs[index] for index in indices], evaluation), aggregation, options)
+    return RowUncertainty(indices, bootstrap, None if reference is None else 0, options)
+
+
+def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str | Path, grid: dict,
+               custom_templates: dict, options: dict, grid_key: str, outputs: dict[str, str], title: str,
+               n_jobs: int = 1) -> None:
+    """Score every combination of an encoder's grid (``n_jobs`` processes) and write its table, summary and
+    per-layer plot."""
+    start = time.perf_counter()
+    evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])
+    corpus = read_lines(corpus_txt)
+    embeddings = CachedEmbeddings(caches, evaluation, corpus)
+    n_layers = read_json(Path(next(iter(caches.values()))) / INDEX)["n_layers"]
+    rows = combinations(grid, n_layers, custom_templates, grid_key)
+    pairs: dict = {}
+    table = score_grid(rows, embeddings, evaluation, options, n_jobs, pairs)
+    scored = time.perf_counter() - start
+    uncertainty = row_uncertainty(shown_rows(table), plain_mean_index(table, n_layers), pairs, evaluation,
+                                  options["sts_aggregation"], options["bootstrap"])
+    del pairs
+    log.info("95%% intervals of %d named rows and their paired tests in %.1f s", len(uncertainty.indices),
+             time.perf_counter() - start - scored)
+    table.insert(0, "fit_corpus", f"{len(corpus)} sentences ({options['fit_corpus'].get('file') or 'definitions'})")
+    write_scores(table, outputs["tsv"])
+    notes = [f"STS: Spearman x 100 of cosine (STS12-16 '{options['sts_aggregation']}'); align/uniform: Wang & Isola on "
+             "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
+             f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (the extraction study's W), "
+             "'eval' = on each evaluated task's own sentences (transductive)",
+             f"{len(table)} combinations scored; intervals and paired tests of the {len(uncertainty.indices)} rows "
+             "named here (their seconds: the job's log)"]
+    write_page(outputs["md"], summary_markdown(table, title, notes, uncertainty, plain_mean_label(n_layers)))
+    plot_layers(table, n_layers, outputs["png"], title)
+    inductive = table[~table["transductive"]]
+    if inductive.empty:
+        log.info("%d combinations in %.0f s, all transductive (none is selected on STS-B dev)", len(table),
+                 time.perf_counter() - start)
+        return
+    best = inductive.nlargest(1, "dev").iloc[0]
+    log.info("%d combinations in %.0f s; selected on STS-B dev: %s (dev %.2f, STS avg %.2f)", len(table),
+             time.perf_counter() - start, ", ".join(f"{k} {best[k]}" for k in ("source", "template", "layers",
+                                                                                 "aggregation", "postprocess", "fit")),
+             best["dev"], best["avg"])
 
 
 def write_scores(table: pd.DataFrame, out_tsv: str | Path) -> None:

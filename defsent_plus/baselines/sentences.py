@@ -7,6 +7,7 @@ subsets; a user's text file (``fit_corpus.file``) is taken as it is.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +16,11 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.io import sentences_digest  # noqa: F401 (the cache's fingerprint, used here by name)
+from defsent_plus.io import atomic_path
 from defsent_plus.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
-from defsent_plus.training.corpus import read_corpus_file
+from defsent_plus.training.corpus import read_corpus_file, seeded_sample
 
+log = logging.getLogger(__name__)
 DEV = "dev"
 
 
@@ -76,8 +78,6 @@ def evaluation_set(senteval_dir: str | Path, tasks: Sequence[str], alignment: di
     return EvaluationSet(list(index), scored, (first, second), uniformity, dev)
 
 
-
-
 def sample_definitions(dataset: str | Path, queries: Sequence[str | Path], size: int, seed: int) -> list[str]:
     """A seeded sample of ``size`` distinct definitions of a dictionary dataset (whitespace-normalised), never a
     reverse-dictionary held-out query of ``queries`` (subsets' ``queries.parquet``)."""
@@ -88,20 +88,15 @@ def sample_definitions(dataset: str | Path, queries: Sequence[str | Path], size:
     if not pool:
         raise DefSentError("config: baselines.fit_corpus", f"{dataset} has no definition outside the held-out "
                                                            "queries: the fit corpus would be empty")
-    rng = np.random.default_rng(seed)
-    chosen = rng.choice(len(pool), size=min(size, len(pool)), replace=False)
-    return [pool[i] for i in np.sort(chosen)]
+    return seeded_sample(pool, size, seed)
 
 
 def fit_corpus(options: dict, dataset: str | Path | None, queries: Sequence[str | Path]) -> list[str]:
     """The fit corpus of ``baselines.fit_corpus``: a text file (one sentence a line) or sampled definitions."""
     if options.get("file"):
         sentences = [normalise_space(s) for s in read_corpus_file(options["file"])]
-        sentences = [s for s in dict.fromkeys(sentences) if s]
-        if options.get("max_sentences") and len(sentences) > options["max_sentences"]:
-            rng = np.random.default_rng(options["seed"])
-            sentences = [sentences[i] for i in np.sort(rng.choice(len(sentences), options["max_sentences"],
-                                                                   replace=False))]
+        sentences = seeded_sample([s for s in dict.fromkeys(sentences) if s], options.get("max_sentences") or None,
+                                  options["seed"])
     else:
         sentences = sample_definitions(dataset, queries, options["max_sentences"], options["seed"])
     if not sentences:
@@ -109,8 +104,12 @@ def fit_corpus(options: dict, dataset: str | Path | None, queries: Sequence[str 
     return sentences
 
 
-def write_lines(path: str | Path, sentences: Sequence[str]) -> None:
-    Path(path).write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+def write_fit_corpus(options: dict, dataset: str | None, queries: Sequence[str], out_txt: str | Path) -> None:
+    """The fit corpus as a text file, one sentence a line."""
+    sentences = fit_corpus(options, dataset, queries)
+    with atomic_path(out_txt) as tmp:
+        Path(tmp).write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    log.info("fit corpus: %d sentences (%s)", len(sentences), options.get("file") or f"definitions of {dataset}")
 
 
 def read_lines(path: str | Path) -> list[str]:

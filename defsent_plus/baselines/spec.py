@@ -5,6 +5,13 @@ post-processing x fit, pruned where a combination means nothing (a mask aggregat
 model, static and random models inside a template, the fit of "no post-processing"). ``layer_sweep`` adds every single
 layer (003's layer -1 to the last) for the named aggregations, with no post-processing: the per-layer plot.
 
+Prompt templates (003 Section 3.2.2, Table 1): the sentence is placed at ``{sentence}``, every ``{mask}`` becomes the
+model family's own mask token; ``none`` is the sentence as it is. T0 is PromptBERT's template with its spacing, as the
+workflow's ``prompt`` pooling uses it; T1-T4 are 003's multi-mask templates, written as in its Table 1.
+
+A cache (one directory per encoder and template) keeps ``<layer set>/<source>.<aggregation>.<split>.npy`` and
+``index.json`` (:func:`cache_file`).
+
 Light on purpose (no torch): Snakemake calls it while parsing, to give each job exactly its own params.
 """
 
@@ -12,10 +19,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import astuple, dataclass
+from pathlib import Path
 
-from defsent_plus.baselines.templates import NO_TEMPLATE, has_mask, template_text
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import POOLINGS
+from defsent_plus.names import POOLINGS, PROMPT_TEMPLATE
 
 STATIC_LAYER = -1  # 003's layer -1: the rows of the input embedding matrix
 LAST = "last"
@@ -25,12 +32,70 @@ ENCODER, AVG, ENCODER_AVG, RANDOM = "encoder", "avg", "encoder+avg", "random"
 SOURCES = (ENCODER, AVG, ENCODER_AVG, RANDOM)
 ENCODER_ONLY_AGGREGATIONS = ("cls", "mask")  # a static model's [CLS] or [MASK] is the same vector in every sentence
 POSTPROCESSORS = ("none", "center", "zscore", "quantile", "whiten", "abtt", "l2")
-FITS = ("corpus", "eval")
 NO_FIT = "-"
 RANDOM_LAYERS = "-"  # random embeddings have no layers
 SHARED_SENTENCE_SETS = ("sts",)  # sets an embed job reads from a cache (not STS-B dev: see baselines.reuse)
 SHARED_POOLINGS = tuple(a for a in AGGREGATIONS if a in POOLINGS)  # aggregations the embedding stage pools alike
 ABTT_STEP = re.compile(r"^abtt(?P<d>\d+)?$")
+INDEX = "index.json"  # a cache's index: layer sets, sentence fingerprints, fallback counts, provenance
+
+
+NO_TEMPLATE = "none"
+TEMPLATES: dict[str, str] = {
+    NO_TEMPLATE: "{sentence}",
+    "T0": PROMPT_TEMPLATE,
+    "T1": 'This sentence: "{sentence}" means {mask}{mask}.',
+    "T2": 'This sentence: "{sentence}" means "{mask}{mask}" and is about {mask}.',
+    "T3": 'This sentence from the paraphrase dictionary: "{sentence}" means "{mask}", which is about {mask}.',
+    "T4": 'This sentence from the dictionary: "{sentence}" means "{mask}" and is about {mask}, which is a synonym '
+          "for {mask}.",
+}
+
+
+def template_text(name: str, custom: dict[str, str], key: str) -> str:
+    """The text of a built-in or user template (``baselines.templates``), checked: ``{sentence}`` exactly once and,
+    except for ``none``, at least one ``{mask}``."""
+    text = custom.get(name, TEMPLATES.get(name))
+    if text is None:
+        raise DefSentError(key, f"unknown template {name!r}; expected one of {sorted({*TEMPLATES, *custom})}")
+    if text.count("{sentence}") != 1:
+        raise DefSentError(key, f"template {name!r} must contain {{sentence}} exactly once, got {text!r}")
+    if name != NO_TEMPLATE and "{mask}" not in text:
+        raise DefSentError(key, f"template {name!r} has no {{mask}} token: a prompt needs at least one, "
+                                f"got {text!r}")
+    try:
+        render(text, "x", "[MASK]")
+    except (KeyError, IndexError, ValueError) as err:
+        raise DefSentError(key, f"template {name!r} may only use the fields {{sentence}} and {{mask}}: {err}") from None
+    return text
+
+
+def has_mask(text: str) -> bool:
+    return "{mask}" in text
+
+
+def render(text: str, sentence: str, mask_token: str) -> str:
+    """The model input of one sentence."""
+    return text.format(sentence=sentence, mask=mask_token)
+
+
+def render_all(text: str, sentences: list[str], tokenizer, max_length: int) -> tuple[list[str], int]:
+    """Model inputs of ``sentences`` in a template, and how many sentences were cut so that the template (and its
+    mask tokens) still fits in ``max_length`` tokens; cut at a token boundary of the original text."""
+    mask = tokenizer.mask_token or ""
+    if text == TEMPLATES[NO_TEMPLATE]:
+        return list(sentences), 0
+    budget = max_length - len(tokenizer(render(text, "", mask))["input_ids"])
+    if budget < 1:
+        raise DefSentError("config: baselines.max_length", f"template {text!r} alone needs more than {max_length} "
+                                                           "tokens")
+    encoded = tokenizer(list(sentences), add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    rendered, cut = [], 0
+    for sentence, offsets in zip(sentences, encoded, strict=True):
+        if len(offsets) > budget:
+            sentence, cut = sentence[:offsets[budget - 1][1]], cut + 1
+        rendered.append(render(text, sentence, mask))
+    return rendered, cut
 
 
 @dataclass(frozen=True)
@@ -45,32 +110,14 @@ class Combination:
     fit: str
     sweep: bool = False
 
-    @property
-    def embedding_key(self) -> str:
-        """The cached sentence embedding this row post-processes (its file is the template's layer set)."""
-        return f"{self.source}|{self.aggregation}"
 
-
-def grid_of(config: dict, encoder: str) -> dict:
-    """The grid an encoder of ``baselines.encoders`` is scored with."""
-    baselines = config["baselines"]
-    name = baselines["encoders"][encoder]
-    if name not in baselines["grids"]:
-        raise DefSentError(f"config: baselines.encoders.{encoder}",
-                           f"no grid named {name!r} (configured: {sorted(baselines['grids'])})")
-    return baselines["grids"][name]
 
 
 def check_grid(grid: dict, custom_templates: dict, key: str) -> None:
-    """Every name of a grid is known; raises naming the config key."""
+    """Every template and post-processing chain of a grid is known (the schema checks the other names); raises naming
+    the config key."""
     for k, template in enumerate(grid["templates"]):
         template_text(template, custom_templates, f"{key}.templates[{k}]")
-    for field, known in (("aggregations", AGGREGATIONS), ("layer_sweep", AGGREGATIONS), ("sources", SOURCES),
-                         ("fit", FITS)):
-        for k, name in enumerate(grid[field]):
-            if name not in known:
-                raise DefSentError(f"{key}.{field}[{k}]", f"unknown {field} entry {name!r}; expected one of "
-                                                          f"{list(known)}")
     for k, chain in enumerate(grid["postprocess"]):
         parse_chain(chain, f"{key}.postprocess[{k}]")
 
@@ -111,11 +158,11 @@ def resolve_layers(spec: list, n_layers: int, key: str) -> tuple[int, ...]:
     return tuple(sorted(resolved))
 
 
-def layer_sets(grid: dict, n_layers: int, key: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    """(the grid's layer sets, the single-layer sets of the sweep), resolved for the model."""
-    main = [resolve_layers(spec, n_layers, f"{key}.layers[{k}]") for k, spec in enumerate(grid["layers"])]
-    sweep = [(layer,) for layer in range(STATIC_LAYER, n_layers + 1)] if grid["layer_sweep"] else []
-    return list(dict.fromkeys(main)), sweep
+def layer_sets(layers: list, sweep: list, n_layers: int,
+               key: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(the configured layer sets, the single-layer sets of the sweep if any), resolved for the model."""
+    main = [resolve_layers(spec, n_layers, f"{key}.layers[{k}]") for k, spec in enumerate(layers)]
+    return list(dict.fromkeys(main)), [(layer,) for layer in range(STATIC_LAYER, n_layers + 1)] if sweep else []
 
 
 def aggregations_for(aggregations, template: str, source: str, custom_templates: dict) -> list[str]:
@@ -139,7 +186,7 @@ def sources_for(grid: dict, template: str) -> list[str]:
 
 def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) -> list[Combination]:
     """Every row of a grid, in a stable order: the main product first, then the layer sweep."""
-    main_sets, sweep_sets = layer_sets(grid, n_layers, key)
+    main_sets, sweep_sets = layer_sets(grid["layers"], grid["layer_sweep"], n_layers, key)
     rows = []
     for template in grid["templates"]:
         for source in sources_for(grid, template):
@@ -214,3 +261,9 @@ def scoring_options(config: dict) -> dict:
             "fit_corpus": baselines["fit_corpus"], "sts_aggregation": config["evaluation"]["sts_aggregation"],
             "isotropy_seed": baselines["isotropy"]["seed"], "isotropy_pairs": baselines["isotropy"]["n_pairs"],
             "bootstrap": config["evaluation"]["bootstrap"]}
+
+
+def cache_file(root: str | Path, layers: str, source: str, aggregation: str, split: str) -> Path:
+    """A cached sentence embedding: float32 rows of ``split`` (``eval``, ``corpus``, or ``eval-<task>`` for the
+    transductive ``idf_task``)."""
+    return Path(root) / layers / f"{source}.{aggregation}.{split}.npy"

@@ -3,7 +3,7 @@
 from defsent_plus.pipeline.process import collector_paused
 
 with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.baselines.stage import write_cache
+    from defsent_plus.baselines.extract import write_cache
     from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)
