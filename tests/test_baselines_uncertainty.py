@@ -18,7 +18,7 @@ from defsent_plus.baselines.report import (
     summary_markdown,
 )
 from defsent_plus.baselines.uncertainty import plain_mean_index, plain_mean_label, row_uncertainty
-from defsent_plus.sts import aggregate_spearman
+from defsent_plus.evaluation.sts import aggregate_spearman
 
 BOOTSTRAP = {"resamples": 200, "level": 0.95, "seed": 0}
 N_LAYERS = 2  # the synthetic cache's last layer: L2

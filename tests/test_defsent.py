@@ -18,7 +18,7 @@ from defsent_plus.dictionary import single_token_entries
 from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.reverse_dictionary import ranking_metrics, ranks_of_targets
 from defsent_plus.io import write_json
 from defsent_plus.methods.defsent.objective import (
     HEAD_FILE,

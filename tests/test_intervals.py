@@ -18,7 +18,7 @@ from defsent_plus.evaluation.intervals import (
     score_intervals,
     subset_bounds,
 )
-from defsent_plus.sts import aggregate_spearman
+from defsent_plus.evaluation.sts import aggregate_spearman
 
 
 def frame(gold: np.ndarray, similarity: np.ndarray, subsets: list[str], task: str = "T") -> pd.DataFrame:
@@ -147,8 +147,8 @@ def scored_run(tmp_path):
     """A run's STS tables with intervals from three synthetic models (base; same = base's similarities, the
     dev-selected one; worse = stronger noise): (sts.tsv, per-pair files by model, bootstrap options)."""
     from defsent_plus.evaluation.report import write_score_tables
+    from defsent_plus.evaluation.sts import scores_of_pairs
     from defsent_plus.io import write_json
-    from defsent_plus.sts import scores_of_pairs
 
     models = {"base": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
               "same": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
@@ -265,7 +265,7 @@ def test_two_tasks_that_are_copies_give_the_average_the_interval_of_one():
 
 
 def test_pair_keys_identify_a_pair_across_tasks_and_order(senteval_dir):
-    from defsent_plus.sts import load_sts_parts, pair_key
+    from defsent_plus.evaluation.sts import load_sts_parts, pair_key
 
     stsb = load_sts_parts(senteval_dir, "STSB")[0]
     years = [p for task in ("STS12", "STS13", "STS14", "STS15", "STS16") for p in load_sts_parts(senteval_dir, task)]

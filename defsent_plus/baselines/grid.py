@@ -38,10 +38,10 @@ from defsent_plus.baselines.postprocess import fit_chain, fit_transform_chain, t
 from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import STS_AGGREGATIONS
 from defsent_plus.io import read_json
 from defsent_plus.spaces.entry_matrix import check_entry_space
 from defsent_plus.spaces.moments import covariance
-from defsent_plus.sts import STS_AGGREGATIONS
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"
@@ -176,7 +176,7 @@ class TaskPairs:
         return RowVectors(vectors).cosines(*self.positions)
 
     def spearman(self, similarities: np.ndarray) -> float:
-        """:func:`~defsent_plus.sts.aggregate_spearman` of the concatenated similarities."""
+        """:func:`~defsent_plus.evaluation.sts.aggregate_spearman` of the concatenated similarities."""
         if self.aggregation == "all":
             return self.gold[0].spearman_percent(similarities)
         per_part = [gold.spearman_percent(part) for gold, part in

@@ -10,11 +10,10 @@ from pathlib import Path
 
 from defsent_plus.baselines.sentences import evaluation_set, fit_corpus, read_lines, write_lines
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
-from defsent_plus.evaluation.sentence_sets import sts_sentences
+from defsent_plus.evaluation.embeddings import sts_sentences, training_provenance, training_seeds
+from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import atomic_path, read_json, write_page
 from defsent_plus.provenance import provenance, with_training
-from defsent_plus.sts import STS_TASKS
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
-from defsent_plus.sts import Embed, embed_unique, normalise_space, read_tsv
+from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
 
 log = logging.getLogger(__name__)
 
@@ -300,14 +300,6 @@ def cv_selected_correct(
     return protocol.fit(x_train, y_train, reg, seed, VALIDATION_SPLIT).predict(x_test) == y_test
 
 
-def cv_selected_accuracy(
-    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-    seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
-) -> float:
-    """Test accuracy (%) with the regularisation chosen by k-fold CV on train, refit on all of train."""
-    return percent(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs, protocol)))
-
-
 def dev_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
     x_test: np.ndarray, y_test: np.ndarray, seed: int, protocol: Protocol = PROTOCOLS["sklearn"],
@@ -320,14 +312,6 @@ def dev_selected_correct(
                   for reg in grid]
     best = grid[int(np.argmax(dev_scores))]
     return protocol.fit(x_train, y_train, best, seed, (x_dev, y_dev)).predict(x_test) == y_test
-
-
-def dev_selected_accuracy(
-    x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
-    x_test: np.ndarray, y_test: np.ndarray, seed: int, protocol: Protocol = PROTOCOLS["sklearn"],
-) -> float:
-    """Test accuracy (%) with the regularisation chosen on dev; trained on train only (SplitClassifier)."""
-    return percent(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed, protocol)))
 
 
 DEFAULT_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 0}  # the schema's evaluation.bootstrap defaults
