@@ -282,12 +282,6 @@ def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_
     return np.array(accuracies)
 
 
-def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None,
-                       protocol: Protocol = PROTOCOLS["sklearn"]) -> float:
-    """Mean outer-fold test accuracy (%, SentEval's rounding) with the regularisation chosen in every fold."""
-    return round(float(nested_cv_folds(x, y, seed, kfold, n_jobs, protocol).mean()), 2)
-
-
 def cv_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
     seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
@@ -346,14 +340,6 @@ def task_result(
     return split_result(correct, bootstrap or DEFAULT_BOOTSTRAP)
 
 
-def task_accuracy(
-    embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
-    max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
-) -> float:
-    """Accuracy (%) of one transfer task (:func:`task_result` without its spread)."""
-    return task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, protocol=protocol).accuracy
-
-
 def senteval_results(
     embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
     kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
@@ -370,15 +356,6 @@ def senteval_results(
         log.info("SentEval %s (%s): %.2f%% (%.0f s)", task, protocol, results[task].accuracy,
                  time.perf_counter() - start)
     return results
-
-
-def senteval_scores(
-    embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
-    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
-) -> dict[str, float]:
-    """Accuracy (%) per transfer task plus ``avg`` over ``tasks``; deterministic for a fixed ``seed``."""
-    return scores_of(senteval_results(embed, senteval_dir, tasks, seed, kfold, max_examples, n_jobs,
-                                      protocol=protocol))
 
 
 def scores_of(results: dict[str, TaskResult]) -> dict[str, float]:

@@ -107,15 +107,6 @@ def headword_result(encoder: Encoder, ranks: dict[str, dict[str, np.ndarray]], p
             **{protocol: metrics_by_split(splits) for protocol, splits in ranks.items()}}
 
 
-def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, dataset_path: str | Path,
-                       queries_path: str | Path, batch_size: int = 128) -> dict:
-    """A DefSent model ranks the whole vocabulary for each definition (:func:`headword_ranks`): MRR and top-k per
-    protocol and split."""
-    frame = heldout_frame(dataset_path)
-    queries = read_queries(queries_path, frame)
-    return headword_result(encoder, headword_ranks(encoder, head, pooling, frame, queries, batch_size), pooling, frame)
-
-
 def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str | Path, queries: str | Path,
                            base_model: str | Path, base_space: Sequence[str | Path], pooling: str,
                            out_json: str | Path, out_tsv: str | Path, out_md: str | Path, batch_size: int = 128,
