@@ -298,9 +298,9 @@ def write_entry_ranking(
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
     trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
+    trained_cosine = cosine_protocol(rd.encoder, amp, held_out, batch_size, max_length)
     base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
-    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out),
-                         COSINE: cosine_protocol(rd.encoder, amp, held_out, batch_size, max_length)},
+    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out), COSINE: trained_cosine},
              "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
                       COSINE: ranks_by_split(base_cosine, held_out)}}
     common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
