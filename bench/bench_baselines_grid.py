@@ -47,10 +47,10 @@ from defsent_plus.baselines.spec import (  # noqa: E402
     combinations,
     scoring_options,
 )
+from defsent_plus.evaluation.sts import STS_TASKS  # noqa: E402
 from defsent_plus.io import read_json  # noqa: E402
 from defsent_plus.pipeline import dag  # noqa: E402
 from defsent_plus.pipeline.config_schema import validated_config  # noqa: E402
-from defsent_plus.sts import STS_TASKS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from defsent_plus.evaluation.intervals import Bootstrap, TaskPairs, resample, row_spearman  # noqa: E402
-from defsent_plus.sts import STS_TASKS, load_sts_parts  # noqa: E402
+from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts  # noqa: E402
 
 
 def real_pairs(senteval_dir: str, n_models: int, seed: int = 0) -> dict[str, TaskPairs]:

@@ -1,9 +1,9 @@
-# Every evaluator is a declaration (defsent_plus/evaluators: the registry is the only list of benchmarks), scored from
+# Every evaluator is a declaration (defsent_plus/evaluation/evaluators: the registry is the only list of benchmarks), scored from
 # the stored embeddings (rules/embeddings.smk): one job per (encoder, evaluator, pooling), STS-B dev (the selection
 # score) per encoder; the run's table of each evaluator in evaluation.tables, MTEB's cross-check and the PST steps
 # report. A new evaluator is one module and one registry line; these rules ask its declaration.
-from defsent_plus.evaluators import evaluator_of, scored, tabled
-from defsent_plus.evaluators import of_job as evaluator
+from defsent_plus.evaluation.evaluators import evaluator_of, scored, tabled
+from defsent_plus.evaluation.evaluators import of_job as evaluator
 
 PAIRED = [name for name, e in scored().items() if e.paired]  # their jobs also write per-pair similarities
 UNPAIRED = [name for name, e in scored().items() if not e.paired]

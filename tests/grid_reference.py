@@ -15,8 +15,8 @@ from defsent_plus.baselines.grid import FIT_CORPUS_KEY, SHAPE_KEY, CachedEmbeddi
 from defsent_plus.baselines.postprocess import fit_chain
 from defsent_plus.baselines.sentences import DEV, EvaluationSet
 from defsent_plus.baselines.spec import TRANSDUCTIVE_AGGREGATIONS, Combination
+from defsent_plus.evaluation.sts import aggregate_spearman, cosine_rows
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
-from defsent_plus.sts import aggregate_spearman, cosine_rows
 
 
 def uniformity(x: np.ndarray, t: float = 2.0) -> float:

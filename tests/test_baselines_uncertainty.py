@@ -20,7 +20,7 @@ from defsent_plus.baselines.report import (
     shown_rows,
     summary_markdown,
 )
-from defsent_plus.sts import aggregate_spearman
+from defsent_plus.evaluation.sts import aggregate_spearman
 
 BOOTSTRAP = {"resamples": 200, "level": 0.95, "seed": 0}
 N_LAYERS = 2  # the synthetic cache's last layer: L2

@@ -15,8 +15,8 @@ import yaml
 from workflow_utils import copy_run, planned_jobs, snakemake, validated, write_tiny_config
 
 from defsent_plus.baselines.spec import combinations
+from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.pipeline import dag
-from defsent_plus.sts import STS_TASKS
 
 pytestmark = pytest.mark.workflow
 TRAINED = "tiny.step1"  # the tiny run's dev-selected step-1 model

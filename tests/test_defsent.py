@@ -18,7 +18,7 @@ from defsent_plus.dictionary import single_token_entries
 from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
+from defsent_plus.evaluation.reverse_dictionary import ranking_metrics, ranks_of_targets
 from defsent_plus.io import write_json
 from defsent_plus.methods.defsent.objective import (
     HEAD_FILE,
@@ -399,8 +399,10 @@ def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert)
 def test_defsents_reverse_dictionary_needs_a_held_out_split(tmp_path):
     from helpers import write_toy_dataset
 
-    from defsent_plus.methods.defsent.reverse_dictionary import evaluate_headwords
+    from defsent_plus.methods.defsent.reverse_dictionary import write_headword_ranking
 
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     with pytest.raises(DefSentError, match=r"toy\.parquet: no held-out split"):
-        evaluate_headwords(None, None, "cls", dataset, tmp_path / "toy.queries.parquet")
+        write_headword_ranking(method="defsent", model_dir=tmp_path, dataset=dataset, queries=tmp_path / "q.parquet",
+                               base_model=tmp_path, base_space=[], pooling="cls", out_json=tmp_path / "rd.json",
+                               out_tsv=tmp_path / "rd.tsv", out_md=tmp_path / "rd.md")

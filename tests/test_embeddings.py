@@ -9,11 +9,16 @@ import pytest
 
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed, write_sentence_embeddings
-from defsent_plus.evaluation.sentence_sets import SENTENCE_SETS, sentences_of_set
-from defsent_plus.evaluators.scoring import write_scores
+from defsent_plus.evaluation.embeddings import (
+    SENTENCE_SETS,
+    read_sentence_embeddings,
+    sentences_of_set,
+    stored_embed,
+    write_scores,
+    write_sentence_embeddings,
+)
+from defsent_plus.evaluation.sts import PAIR_COLUMNS, STS_TASKS, encoder_embed, sts_scores
 from defsent_plus.io import read_json
-from defsent_plus.sts import PAIR_COLUMNS, STS_TASKS, encoder_embed, sts_scores
 
 FIXTURE = Path(__file__).parent / "fixtures" / "senteval"
 

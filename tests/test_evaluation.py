@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.sts import (
+from defsent_plus.evaluation.sts import (
     aggregate_spearman,
     cosine_rows,
     encoder_embed,

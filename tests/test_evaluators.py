@@ -10,10 +10,8 @@ import pytest
 from conftest import FIXTURES
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import write_embeddings
-from defsent_plus.evaluation.sentence_sets import sentences_of_set
-from defsent_plus.evaluators import Evaluator, Table, evaluator_of, load_plugins
-from defsent_plus.evaluators.scoring import write_scores
+from defsent_plus.evaluation.embeddings import sentences_of_set, write_embeddings, write_scores
+from defsent_plus.evaluation.evaluators import Evaluator, Table, evaluator_of, load_plugins
 
 SENTEVAL = FIXTURES / "senteval"
 TABLE = Table(title=lambda config: "t", caption="c", category="c")
@@ -53,7 +51,7 @@ def test_a_plugin_that_declares_no_evaluator_is_refused_naming_the_config_key(pl
 
 
 def test_a_score_without_avg_is_refused_and_writes_no_score_file(plugin, tmp_path):
-    plugin("from defsent_plus.evaluators import Evaluator, Scored\n"
+    plugin("from defsent_plus.evaluation.evaluators import Evaluator, Scored\n"
            "EVALUATOR = Evaluator(name='noavg', description='d', sentence_set='sts',\n"
            "                      score=lambda vectors, senteval, options, threads: Scored({'STS12': 1.0}))\n")
     assert evaluator_of("noavg").sentence_set == "sts"

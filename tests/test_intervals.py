@@ -9,21 +9,32 @@ from scipy.stats import rankdata, spearmanr
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import (
     Bootstrap,
-    bootstrap_scores,
-    paired_tests,
-    point_scores,
+    observed_scores,
     resample,
+    resampled_scores,
     row_ranks,
     row_spearman,
-    score_intervals,
     subset_bounds,
+    tasks_pairs,
 )
-from defsent_plus.sts import aggregate_spearman
+from defsent_plus.evaluation.sts import aggregate_spearman
 
 
 def frame(gold: np.ndarray, similarity: np.ndarray, subsets: list[str], task: str = "T") -> pd.DataFrame:
     return pd.DataFrame({"task": task, "subset": subsets, "pair": np.arange(len(gold)), "gold": gold,
                          "similarity": similarity})
+
+
+def score_intervals(frame, tasks, aggregation, n_resamples, level, seed):
+    """Every task's score and ``avg`` with its percentile-bootstrap interval."""
+    return Bootstrap.of([frame], tasks, aggregation, {"resamples": n_resamples, "level": level, "seed": seed}
+                        ).intervals(0)
+
+
+def paired_tests(frame_a, frame_b, tasks, aggregation, n_resamples, level, seed):
+    """A - B per task and ``avg``, both models scored on the same resampled pairs."""
+    return Bootstrap.of([frame_a, frame_b], tasks, aggregation, {"resamples": n_resamples, "level": level,
+                                                                 "seed": seed}).paired(0, 1)
 
 
 def noisy(gold: np.ndarray, scale: float, seed: int) -> np.ndarray:
@@ -55,8 +66,8 @@ def test_point_scores_equal_the_evaluator(aggregation):
     similarity = noisy(gold, 1.0, 2)
     cut = subsets.count("small")
     expected = aggregate_spearman([similarity[:cut], similarity[cut:]], [gold[:cut], gold[cut:]], aggregation)
-    assert point_scores([frame(gold, similarity, subsets)], ["T"], aggregation)["T"][0] == pytest.approx(expected,
-                                                                                                      abs=1e-9)
+    observed = observed_scores(tasks_pairs([frame(gold, similarity, subsets)], ["T"]), aggregation)
+    assert observed["T"][0] == pytest.approx(expected, abs=1e-9)
 
 
 def test_a_model_against_itself_differs_by_exactly_zero_with_p_one():
@@ -98,12 +109,13 @@ def test_resampling_keeps_every_subset_inside_itself():
 @pytest.mark.parametrize("aggregation", ["all", "mean", "wmean"])
 def test_bootstrap_scores_equal_the_evaluator_on_the_same_resamples(aggregation):
     """Subsets of 7 and 300 pairs (ties in the gold scores): every resample's score equals SentEval's aggregation
-    (:func:`aggregate_spearman`) computed from scratch on the same resampled pairs, drawn as bootstrap_scores draws
+    (:func:`aggregate_spearman`) computed from scratch on the same resampled pairs, drawn as resampled_scores draws
     them (one generator, the task's subsets resampled within themselves)."""
     gold, subsets = two_subsets(7, 300, seed=8)
     gold = gold.round(1)
     similarity = noisy(gold, 1.5, 9)
-    resampled = bootstrap_scores([frame(gold, similarity, subsets)], ["T"], aggregation, 60, seed=4)["T"][0]
+    pairs = tasks_pairs([frame(gold, similarity, subsets)], ["T"])
+    resampled = resampled_scores(pairs, aggregation, 60, seed=4)["T"][0]
     index = resample(subset_bounds(subsets), 60, np.random.default_rng(4))
     expected = [aggregate_spearman([similarity[drawn[:7]], similarity[drawn[7:]]], [gold[drawn[:7]], gold[drawn[7:]]],
                                    aggregation) for drawn in index]
@@ -147,8 +159,8 @@ def scored_run(tmp_path):
     """A run's STS tables with intervals from three synthetic models (base; same = base's similarities, the
     dev-selected one; worse = stronger noise): (sts.tsv, per-pair files by model, bootstrap options)."""
     from defsent_plus.evaluation.report import write_score_tables
+    from defsent_plus.evaluation.sts import scores_of_pairs
     from defsent_plus.io import write_json
-    from defsent_plus.sts import scores_of_pairs
 
     models = {"base": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
               "same": lambda g: g + np.random.default_rng(1).normal(0, 1.0, len(g)),
@@ -265,7 +277,7 @@ def test_two_tasks_that_are_copies_give_the_average_the_interval_of_one():
 
 
 def test_pair_keys_identify_a_pair_across_tasks_and_order(senteval_dir):
-    from defsent_plus.sts import load_sts_parts, pair_key
+    from defsent_plus.evaluation.sts import load_sts_parts, pair_key
 
     stsb = load_sts_parts(senteval_dir, "STSB")[0]
     years = [p for task in ("STS12", "STS13", "STS14", "STS15", "STS16") for p in load_sts_parts(senteval_dir, task)]

@@ -13,7 +13,7 @@ from conftest import FIXTURES, REPO
 
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import write_embeddings
+from defsent_plus.evaluation.embeddings import sentences_of_set, write_embeddings
 from defsent_plus.evaluation.mteb_eval import (
     MTEB_NAMES,
     local_sts_task,
@@ -23,8 +23,7 @@ from defsent_plus.evaluation.mteb_eval import (
     workflow_encode,
     write_mteb,
 )
-from defsent_plus.evaluation.sentence_sets import sentences_of_set
-from defsent_plus.sts import STS_TASKS, load_sts_task, pair_similarities
+from defsent_plus.evaluation.sts import STS_TASKS, load_sts_task, pair_similarities
 
 SENTEVAL = FIXTURES / "senteval"
 

@@ -15,13 +15,13 @@ from defsent_plus import banner
 from defsent_plus.dictionary.records import DropCounts
 from defsent_plus.dictionary.sources import read_oxford
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 from defsent_plus.io import read_tsv_table
 from defsent_plus.pipeline.model_architectures import Architecture, architecture_of, model_architecture
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 from defsent_plus.rehearsal import standins
 from defsent_plus.rehearsal.runner import senteval_dir as shared_senteval
-from defsent_plus.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 
 NLTK_DATA = REPO / "nltk_data"
 SHIPPED = sorted((REPO / "configs").glob("*.yaml"))

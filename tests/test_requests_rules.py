@@ -29,8 +29,8 @@ def config_and_plan(path):
 
 def test_the_evaluation_set_sizes_are_the_local_datas(senteval_dir):
     from defsent_plus.baselines.sentences import evaluation_set
-    from defsent_plus.evaluation.sentence_sets import sentences_of_set
-    from defsent_plus.sts import STS_TASKS
+    from defsent_plus.evaluation.embeddings import sentences_of_set
+    from defsent_plus.evaluation.sts import STS_TASKS
 
     assert {name: len(sentences_of_set(name, senteval_dir)) for name in EVALUATION_SENTENCES} == EVALUATION_SENTENCES
     alignment = validated(yaml.safe_load((REPO / "config.yaml").read_text()))["baselines"]["alignment"]

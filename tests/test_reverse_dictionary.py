@@ -25,8 +25,15 @@ from defsent_plus.dictionary import (
 )
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
-from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, query_ranks, read_queries
+from defsent_plus.evaluation.reverse_dictionary import (
+    cosine_ranks,
+    evaluate_baseline,
+    query_ranks,
+    ranking_bootstrap,
+    ranking_metrics,
+    ranks_of_targets,
+    read_queries,
+)
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods import method_of
 from defsent_plus.methods.defsent_plus.reverse_dictionary import (
@@ -344,7 +351,7 @@ def footers(text: str) -> tuple[str, str]:
 def test_the_reverse_dictionary_files_record_what_they_were_computed_with(tmp_path, trained_model, tiny_bert):
     from importlib.metadata import version
 
-    from defsent_plus.evaluators.reverse_dictionary import write_comparison
+    from defsent_plus.evaluation.reverse_dictionary import write_comparison
 
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
     record = json.loads(out["json"].read_text())["provenance"]
@@ -354,18 +361,19 @@ def test_the_reverse_dictionary_files_record_what_they_were_computed_with(tmp_pa
     assert f"torch {version('torch')}" in computed and "device cpu" in computed and "precision fp32" in computed
     assert "torch 9.9.9" in trained and "gpu NVIDIA H100" in trained and "precision bf16 autocast" in trained
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
-    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"], out_md=compare["md"])
+    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], method_of=method_of, out_tsv=compare["tsv"],
+                     out_md=compare["md"])
     assert footers(compare["md"].read_text()) == (computed, trained)
 
 
 def test_the_comparison_shows_every_metrics_interval(tmp_path, trained_model, tiny_bert):
-    from defsent_plus.evaluators.reverse_dictionary import write_comparison
+    from defsent_plus.evaluation.reverse_dictionary import write_comparison
     from defsent_plus.names import RANKING_METRICS
 
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
-    table = write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"],
-                             out_md=compare["md"], out_paired=tmp_path / "paired.tsv")
+    table = write_comparison(runs=[{"run": "r", "json": str(out["json"])}], method_of=method_of,
+                             out_tsv=compare["tsv"], out_md=compare["md"], out_paired=tmp_path / "paired.tsv")
     paired = pd.read_csv(tmp_path / "paired.tsv", sep="\t")  # the markdown's trained − base rows, as numbers
     expected = json.loads(out["json"].read_text())["paired"]
     assert len(paired) == sum(len(tests) for splits in expected.values() for tests in splits.values()) > 0
@@ -507,10 +515,10 @@ def test_workflow_holds_out_trains_on_train_and_scores_the_final_model(methods_r
 
 
 def test_a_method_without_a_reverse_dictionary_protocol_is_refused_by_name(tmp_path):
-    from defsent_plus.evaluators.reverse_dictionary import write_run_reverse_dictionary
+    from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
 
     with pytest.raises(DefSentError, match="method 'simcse' declares no reverse-dictionary protocol"):
-        write_run_reverse_dictionary(method="simcse", out_json=tmp_path / "rd.json")
+        write_run_reverse_dictionary(method=method_of("simcse"), out_json=tmp_path / "rd.json")
     assert not (tmp_path / "rd.json").exists()
 
 
@@ -656,7 +664,7 @@ def test_a_space_that_cannot_be_extended_says_why(tmp_path):
 
 @pytest.mark.parametrize("candidates", [1, 6, 10, 1000])
 def test_the_chance_level_is_the_metrics_of_a_uniformly_random_rank(candidates):
-    from defsent_plus.evaluation.ranking_tables import random_ranking_metrics
+    from defsent_plus.evaluation.reverse_dictionary import random_ranking_metrics
 
     every_rank = ranking_metrics(np.arange(1, candidates + 1))  # each rank equally likely
     assert random_ranking_metrics(candidates) == pytest.approx({k: v for k, v in every_rank.items()
@@ -664,7 +672,7 @@ def test_the_chance_level_is_the_metrics_of_a_uniformly_random_rank(candidates):
 
 
 def test_the_pages_say_why_the_base_rows_coincide_and_where_chance_lies(tmp_path, trained_model, tiny_bert):
-    from defsent_plus.evaluators.reverse_dictionary import write_comparison
+    from defsent_plus.evaluation.reverse_dictionary import write_comparison
     from defsent_plus.names import RANKING_METRICS
 
     out = entry_ranking_files(tmp_path, trained_model, tiny_bert)
@@ -672,7 +680,8 @@ def test_the_pages_say_why_the_base_rows_coincide_and_where_chance_lies(tmp_path
     base = table[table["model"] == "base"].set_index(["protocol", "split"])[list(RANKING_METRICS)]
     assert base.loc["heldout_queries"].equals(base.loc["cosine"])  # what the page's line explains
     compare = {name: tmp_path / f"compare.{name}" for name in ("tsv", "md")}
-    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], out_tsv=compare["tsv"], out_md=compare["md"])
+    write_comparison(runs=[{"run": "r", "json": str(out["json"])}], method_of=method_of, out_tsv=compare["tsv"],
+                     out_md=compare["md"])
     n = int(table["candidates"].iloc[0])
     chance = ranking_metrics(np.arange(1, n + 1))
     for page in (out["md"], compare["md"]):

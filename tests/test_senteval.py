@@ -22,9 +22,9 @@ from defsent_plus.evaluation.senteval import (
     load_transfer_task,
     load_trec,
     senteval_order,
-    senteval_scores,
+    senteval_results,
     subsample,
-    task_accuracy,
+    task_result,
     words,
 )
 from defsent_plus.evaluation.senteval_classifiers import C_GRIDS, Protocol
@@ -112,7 +112,7 @@ def test_missing_file_and_unknown_task_are_user_errors(tmp_path):
     with pytest.raises(DefSentError, match="file not found"):
         load_transfer_task(tmp_path, "MR")
     with pytest.raises(DefSentError, match="unknown transfer task"):
-        senteval_scores(bag_of_words, tmp_path, tasks=("SICK-E",))
+        senteval_results(bag_of_words, tmp_path, tasks=("SICK-E",))
 
 
 def test_pair_features_are_abs_difference_and_product():
@@ -184,14 +184,14 @@ def test_c_is_the_first_of_the_best_rounded_mean_accuracies():
 def test_inner_kfold_splits_with_1111_whatever_the_seed():
     """InnerKFoldClassifier's outer folds are StratifiedKFold(shuffle, random_state=1111) of the ordered examples;
     the score is the mean of the fold accuracies, each rounded to two decimals."""
-    from defsent_plus.evaluation.senteval import nested_cv_accuracy, nested_cv_folds
+    from defsent_plus.evaluation.senteval import fold_result, nested_cv_folds
 
     protocol, rows = stand_in(lambda reg: 2 / 3)
     x, y = np.arange(30)[:, None].astype(float), np.arange(30) % 2
     assert nested_cv_folds(x, y, seed=7, kfold=3, protocol=protocol).tolist() == [66.67] * 3
     expected = [tuple(test) for _, test in StratifiedKFold(3, shuffle=True, random_state=1111).split(x, y)]
     assert [r for r in rows if len(r) == 10] == expected  # the inner folds of 20 examples hold 6 or 7
-    assert nested_cv_accuracy(x, y, seed=7, kfold=3, protocol=protocol) == 66.67
+    assert fold_result(nested_cv_folds(x, y, seed=7, kfold=3, protocol=protocol)).accuracy == 66.67
 
 
 def test_the_pytorch_protocol_is_senteval_default_configuration():
@@ -216,7 +216,7 @@ def test_the_pytorch_protocol_is_senteval_default_configuration():
     assert not torch.equal(TorchLogistic(8, 2, 1e-4, 7).model.weight, TorchLogistic(8, 2, 1e-4, 1111).model.weight)
     assert TorchLogistic(8, 2, 1e-3, 0).optimizer.param_groups[0]["weight_decay"] == 1e-3  # the L2 value
     with pytest.raises(DefSentError, match="unknown protocol 'keras'"):
-        task_accuracy(bag_of_words, "unused", "TREC", protocol="keras")
+        task_result(bag_of_words, "unused", "TREC", protocol="keras")
 
 
 # ------------------------------------------------------------------------------------------ spread

@@ -16,8 +16,7 @@ from defsent_plus.baselines.extract import split_blocks, sts_block, write_cache
 from defsent_plus.baselines.reuse import cached_vectors, write_cached_sentence_embeddings
 from defsent_plus.baselines.spec import extraction_options, extraction_request
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import write_sentence_embeddings
-from defsent_plus.evaluation.sentence_sets import sts_sentences
+from defsent_plus.evaluation.embeddings import sts_sentences, write_sentence_embeddings
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json
 from defsent_plus.pipeline.dag import baseline_cache
 from defsent_plus.pipeline.plan import Plan

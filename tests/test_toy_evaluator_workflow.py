@@ -14,7 +14,7 @@ import pytest
 import yaml
 from workflow_utils import PLUGINS, copy_run, planned_jobs, snakemake
 
-from defsent_plus.evaluation.sentence_sets import sentences_of_set
+from defsent_plus.evaluation.embeddings import sentences_of_set
 from defsent_plus.io import read_json, read_npy
 from defsent_plus.pipeline import dag
 

@@ -12,8 +12,8 @@ from helpers import write_toy_dataset
 from defsent_plus.cli import main as cli
 from defsent_plus.encoders.encoding import PROMPT_TEMPLATE
 from defsent_plus.encoders.models import load_encoder
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.report import scores_table, seed_summary, write_score_tables
+from defsent_plus.evaluation.reverse_dictionary import ranking_metrics, ranks_of_targets
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods.defsent_plus.reverse_dictionary import ReverseDictionary, entry_logits
 from defsent_plus.names import TRAINING_CARD

@@ -31,7 +31,7 @@ from pathlib import Path
 PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "scipy.stats", "sklearn.decomposition", "torch", "transformers",
            "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
            "snakemake.script", "defsent_plus.pipeline.jobs", "defsent_plus.evaluation.embeddings",
-           "defsent_plus.evaluators.scoring", "defsent_plus.training.trainer", "defsent_plus.spaces.isotropy",
+           "defsent_plus.training.trainer", "defsent_plus.spaces.isotropy",
            "defsent_plus.evaluation.report", "defsent_plus.evaluation.curves", "mteb")
 MESSAGE_BYTES = 1 << 20
 CHILD: dict = {}  # in a child: the connection to its client, the job's pid and the script's exit status

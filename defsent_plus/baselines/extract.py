@@ -57,11 +57,10 @@ from defsent_plus.encoders.encoding import length_order
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
-from defsent_plus.evaluation.sentence_sets import sts_sentences
+from defsent_plus.evaluation.embeddings import sts_sentences, training_provenance, training_seeds
+from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import sentences_digest, write_json
 from defsent_plus.provenance import provenance, with_training
-from defsent_plus.sts import STS_TASKS
 
 log = logging.getLogger(__name__)
 NO_BIASES = {"frequent": False, "punctuation": False, "subword": False}  # a request without the biases aggregation

@@ -41,7 +41,6 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json, sentences_digest
 from defsent_plus.spaces.entry_matrix import check_entry_space
 from defsent_plus.spaces.moments import covariance
-from defsent_plus.sts import STS_AGGREGATIONS
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"
@@ -178,7 +177,7 @@ class TaskPairs:
         return RowVectors(vectors).cosines(*self.positions)
 
     def spearman(self, similarities: np.ndarray) -> float:
-        """:func:`~defsent_plus.sts.aggregate_spearman` of the concatenated similarities."""
+        """:func:`~defsent_plus.evaluation.sts.aggregate_spearman` of the concatenated similarities."""
         if self.aggregation == "all":
             return self.gold[0].spearman_percent(similarities)
         per_part = [gold.spearman_percent(part) for gold, part in

@@ -42,9 +42,9 @@ from defsent_plus.evaluation.significance import (  # noqa: E402
     paired_rows,
     reading_note,
 )
+from defsent_plus.evaluation.sts import STS_TASKS  # noqa: E402
 from defsent_plus.io import read_json, write_page, write_tsv  # noqa: E402
 from defsent_plus.names import STS_COLUMNS  # noqa: E402
-from defsent_plus.sts import STS_TASKS  # noqa: E402
 
 log = logging.getLogger(__name__)
 SETTING = ["source", "template", "layers", "aggregation", "postprocess", "fit"]

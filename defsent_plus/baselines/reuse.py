@@ -22,11 +22,10 @@ import numpy as np
 from defsent_plus.baselines.sentences import evaluation_set
 from defsent_plus.baselines.spec import ENCODER, INDEX, cache_file
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.embeddings import training_provenance, write_embeddings
-from defsent_plus.evaluation.sentence_sets import sentences_of_set
+from defsent_plus.evaluation.embeddings import sentences_of_set, training_provenance, write_embeddings
+from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import read_json, read_npy, sentences_digest
 from defsent_plus.provenance import with_training
-from defsent_plus.sts import STS_TASKS
 
 log = logging.getLogger(__name__)
 EVALUATION_SPLIT = "eval"

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
 from defsent_plus.io import atomic_path
-from defsent_plus.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
 from defsent_plus.training.corpus import read_corpus_file, seeded_sample
 
 log = logging.getLogger(__name__)

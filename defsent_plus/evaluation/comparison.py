@@ -1,23 +1,15 @@
-"""Every run side by side: STS in the layout of 000's Table 2 (starting models, then each method's mean ± std over
-seeds and its dev-selected model) and one reverse-dictionary table with each method's protocol in its header."""
+"""Every run's STS side by side, in the layout of 000's Table 2: starting models, then each method's mean ± std over
+seeds and its dev-selected model (the reverse dictionary's comparison: evaluation/reverse_dictionary.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
-from defsent_plus.evaluation.ranking_tables import (
-    COSINE_DESCRIPTION,
-    chance_note,
-    interval_columns,
-    paired_records,
-    paired_table,
-)
 from defsent_plus.evaluation.report import aggregation_note, markdown, score_provenance
 from defsent_plus.evaluation.significance import (
     OTHER_AGGREGATION,
@@ -27,8 +19,7 @@ from defsent_plus.evaluation.significance import (
     reading_note,
     uncertainty_records,
 )
-from defsent_plus.io import read_json, read_tsv_table, write_page, write_tsv
-from defsent_plus.names import RANKING_METRICS as METRIC_COLUMNS
+from defsent_plus.io import read_tsv_table, write_page, write_tsv
 from defsent_plus.names import STS_COLUMNS, TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
 
@@ -227,78 +218,5 @@ def write_sts_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str 
                            for models in files.values() for path in models.values()
                            if path.endswith(".pairs.parquet"))
     text += provenance_footer(score_provenance([path for path in scored if Path(path).is_file()]))
-    write_page(out_md, text)
-    return table
-
-
-def reverse_dictionary_rows(run: str, result: dict, splits_of: Callable[[dict], dict[str, dict]]) -> list[dict]:
-    """One row per (model, protocol, split) of a run's reverse_dictionary.json, read by its method's protocol
-    (``splits_of``), with the intervals' bounds where the run computed them."""
-    method = result["method"]
-    rows = []
-    for label in ("trained", "base"):
-        model = result[label]
-        for protocol, splits in splits_of(model).items():
-            candidates = model["cosine_candidates"] if protocol == "cosine" else model["candidates"]
-            rows += [{"run": run, "method": method, "model": label, "protocol": protocol, "split": split,
-                      "candidates": candidates, "queries": metrics["queries"],
-                      **{k: metrics.get(k) for k in METRIC_COLUMNS},
-                      **interval_columns(result, label, protocol, split)} for split, metrics in splits.items()]
-    return rows
-
-
-def interval_note(results: dict[str, dict]) -> str:
-    """How the reverse-dictionary table's bounds read (the runs' bootstrap level, or that none was computed)."""
-    levels = sorted({result["bootstrap"]["level"] for result in results.values() if "bootstrap" in result})
-    if not levels:
-        return "no intervals (the runs were scored without evaluation.bootstrap)"
-    return (f"`value [low, high]`: every metric's {' / '.join(f'{level:.0%}' for level in levels)} "
-            "percentile-bootstrap interval over the queries (the TSV's `<metric>_low`, `<metric>_high`)")
-
-
-def bounded_cell(value: float, low: float, high: float) -> str:
-    """A metric with its interval, or alone where the run computed none."""
-    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
-    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
-    bounds = [f"{metric}_{end}" for metric in METRIC_COLUMNS for end in ("low", "high")]
-    shown = table.drop(columns=bounds, errors="ignore")
-    for metric in METRIC_COLUMNS:
-        if f"{metric}_low" in table:
-            shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
-                                                                   table[f"{metric}_high"], strict=True)]
-    return shown
-
-
-def write_reverse_dictionary_comparison(runs: Sequence[dict], out_tsv: str | Path, out_md: str | Path,
-                                        out_paired: str | Path | None = None, *,
-                                        protocols: Mapping[str, Any]) -> pd.DataFrame:
-    """``runs``: one record per run (``run``, ``json``: its reverse_dictionary.json); ``out_paired``: every run's
-    trained − base differences with their bounds and p, in columns; ``protocols``: each method's
-    :class:`defsent_plus.methods.base.ReverseDictionaryProtocol` (how its rows read, its description)."""
-    results = {r["run"]: read_json(r["json"]) for r in runs}
-    table = pd.DataFrame([row for run, result in results.items()
-                          for row in reverse_dictionary_rows(run, result, protocols[result["method"]].splits)])
-    write_tsv(out_tsv, table, float_format="%.4f")
-    if out_paired is not None:
-        paired_columns = ["run", "protocol", "split", "metric", "difference", "low", "high", "p", "distinguishable"]
-        records = [{"run": run, **record} for run, result in results.items() for record in paired_records(result)]
-        write_tsv(out_paired, pd.DataFrame(records, columns=paired_columns), float_format="%.4f")
-    methods = dict.fromkeys(table["method"])
-    header = "\n".join(f"* {protocols[m].description}" for m in methods)
-    paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)
-    text = ("# Reverse dictionary of every run\n\nThe methods rank different candidates (the `candidates` column), "
-            "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "
-            "= the run's final dev-selected model, base = its starting model untrained by the run. MRR over the full "
-            "ranking, MRR@10 (hits beyond the top 10 count 0), top-k accuracy in %; " + interval_note(results)
-            + ".\n\n" + bounded_metrics(table).to_markdown(index=False, floatfmt=".3f") + "\n\n"
-            + "".join(f"{protocols[m].base_note}\n\n" for m in methods if protocols[m].base_note)
-            + chance_note(table["candidates"]) + "\n")
-    if not paired.empty:
-        text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
-                 + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")
-    text += provenance_footer([result.get("provenance", {}) for result in results.values()])
     write_page(out_md, text)
     return table

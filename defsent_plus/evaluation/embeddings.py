@@ -1,27 +1,76 @@
-"""Stored sentence embeddings: the ``embed`` job encodes one named sentence set with one encoder and pooling
-(float32 npy beside a JSON record of the sentences' count and fingerprint, the model and the options), and every
-evaluator of that set reads them instead of encoding again.
+"""Stored sentence embeddings: the named sentence sets the evaluators read, the ``embed`` job that encodes one set with
+one encoder and pooling (float32 npy beside a JSON record of the sentences' count and fingerprint, the model and the
+options), and the ``score`` and ``dev_score`` jobs, which score those vectors with one evaluator instead of encoding
+again.
 
-Reading checks the record against the sentences the reader loads, so vectors never meet the wrong sentences.
-Writing needs torch; reading does not.
+A set is every distinct sentence of its benchmark in first-seen order, normalised as its loader reads it, so the
+evaluator that loads the benchmark finds each of its sentences in the set. Reading checks the record against the
+sentences the reader loads, so vectors never meet the wrong sentences. Paired evaluators (STS) also store their
+per-pair similarities (task, subset, pair, gold, similarity; parquet), so intervals and paired tests read them
+without encoding again. Writing needs torch; reading and scoring do not.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.sentence_sets import sentences_of_set
-from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
+from defsent_plus.evaluation.evaluators import evaluator_of
+from defsent_plus.evaluation.sts import STS_TASKS, Embed, StsPairs, load_sts_parts
+from defsent_plus.io import atomic_path, read_json, read_npy, sentences_digest, write_json, write_npy
+from defsent_plus.names import SENTENCE_SETS as SENTENCE_SET_NAMES
+from defsent_plus.names import require_same_names
 from defsent_plus.provenance import provenance, with_training
-from defsent_plus.sts import Embed
 
 log = logging.getLogger(__name__)
+
+
+def distinct(sentences: Iterable[str]) -> list[str]:
+    """Every distinct sentence once, in first-seen order."""
+    return list(dict.fromkeys(sentences))
+
+
+def pair_sentences(parts: Iterable[StsPairs]) -> Iterable[str]:
+    for pairs in parts:
+        yield from pairs.sentences1
+        yield from pairs.sentences2
+
+
+def sts_sentences(senteval_dir: str | Path) -> list[str]:
+    """The seven STS tasks' sentences (STS12-16 with every subset, STS-B test, SICK-R test)."""
+    return distinct(s for task in STS_TASKS for s in pair_sentences(load_sts_parts(senteval_dir, task)))
+
+
+def stsb_dev_sentences(senteval_dir: str | Path) -> list[str]:
+    """STS-B dev's sentences: the selection score's."""
+    return distinct(pair_sentences(load_sts_parts(senteval_dir, "STSB-dev")))
+
+
+def transfer_sentences(senteval_dir: str | Path) -> list[str]:
+    """Every split of the seven SentEval transfer tasks."""
+    from defsent_plus.evaluation.senteval import TRANSFER_TASKS, load_transfer_task, sentences_of  # scikit-learn
+
+    return distinct(s for task in TRANSFER_TASKS for data in load_transfer_task(senteval_dir, task).values()
+                    for s in sentences_of(data))
+
+
+SENTENCE_SETS: dict[str, Callable[[str | Path], list[str]]] = {
+    "sts": sts_sentences,
+    "stsb-dev": stsb_dev_sentences,
+    "senteval": transfer_sentences,
+}
+"""Sentence-set name -> its sentences from SentEval's data directory."""
+require_same_names(SENTENCE_SETS, SENTENCE_SET_NAMES, "embeddings.SENTENCE_SETS")
+
+def sentences_of_set(name: str, senteval_dir: str | Path) -> list[str]:
+    if name not in SENTENCE_SETS:
+        raise DefSentError("sentence set", f"unknown sentence set {name!r}; expected one of {list(SENTENCE_SETS)}")
+    return SENTENCE_SETS[name](senteval_dir)
 
 
 def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path, sentence_set: str, pooling: str,
@@ -112,3 +161,29 @@ def stored_embed(vectors: dict[str, np.ndarray]) -> Embed:
         return np.stack([vectors[s] for s in sentences])
 
     return embed
+
+
+def write_scores(*, evaluator: str, embeddings: str | Path, record: str | Path, senteval_dir: str | Path,
+                 out_json: str | Path, options: dict, out_pairs: str | Path | None = None, label: str | None = None,
+                 threads: int = 1) -> dict:
+    """Score stored embeddings with the registered ``evaluator`` and its ``options`` (config-derived, the job's
+    params); write its score file and, for a paired evaluator, the per-pair similarities to ``out_pairs``."""
+    declared = evaluator_of(evaluator, where="rule score: evaluator")
+    if declared.score is None:
+        raise DefSentError("rule score", f"evaluator {evaluator!r} scores no stored embeddings")
+    start = time.perf_counter()
+    sentences = sentences_of_set(declared.sentence_set, senteval_dir)
+    vectors, stored = read_sentence_embeddings(embeddings, record, sentences)
+    scored = declared.score(vectors, Path(senteval_dir), options, threads)
+    if "avg" not in scored.scores:
+        raise DefSentError(f"evaluator {evaluator}", f"scored {sorted(scored.scores)}; a score needs 'avg' (its "
+                                                     "tables' headline and plot)")
+    if declared.paired:
+        with atomic_path(out_pairs) as tmp:
+            scored.pairs.to_parquet(tmp, index=False)
+    result = {"model": label or stored["encoder"], "model_dir": stored["model_dir"], "pooling": stored["pooling"],
+              "benchmark": evaluator, "scores": scored.scores, **scored.fields, "embeddings": stored}
+    log.info("%s %s %s: %s in %.1f s", evaluator, result["model"], stored["pooling"],
+             {k: round(v, 2) for k, v in scored.scores.items()}, time.perf_counter() - start)
+    write_json(out_json, result)
+    return result

@@ -258,16 +258,11 @@ def tasks_pairs(frames: Sequence[pd.DataFrame], tasks: Sequence[str]) -> dict[st
     return {task: task_pairs(frames, task) for task in tasks}
 
 
-def bootstrap_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, n_resamples: int,
-                     seed: int) -> dict[str, list[np.ndarray]]:
-    """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples (one generator, seeded; tasks
-    drawn in ``tasks`` order, so a task's resamples do not depend on which models are compared)."""
-    return resampled_scores(tasks_pairs(frames, tasks), aggregation, n_resamples, seed)
-
-
 def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples: int,
                      seed: int) -> dict[str, list[np.ndarray]]:
-    """:func:`bootstrap_scores` of tasks' pairs: each task within its subsets, the average over distinct pairs."""
+    """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples of the tasks' pairs (one
+    generator, seeded; tasks drawn in ``pairs`` order, so a task's resamples do not depend on which models are
+    compared): each task within its subsets, the average over distinct pairs."""
     rng = np.random.default_rng(seed)  # tasks drawn in order
     per_task = {name: task.scores(aggregation, resample(task.bounds, n_resamples, rng))
                 for name, task in pairs.items()}
@@ -299,13 +294,8 @@ def shared_counts(pairs: dict[str, TaskPairs], n_resamples: int, seed: int) -> d
     return out
 
 
-def point_scores(frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str) -> dict[str, list[float]]:
-    """Per task and ``avg``: every model's score on the pairs themselves."""
-    return observed_scores(tasks_pairs(frames, tasks), aggregation)
-
-
 def observed_scores(pairs: dict[str, TaskPairs], aggregation: str) -> dict[str, list[float]]:
-    """:func:`point_scores` of tasks' pairs."""
+    """Per task and ``avg``: every model's score on the tasks' pairs themselves."""
     out = with_average({name: [float(s[0]) for s in task.scores(aggregation, identity_index(task.bounds))]
                         for name, task in pairs.items()})
     return {**out, "avg": [float(value) for value in out["avg"]]}
@@ -330,20 +320,6 @@ def two_sided_p(differences: np.ndarray) -> float:
     below = (np.count_nonzero(differences <= 0) + 1) / (n + 1)
     above = (np.count_nonzero(differences >= 0) + 1) / (n + 1)
     return float(min(1.0, 2 * min(below, above)))
-
-
-def score_intervals(frame: pd.DataFrame, tasks: Sequence[str], aggregation: str, n_resamples: int, level: float,
-                    seed: int) -> dict[str, Interval]:
-    """Every task's score and ``avg`` with its percentile-bootstrap interval."""
-    options = {"resamples": n_resamples, "level": level, "seed": seed}
-    return Bootstrap.of([frame], tasks, aggregation, options).intervals(0)
-
-
-def paired_tests(frame_a: pd.DataFrame, frame_b: pd.DataFrame, tasks: Sequence[str], aggregation: str,
-                 n_resamples: int, level: float, seed: int) -> dict[str, PairedTest]:
-    """A - B per task and ``avg``, both models scored on the same resampled pairs."""
-    options = {"resamples": n_resamples, "level": level, "seed": seed}
-    return Bootstrap.of([frame_a, frame_b], tasks, aggregation, options).paired(0, 1)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """MTEB as an evaluator: MTEB's own STS tasks and scoring on the embedding stage's stored vectors.
 
 The seven STS tasks (STS12-16, STSBenchmark, SICK-R) are MTEB's task classes with their data read from the local
-SentEval layout by this project's readers (:func:`~defsent_plus.sts.load_sts_task`: an STS12-16 year's
+SentEval layout by this project's readers (:func:`~defsent_plus.evaluation.sts.load_sts_task`: an STS12-16 year's
 subsets concatenated, as MTEB's datasets are), never downloaded; their dataset revision says so. The model is
 :class:`StoredVectors`: it serves every sentence the embedding stage already encoded (so STS encodes nothing
 again) and encodes any other with the workflow's encoder and pooling, counting them. Results go to MTEB's
@@ -20,14 +20,13 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.sts import STS_TASKS, Embed, load_sts_task
 from defsent_plus.io import sentences_digest
-from defsent_plus.sts import STS_TASKS, Embed, load_sts_task
 
 log = logging.getLogger(__name__)
 
 MTEB_NAMES = {"STS12": "STS12", "STS13": "STS13", "STS14": "STS14", "STS15": "STS15", "STS16": "STS16",
               "STSB": "STSBenchmark", "SICKR": "SICK-R"}  # this project's STS task -> MTEB's task name
-MAIN_SCORE = "cosine_spearman"
 
 
 def local_sts_task(task: str, senteval_dir: str | Path) -> Any:
@@ -132,7 +131,7 @@ def project_scores(pairs: str | Path, float32: bool = False) -> dict[str, float]
     """This project's STS scores of the same vectors, STS12-16 aggregated ``all`` (as MTEB's datasets are), from
     the score job's per-pair similarities (whatever ``evaluation.sts_aggregation`` its table uses); ``float32``:
     with the similarities rounded to float32 first."""
-    from defsent_plus.sts import scores_of_pairs
+    from defsent_plus.evaluation.sts import scores_of_pairs
 
     frame = pd.read_parquet(pairs)
     if float32:
@@ -147,8 +146,7 @@ def write_mteb(*, embeddings: str | Path, record: str | Path, pairs: str | Path,
     the per-task comparison with this project's scores in ``out_check``."""
     import mteb
 
-    from defsent_plus.evaluation.embeddings import read_sentence_embeddings
-    from defsent_plus.evaluation.sentence_sets import sentences_of_set
+    from defsent_plus.evaluation.embeddings import read_sentence_embeddings, sentences_of_set
     from defsent_plus.io import atomic_path, read_json, write_tsv
 
     vectors, stored = read_sentence_embeddings(embeddings, record, sentences_of_set("sts", senteval_dir))
@@ -174,7 +172,7 @@ def workflow_encode(model_dir: str | Path, pooling: str, batch_size: int, max_le
     MTEB tasks beyond the stored sets; the STS tasks never load it)."""
     from defsent_plus.encoders.models import load_encoder
     from defsent_plus.encoders.runtime import device_for_run
-    from defsent_plus.sts import encoder_embed
+    from defsent_plus.evaluation.sts import encoder_embed
 
     def encode(sentences: list[str]) -> np.ndarray:
         embed = encoder_embed(load_encoder(model_dir).to(device_for_run()), pooling, batch_size, max_length)

@@ -1,30 +1,92 @@
-"""The reverse dictionary's shared protocol parts (001, Table 2's task on 000's held-out entries): a run's held-out
-queries, ranks and per-split metrics, the like-for-like ``cosine`` protocol (every model's mean-pooled query
-against the same AMP entry embeddings), intervals and paired tests, provenance. Each method's own protocol
-(DefSent+'s entry ranking, DefSent's vocabulary ranking) is in its package (``defsent_plus.methods.<name>``).
+"""The reverse dictionary's shared ranking (001, Table 2's task on 000's held-out entries), for every method's
+protocol: ranks of targets and their metrics (MRR, MRR@10, top-k), a run's held-out queries, the like-for-like
+``cosine`` protocol (every model's mean-pooled query against the same AMP entry embeddings), intervals and paired
+tests, provenance, the tables and pages, a run's protocol and every run side by side. Each method's own protocol
+(DefSent+'s entry ranking, DefSent's vocabulary ranking) is beside its method (``defsent_plus.methods.<name>``).
+
+Light at import (no torch): the comparison job reads the tables; the ranking jobs load torch when they rank.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-from defsent_plus.dictionary import read_dataset
-from defsent_plus.encoders.encoding import batching_for
-from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
-from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
-from defsent_plus.names import HELDOUT_SPLITS
-from defsent_plus.provenance import provenance, with_training
+from defsent_plus.evaluation.intervals import Bootstrap
+from defsent_plus.io import read_json, write_json, write_page, write_tsv
+from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS
+from defsent_plus.provenance import provenance, provenance_footer, with_training
 from defsent_plus.spaces.entry_matrix import load_space
 
+if TYPE_CHECKING:
+    import torch
+
+    from defsent_plus.encoders.models import Encoder
+
+METRIC_COLUMNS = RANKING_METRICS
+Method = Any  # a defsent_plus.methods.base.Method (evaluation imports no method: the methods import it)
+Protocol = Any  # its ReverseDictionaryProtocol
+CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 in its "MRR"
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
+
+
+
+def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
+    """1-based rank of each row's target among all columns; ties count against the target (pessimistic)."""
+    if isinstance(logits, np.ndarray):  # on the host: no copy (a 128 x 206,546 chunk is 106 MB)
+        rows = np.asarray(targets, dtype=np.int64)
+        target_scores = logits[np.arange(len(rows)), rows]
+        return (logits >= target_scores[:, None]).sum(1)
+    import torch
+
+    targets = torch.as_tensor(np.asarray(targets, dtype=np.int64), device=logits.device)
+    target_scores = logits.gather(1, targets[:, None])
+    return (logits >= target_scores).sum(1).cpu().numpy()
+
+
+def ranking_metrics(ranks: np.ndarray, k_list: Sequence[int] = (1, 3, 10), cutoff: int = CUTOFF) -> dict[str, float]:
+    """MRR over the full ranking, ``mrr_at_<cutoff>`` (only hits within the top ``cutoff`` count, DefSent's
+    "MRR"), top-k accuracy in % and the number of queries."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if len(ranks) == 0 or ranks.min() < 1:
+        raise DefSentError("ranking metrics", "expected at least one 1-based rank")
+    reciprocal = 1.0 / ranks
+    return {
+        "mrr": float(reciprocal.mean()),
+        f"mrr_at_{cutoff}": float(np.where(ranks <= cutoff, reciprocal, 0.0).mean()),
+        **{f"top{k}": float(np.mean(ranks <= k) * 100) for k in k_list},
+        "queries": int(len(ranks)),
+    }
+
+
+def resampled_metrics(ranks: np.ndarray, index: np.ndarray, k_list: Sequence[int] = (1, 3, 10),
+                      cutoff: int = CUTOFF) -> dict[str, np.ndarray]:
+    """:func:`ranking_metrics` (without ``queries``) on every resample ``index`` [B, n] of the queries at once."""
+    resampled = np.asarray(ranks, dtype=np.float64)[index]
+    reciprocal = 1.0 / resampled
+    return {"mrr": reciprocal.mean(axis=1),
+            f"mrr_at_{cutoff}": np.where(resampled <= cutoff, reciprocal, 0.0).mean(axis=1),
+            **{f"top{k}": (resampled <= k).mean(axis=1) * 100 for k in k_list}}
+
+
+def ranking_bootstrap(ranks: Sequence[np.ndarray], options: dict) -> Bootstrap:
+    """Several models' ranks of the SAME queries, resampled together (seeded, ``options``: ``resamples``, ``level``,
+    ``seed`` as evaluation.bootstrap): each model's percentile intervals of every ranking metric, and any two
+    models' paired test, as for STS (:mod:`defsent_plus.evaluation.intervals`)."""
+    n = len(ranks[0])
+    if any(len(r) != n for r in ranks):
+        raise DefSentError("ranking bootstrap", "the models ranked different numbers of queries")
+    index = np.random.default_rng(options["seed"]).integers(0, n, size=(options["resamples"], n))
+    points = [ranking_metrics(r) for r in ranks]
+    resampled = [resampled_metrics(r, index) for r in ranks]
+    return Bootstrap({key: [p[key] for p in points] for key in resampled[0]},
+                     {key: [r[key] for r in resampled] for key in resampled[0]}, options["level"])
 
 
 def read_queries(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
@@ -89,6 +151,9 @@ def encoded_queries(encoder: Encoder, sentences: Sequence[str], pooling: str, ba
                     max_length: int = 128) -> np.ndarray:
     """``sentences`` pooled by ``pooling`` on the run's device, all at once: sorted by length into the batches
     :func:`batching_for` picks for the device (a chunk of unsorted queries pads to its longest)."""
+    from defsent_plus.encoders.encoding import batching_for  # torch
+    from defsent_plus.encoders.runtime import device_for_run
+
     encoder.to(device_for_run())
     batch, max_tokens = batching_for(encoder.device, batch_size)
     return encoder.encode(sentences, pooling, batch_size=batch, max_length=max_length, max_tokens=max_tokens)
@@ -98,6 +163,9 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
                       queries_path: str | Path, batch_size: int = 128, max_length: int = 128) -> dict:
     """The untrained reference: the run's starting model's mean-pooled query against its own AMP entry space (the
     average mean-pooled definition of every entry) by cosine; no pooler, no training."""
+    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.encoders.models import load_encoder  # torch
+
     frame = read_dataset(dataset_path)
     queries = read_queries(queries_path, frame)
     ranks = cosine_ranks(load_encoder(base_model), load_space(space_path, len(frame)), queries, batch_size, max_length)
@@ -105,12 +173,18 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
             "candidates": len(frame), **split_metrics(ranks, queries, frame)}
 
 
-def cosine_splits(ranks: np.ndarray, queries: pd.DataFrame) -> dict[str, dict]:
-    return {split: ranking_metrics(ranks[(queries["split"] == split).to_numpy()]) for split in HELDOUT_SPLITS}
-
-
 def ranks_by_split(ranks: np.ndarray, queries: pd.DataFrame) -> dict[str, np.ndarray]:
     return {split: ranks[(queries["split"] == split).to_numpy()] for split in HELDOUT_SPLITS}
+
+
+def metrics_by_split(ranks: Mapping[str, np.ndarray]) -> dict[str, dict]:
+    return {split: ranking_metrics(r) for split, r in ranks.items()}
+
+
+def cosine_protocol(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
+                    max_length: int = 128) -> dict[str, np.ndarray]:
+    """The ``cosine`` protocol's ranks of the held-out ``queries`` by split (:func:`cosine_ranks`)."""
+    return ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)
 
 
 def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_like: Sequence[str],
@@ -148,6 +222,10 @@ def ranking_provenance(model_dir: str | Path, bootstrap: dict | None, **seeds: i
     """What a run's reverse-dictionary numbers were computed with (:func:`defsent_plus.provenance.provenance`: versions,
     device, precision, threads) and their seeds: the trained model's training seed, the bootstrap's and ``seeds``
     (e.g. an initialised head's); with the trained model's own training provenance (``trained_with``)."""
+    import torch
+
+    from defsent_plus.encoders.runtime import device_for_run
+
     drawn = {**training_seeds(model_dir), **seeds, **({"bootstrap": bootstrap["seed"]} if bootstrap else {})}
     record = provenance(str(device_for_run()), torch.get_num_threads(), drawn)
     return with_training(record, training_provenance(model_dir))
@@ -160,4 +238,184 @@ def only(paths: Sequence[str | Path]) -> str | Path:
     if len(paths) != 1:
         raise DefSentError("reverse dictionary", f"expected one starting-model entry space, got {list(paths)}")
     return paths[0]
+
+
+COSINE_DESCRIPTION = (
+    "`cosine` (every model, like for like): the model's mean-pooled query against the SAME entry embeddings for "
+    "every model, the starting model's AMP space of the run's entries (no pooler, no head), so trained and base differ "
+    "only in their sentence embeddings")
+
+
+def random_ranking_metrics(candidates: int) -> dict[str, float]:
+    """The expected metrics of a uniformly random ranking of ``candidates``: the true entry's rank is uniform on
+    1..n, so MRR = H_n / n, MRR@10 = H_min(10,n) / n and top-k accuracy = 100 · min(k, n) / n %."""
+    def harmonic(count: int) -> float:
+        return sum(1.0 / rank for rank in range(1, count + 1))
+
+    n = int(candidates)
+    return {"mrr": harmonic(n) / n, "mrr_at_10": harmonic(min(10, n)) / n,
+            **{f"top{k}": 100.0 * min(k, n) / n for k in (1, 3, 10)}}
+
+
+def chance_note(candidates: Iterable[int]) -> str:
+    """A line under a reverse-dictionary table: the chance level of each candidate count in its rows."""
+    levels = []
+    for n in sorted({int(c) for c in candidates}):
+        chance = random_ranking_metrics(n)
+        levels.append(f"{n:,} candidates: mrr = H_{n}/{n} = {chance['mrr']:.4f}, "
+                      f"mrr_at_10 = {chance['mrr_at_10']:.4f}, top1 = {chance['top1']:.3f} %, "
+                      f"top3 = {chance['top3']:.3f} %, top10 = {chance['top10']:.3f} %")
+    return ("Chance level (a uniformly random ranking: top-k accuracy k/n, expected MRR H_n/n over n candidates, "
+            "H_n = 1 + 1/2 + ... + 1/n): " + "; ".join(levels) + ".")
+
+
+def interval_columns(results: dict, label: str, protocol: str, split: str) -> dict[str, float]:
+    """``<metric>_low`` and ``<metric>_high`` of one row (empty without intervals)."""
+    bounds = results[label].get("intervals", {}).get(protocol, {}).get(split, {})
+    return {f"{metric}_{end}": value for metric, pair in bounds.items() for end, value in zip(("low", "high"), pair,
+                                                                                              strict=True)}
+
+
+def paired_table(results: dict) -> pd.DataFrame:
+    """Trained − base per like-for-like protocol and split: MRR and top-10 differences with interval and p."""
+    rows = []
+    for protocol, splits in results.get("paired", {}).items():
+        for split, tests in splits.items():
+            row = {"protocol": protocol, "split": split}
+            for metric in ("mrr", "top10"):
+                t = tests[metric]
+                mark = "" if t["low"] > 0 or t["high"] < 0 else " n.s."
+                row[metric] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
+                row[f"p ({metric})"] = f"{t['p']:.3f}"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_records(results: dict) -> list[dict]:
+    """Trained − base per like-for-like protocol, split and metric, as numbers (the comparison's TSV)."""
+    return [{"protocol": protocol, "split": split, "metric": metric, "difference": t["difference"], "low": t["low"],
+             "high": t["high"], "p": t["p"], "distinguishable": bool(t["low"] > 0 or t["high"] < 0)}
+            for protocol, splits in results.get("paired", {}).items() for split, tests in splits.items()
+            for metric, t in tests.items()]
+
+
+def paired_markdown(results: dict) -> str:
+    """The report's section on the paired tests (empty without them)."""
+    table = paired_table(results)
+    if table.empty:
+        return ""
+    options = results["bootstrap"]
+    return ("\n## Did training help? Trained − base on the same queries\n\n"
+            f"Paired bootstrap over the queries ({options['resamples']:,} resamples, seed {options['seed']}, "
+            f"{options['level']:.0%} intervals; both models ranked on the same resampled queries), only where both "
+            "are scored alike; n.s.: the interval covers 0. The intervals measure query-sample noise, not seed "
+            "variance.\n\n" + table.to_markdown(index=False) + "\n")
+
+
+def ranking_rows(results: dict, splits_of: Callable[[dict], dict[str, dict]], scoring: bool = False) -> list[dict]:
+    """One row per (model, protocol, split) of a run's reverse-dictionary results, read by its method's protocol
+    (``splits_of``): (with ``scoring``, how the protocol scores) candidates, queries, metrics and the intervals'
+    bounds where the run computed them."""
+    rows = []
+    for label in ("trained", "base"):
+        model = results[label]
+        for protocol, splits in splits_of(model).items():
+            cosine = protocol == COSINE
+            how = {"scoring": COSINE if cosine else model["scoring"]} if scoring else {}
+            rows += [{"model": label, "protocol": protocol, "split": split, **how,
+                      "candidates": model["cosine_candidates" if cosine else "candidates"],
+                      "queries": metrics["queries"], **{k: metrics.get(k) for k in METRIC_COLUMNS},
+                      **interval_columns(results, label, protocol, split)} for split, metrics in splits.items()]
+    return rows
+
+
+def ranking_page(title: str, description: str, table: pd.DataFrame, results: dict, shown: pd.DataFrame | None = None,
+                 note: str = "") -> str:
+    """A run's reverse-dictionary page: what is measured, the table (``shown``: its view for readers), a ``note``
+    under it, the chance levels, the paired tests and what the numbers were computed with."""
+    return (f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
+            + (table if shown is None else shown).to_markdown(index=False, floatfmt=".3f")
+            + (f"\n{note}\n\n" if note else "\n\n") + chance_note(table["candidates"]) + "\n"
+            + paired_markdown(results) + provenance_footer([results.get("provenance", {})]))
+
+
+def write_ranking(method: str, results: dict, table: pd.DataFrame, page: str, out_json: str | Path,
+                  out_tsv: str | Path, out_md: str | Path) -> dict:
+    """A run's reverse_dictionary.{json,tsv,md}: the results (with their provenance), the table and the page."""
+    write_json(out_json, {"method": method, **results})
+    write_tsv(out_tsv, table, float_format="%.4f")
+    write_page(out_md, page)
+    return results
+
+
+def interval_note(results: dict[str, dict]) -> str:
+    """How the reverse-dictionary table's bounds read (the runs' bootstrap level, or that none was computed)."""
+    levels = sorted({result["bootstrap"]["level"] for result in results.values() if "bootstrap" in result})
+    if not levels:
+        return "no intervals (the runs were scored without evaluation.bootstrap)"
+    return (f"`value [low, high]`: every metric's {' / '.join(f'{level:.0%}' for level in levels)} "
+            "percentile-bootstrap interval over the queries (the TSV's `<metric>_low`, `<metric>_high`)")
+
+
+def bounded_cell(value: float, low: float, high: float) -> str:
+    """A metric with its interval, or alone where the run computed none."""
+    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
+    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
+    bounds = [f"{metric}_{end}" for metric in METRIC_COLUMNS for end in ("low", "high")]
+    shown = table.drop(columns=bounds, errors="ignore")
+    for metric in METRIC_COLUMNS:
+        if f"{metric}_low" in table:
+            shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
+                                                                   table[f"{metric}_high"], strict=True)]
+    return shown
+
+
+def write_comparison(*, runs: Sequence[dict], method_of: Callable[[str, str], Method], out_tsv: str | Path,
+                     out_md: str | Path, out_paired: str | Path | None = None) -> pd.DataFrame:
+    """Every held-out run's reverse dictionary side by side. ``runs``: one record per run (``run``, ``json``: its
+    reverse_dictionary.json); each run's rows read by the protocol of its method (``method_of``: the method
+    registry's look-up: how its rows read, its description); ``out_paired``: every run's trained − base differences
+    with their bounds and p, in columns."""
+    results = {r["run"]: read_json(r["json"]) for r in runs}
+    wheres = {result["method"]: f"{r['json']}: method" for r, result in zip(runs, results.values(), strict=True)}
+    protocols = {name: protocol_of(method_of(name, where), where) for name, where in wheres.items()}
+    table = pd.DataFrame([{"run": run, "method": result["method"], **row} for run, result in results.items()
+                          for row in ranking_rows(result, protocols[result["method"]].splits)])
+    write_tsv(out_tsv, table, float_format="%.4f")
+    if out_paired is not None:
+        paired_columns = ["run", "protocol", "split", "metric", "difference", "low", "high", "p", "distinguishable"]
+        records = [{"run": run, **record} for run, result in results.items() for record in paired_records(result)]
+        write_tsv(out_paired, pd.DataFrame(records, columns=paired_columns), float_format="%.4f")
+    methods = dict.fromkeys(table["method"])
+    header = "\n".join(f"* {protocols[m].description}" for m in methods)
+    paired = pd.concat([paired_table(result).assign(run=run) for run, result in results.items()], ignore_index=True)
+    text = ("# Reverse dictionary of every run\n\nThe methods rank different candidates (the `candidates` column), "
+            "so compare numbers within a protocol:\n\n" + header + f"\n* {COSINE_DESCRIPTION}\n\n`model`: trained "
+            "= the run's final dev-selected model, base = its starting model untrained by the run. MRR over the full "
+            "ranking, MRR@10 (hits beyond the top 10 count 0), top-k accuracy in %; " + interval_note(results)
+            + ".\n\n" + bounded_metrics(table).to_markdown(index=False, floatfmt=".3f") + "\n\n"
+            + "".join(f"{protocols[m].base_note}\n\n" for m in methods if protocols[m].base_note)
+            + chance_note(table["candidates"]) + "\n")
+    if not paired.empty:
+        text += ("\n## Trained − base on the same queries (paired bootstrap; n.s.: the interval covers 0)\n\n"
+                 + paired[["run", *[c for c in paired.columns if c != "run"]]].to_markdown(index=False) + "\n")
+    text += provenance_footer([result.get("provenance", {}) for result in results.values()])
+    write_page(out_md, text)
+    return table
+
+
+def protocol_of(method: Method, where: str = "reverse dictionary") -> Protocol:
+    """The reverse-dictionary protocol ``method`` declares."""
+    if method.reverse_dictionary is None:
+        raise DefSentError(where, f"method {method.name!r} declares no reverse-dictionary protocol")
+    return method.reverse_dictionary
+
+
+def write_run_reverse_dictionary(*, method: Method, **job) -> dict:
+    """A run's reverse dictionary by its ``method``'s declared protocol (``job``: the protocol writer's arguments)."""
+    protocol = protocol_of(method)
+    return protocol.write(method=method.name, description=protocol.description, **job)
 

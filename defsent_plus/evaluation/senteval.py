@@ -39,7 +39,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
-from defsent_plus.sts import Embed, embed_unique, normalise_space, read_tsv
+from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
 
 log = logging.getLogger(__name__)
 
@@ -282,12 +282,6 @@ def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_
     return np.array(accuracies)
 
 
-def nested_cv_accuracy(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None,
-                       protocol: Protocol = PROTOCOLS["sklearn"]) -> float:
-    """Mean outer-fold test accuracy (%, SentEval's rounding) with the regularisation chosen in every fold."""
-    return round(float(nested_cv_folds(x, y, seed, kfold, n_jobs, protocol).mean()), 2)
-
-
 def cv_selected_correct(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
     seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
@@ -298,14 +292,6 @@ def cv_selected_correct(
     folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
     reg = chosen_c(x_train, y_train, protocol.grids["kfold"], folds, seed, n_jobs, protocol)
     return protocol.fit(x_train, y_train, reg, seed, VALIDATION_SPLIT).predict(x_test) == y_test
-
-
-def cv_selected_accuracy(
-    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-    seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
-) -> float:
-    """Test accuracy (%) with the regularisation chosen by k-fold CV on train, refit on all of train."""
-    return percent(np.mean(cv_selected_correct(x_train, y_train, x_test, y_test, seed, kfold, n_jobs, protocol)))
 
 
 def dev_selected_correct(
@@ -320,14 +306,6 @@ def dev_selected_correct(
                   for reg in grid]
     best = grid[int(np.argmax(dev_scores))]
     return protocol.fit(x_train, y_train, best, seed, (x_dev, y_dev)).predict(x_test) == y_test
-
-
-def dev_selected_accuracy(
-    x_train: np.ndarray, y_train: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray,
-    x_test: np.ndarray, y_test: np.ndarray, seed: int, protocol: Protocol = PROTOCOLS["sklearn"],
-) -> float:
-    """Test accuracy (%) with the regularisation chosen on dev; trained on train only (SplitClassifier)."""
-    return percent(np.mean(dev_selected_correct(x_train, y_train, x_dev, y_dev, x_test, y_test, seed, protocol)))
 
 
 DEFAULT_BOOTSTRAP = {"resamples": 1000, "level": 0.95, "seed": 0}  # the schema's evaluation.bootstrap defaults
@@ -362,14 +340,6 @@ def task_result(
     return split_result(correct, bootstrap or DEFAULT_BOOTSTRAP)
 
 
-def task_accuracy(
-    embed: Embed, senteval_dir: str | Path, task: str, seed: int = DEFAULT_SEED, kfold: int = 10,
-    max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
-) -> float:
-    """Accuracy (%) of one transfer task (:func:`task_result` without its spread)."""
-    return task_result(embed, senteval_dir, task, seed, kfold, max_examples, n_jobs, protocol=protocol).accuracy
-
-
 def senteval_results(
     embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
     kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, bootstrap: dict | None = None,
@@ -386,15 +356,6 @@ def senteval_results(
         log.info("SentEval %s (%s): %.2f%% (%.0f s)", task, protocol, results[task].accuracy,
                  time.perf_counter() - start)
     return results
-
-
-def senteval_scores(
-    embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = TRANSFER_TASKS, seed: int = DEFAULT_SEED,
-    kfold: int = 10, max_examples: int | None = None, n_jobs: int | None = None, protocol: str = "sklearn",
-) -> dict[str, float]:
-    """Accuracy (%) per transfer task plus ``avg`` over ``tasks``; deterministic for a fixed ``seed``."""
-    return scores_of(senteval_results(embed, senteval_dir, tasks, seed, kfold, max_examples, n_jobs,
-                                      protocol=protocol))
 
 
 def scores_of(results: dict[str, TaskResult]) -> dict[str, float]:

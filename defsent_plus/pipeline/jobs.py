@@ -18,7 +18,7 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
     (:mod:`defsent_plus.pipeline.process`)."""
     with collector_paused():
         from defsent_plus import banner
-        from defsent_plus.evaluators import load_plugins as load_evaluators
+        from defsent_plus.evaluation.evaluators import load_plugins as load_evaluators
         from defsent_plus.methods import load_plugins
         from defsent_plus.pipeline.logs import log_to
         from defsent_plus.pipeline.module_prefix import enter_prefix

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluators import EVALUATORS, evaluator_of
+from defsent_plus.evaluation.evaluators import EVALUATORS, evaluator_of
 from defsent_plus.pipeline.dag import (
     compare_file,
     dictionary_file,

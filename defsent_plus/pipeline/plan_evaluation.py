@@ -14,7 +14,7 @@ from defsent_plus.baselines.spec import (
     caches_last_layer,
 )
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluators import Evaluator, evaluator_of
+from defsent_plus.evaluation.evaluators import Evaluator, evaluator_of
 from defsent_plus.names import alternatives
 from defsent_plus.pipeline.dag import (
     EncoderId,

@@ -85,7 +85,7 @@ def pairs_for_distinct_sentences(senteval: Path | None, sentences: int, start: i
     """First scored pairs a file (at least ``start``) that give every STS task at least ``sentences`` distinct
     sentences (STS-B test and SICK-R are one file each and repeat sentences): from half as many pairs as sentences,
     a tenth more at a time (409 for MiniLM's 384 dimensions on SentEval's data)."""
-    from defsent_plus.sts import STS_TASKS, load_sts_parts
+    from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts
 
     if senteval is None:
         raise ValueError("counting STS sentences needs the SentEval data")

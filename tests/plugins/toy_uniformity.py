@@ -6,11 +6,11 @@ stored STS vectors and writes its own table (no per-pair similarities: unpaired)
 
 from __future__ import annotations
 
-from defsent_plus.evaluators.base import Evaluator, Scored, Table
+from defsent_plus.evaluation.evaluators import Evaluator, Scored, Table
 
 
 def task_sentences(senteval_dir, task: str) -> list[str]:
-    from defsent_plus.sts import load_sts_parts
+    from defsent_plus.evaluation.sts import load_sts_parts
 
     return list(dict.fromkeys(s for part in load_sts_parts(senteval_dir, task)
                               for s in (*part.sentences1, *part.sentences2)))
@@ -28,7 +28,7 @@ def uniformity_of(x, t: float) -> float:
 def uniformity(vectors, senteval_dir, options: dict, threads: int) -> Scored:
     import numpy as np
 
-    from defsent_plus.sts import STS_TASKS
+    from defsent_plus.evaluation.sts import STS_TASKS
 
     rng = np.random.default_rng(options["seed"])
     scores = {}

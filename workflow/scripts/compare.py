@@ -4,7 +4,8 @@ from defsent_plus.pipeline.process import collector_paused
 
 with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
     from defsent_plus.evaluation.comparison import pairs_by_run, write_sts_comparison
-    from defsent_plus.evaluators.reverse_dictionary import write_comparison
+    from defsent_plus.evaluation.reverse_dictionary import write_comparison
+    from defsent_plus.methods import method_of
     from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake)
@@ -16,4 +17,5 @@ with work_clock(snakemake.log.work):
                              bootstrap=params.bootstrap, published=params.published,
                              out_uncertainty=output.uncertainty)
     else:
-        write_comparison(runs=params.runs, out_tsv=output.tsv, out_md=output.md, out_paired=output.paired)
+        write_comparison(runs=params.runs, method_of=method_of, out_tsv=output.tsv, out_md=output.md,
+                         out_paired=output.paired)

@@ -3,13 +3,14 @@
 from defsent_plus.pipeline.process import collector_paused
 
 with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluators.reverse_dictionary import write_run_reverse_dictionary
+    from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
+    from defsent_plus.methods import method_of
     from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake, gpu=True)
 with work_clock(snakemake.log.work):
     write_run_reverse_dictionary(
-        method=snakemake.params.method,
+        method=method_of(snakemake.params.method, "rule reverse_dictionary: method"),
         pooling=snakemake.params.pooling,
         model_dir=snakemake.input.model,
         spaces=snakemake.input.spaces,

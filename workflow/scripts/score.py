@@ -3,7 +3,7 @@
 from defsent_plus.pipeline.process import collector_paused
 
 with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluators.scoring import write_scores
+    from defsent_plus.evaluation.embeddings import write_scores
     from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake)

@@ -1,47 +1,47 @@
 """DefSent's reverse dictionary (001, Table 2): each definition ranks the whole token vocabulary through the model's
 masked-LM head (the ``vocabulary`` protocol), per split over every definition of its entries and over the held-out
-queries, beside every model's like-for-like ``cosine`` protocol.
+queries, beside every model's like-for-like ``cosine`` protocol. Light at import (the declaration reads its
+results with :func:`headword_ranking_splits`); ranking loads torch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
-    cosine_ranks,
+    cosine_protocol,
     encoded_queries,
+    metrics_by_split,
     only,
     query_ranks,
+    ranking_page,
     ranking_provenance,
-    ranks_by_split,
+    ranking_rows,
     read_queries,
     with_uncertainty,
+    write_ranking,
 )
-from defsent_plus.io import write_json, write_page, write_tsv
-from defsent_plus.methods.defsent.objective import (
-    check_pooling,
-    head_logits,
-    headword_token_ids,
-    load_defsent_model,
-    masked_lm_head,
-)
-from defsent_plus.methods.defsent.ranking import HEADWORD_PROTOCOLS
-from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS
-from defsent_plus.provenance import provenance_footer
+from defsent_plus.names import COSINE, HELDOUT_SPLITS
 from defsent_plus.spaces.entry_matrix import load_space
 
-METRIC_COLUMNS = RANKING_METRICS
+if TYPE_CHECKING:
+    import torch
+
+    from defsent_plus.encoders.models import Encoder
+
+HEADWORD_PROTOCOLS = ("all_definitions", "heldout_queries")  # DefSent's: every definition; DefSent+'s queries
+
+
+def headword_ranking_splits(model: dict) -> dict[str, dict]:
+    """One model's part of a ``vocabulary``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
+    return {protocol: model[protocol] for protocol in (*HEADWORD_PROTOCOLS, COSINE) if protocol in model}
 
 
 def headword_examples(frame: pd.DataFrame, queries: pd.DataFrame, token_ids: list[int | None]
@@ -64,6 +64,10 @@ def headword_ranks(encoder: Encoder, head: torch.nn.Module, pooling: str, frame:
     """A DefSent model's rank of each example's headword token among the WHOLE vocabulary, ``{protocol: {split:
     ranks}}``: per split over all the split's definitions (``all_definitions``, DefSent's protocol) and over the
     held-out queries with a single-token headword (``heldout_queries``, the queries DefSent+ ranks its entries for)."""
+    import torch
+
+    from defsent_plus.methods.defsent.objective import check_pooling, head_logits, headword_token_ids
+
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
 
     check_pooling(pooling)
@@ -94,21 +98,13 @@ def heldout_frame(dataset_path: str | Path) -> pd.DataFrame:
 def headword_result(encoder: Encoder, ranks: dict[str, dict[str, np.ndarray]], pooling: str,
                     frame: pd.DataFrame) -> dict:
     """One model's part of a ``vocabulary``-protocol JSON from its :func:`headword_ranks`."""
+    from defsent_plus.methods.defsent.objective import headword_token_ids
+
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
     return {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
             "candidates": int(encoder.model.config.vocab_size),
             "not_single_token": int(sum(t is None for t in token_ids)),
-            **{protocol: {split: ranking_metrics(r) for split, r in splits.items()}
-               for protocol, splits in ranks.items()}}
-
-
-def evaluate_headwords(encoder: Encoder, head: torch.nn.Module, pooling: str, dataset_path: str | Path,
-                       queries_path: str | Path, batch_size: int = 128) -> dict:
-    """A DefSent model ranks the whole vocabulary for each definition (:func:`headword_ranks`): MRR and top-k per
-    protocol and split."""
-    frame = heldout_frame(dataset_path)
-    queries = read_queries(queries_path, frame)
-    return headword_result(encoder, headword_ranks(encoder, head, pooling, frame, queries, batch_size), pooling, frame)
+            **{protocol: metrics_by_split(splits) for protocol, splits in ranks.items()}}
 
 
 def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str | Path, queries: str | Path,
@@ -120,6 +116,10 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     starting model (its own masked-LM head, seeded initialisation where it has none), and both by the ``cosine``
     protocol against the starting model's AMP space (``base_space``); with ``bootstrap`` their intervals and paired
     tests; JSON (with its provenance), TSV and markdown (with a provenance footer)."""
+    from defsent_plus.encoders.models import load_encoder  # torch
+    from defsent_plus.encoders.runtime import device_for_run
+    from defsent_plus.methods.defsent.objective import load_defsent_model, masked_lm_head
+
     frame = heldout_frame(dataset)
     held_out = read_queries(queries, frame)
     space = load_space(only(base_space), len(frame))
@@ -137,28 +137,11 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
                                                                            frame)},
     }
     for label, encoder in (("trained", trained_encoder), ("base", base_encoder)):
-        ranks[label][COSINE] = ranks_by_split(cosine_ranks(encoder, space, held_out, batch_size, max_length),
-                                              held_out)
-        results[label].update({COSINE: {split: ranking_metrics(r) for split, r in ranks[label][COSINE].items()},
-                               "cosine_candidates": len(frame)})
+        ranks[label][COSINE] = cosine_protocol(encoder, space, held_out, batch_size, max_length)
+        results[label].update({COSINE: metrics_by_split(ranks[label][COSINE]), "cosine_candidates": len(frame)})
     results = with_uncertainty(results, ranks, (*HEADWORD_PROTOCOLS, COSINE), bootstrap)
     results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, base_head=info["seed"])}
-    table = headword_table(results)
-    write_json(out_json, {"method": method, **results})
-    write_tsv(out_tsv, table, float_format="%.4f")
-    write_page(out_md, f"# {title}\n\n{description}\n\n* {COSINE_DESCRIPTION}\n\n"
-               + table.to_markdown(index=False, floatfmt=".3f") + "\n\n" + chance_note(table["candidates"]) + "\n"
-               + paired_markdown(results)
-               + provenance_footer([results["provenance"]]))
-    return results
-
-
-def headword_table(results: dict[str, dict]) -> pd.DataFrame:
-    """One row per (model, protocol, split), with the intervals' bounds where computed."""
-    return pd.DataFrame([{"model": label, "protocol": protocol, "split": split,
-                          "candidates": r["candidates"] if protocol != COSINE else r["cosine_candidates"],
-                          "queries": metrics["queries"], **{k: metrics[k] for k in METRIC_COLUMNS},
-                          **interval_columns(results, label, protocol, split)}
-                         for label in ("trained", "base") for r in [results[label]]
-                         for protocol in (*HEADWORD_PROTOCOLS, COSINE) for split, metrics in r[protocol].items()])
+    table = pd.DataFrame(ranking_rows(results, headword_ranking_splits))
+    return write_ranking(method, results, table, ranking_page(title, description, table, results), out_json,
+                         out_tsv, out_md)
 

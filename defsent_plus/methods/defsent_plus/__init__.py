@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol
-from defsent_plus.methods.defsent_plus.ranking import BASE_NOTE, entry_ranking_splits
+from defsent_plus.methods.defsent_plus.reverse_dictionary import BASE_NOTE, entry_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
 

@@ -4,7 +4,8 @@ objective itself (:meth:`defsent_plus.methods.defsent_plus.objective.EntryProjec
 
 :class:`ReverseDictionary` is the CLI's ranker (``defsent-plus reverse-dictionary``); :func:`write_entry_ranking` is
 the method's ``entries`` protocol on a run's held-out queries (definitions of dev/test entries that no entry
-embedding and no training example has seen), beside every model's like-for-like ``cosine`` protocol.
+embedding and no training example has seen), beside every model's like-for-like ``cosine`` protocol. Light at
+import (the declaration reads its results with :func:`entry_ranking_splits`); ranking loads torch.
 """
 
 from __future__ import annotations
@@ -13,52 +14,71 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.models import Encoder, check_encoder_dir, load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
-from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
+    cosine_protocol,
     cosine_ranks,
-    cosine_splits,
     encoded_queries,
+    metrics_by_split,
     only,
     query_ranks,
+    ranking_metrics,
+    ranking_page,
     ranking_provenance,
+    ranking_rows,
     ranks_by_split,
+    ranks_of_targets,
     read_queries,
     split_metrics,
     unit_rows,
     with_uncertainty,
+    write_ranking,
 )
-from defsent_plus.io import read_json, write_json, write_page, write_tsv
-from defsent_plus.methods.defsent_plus.objective import EntryProjection
-from defsent_plus.methods.defsent_plus.ranking import BASE_NOTE, entry_ranking_splits
-from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS, TRAINING_CARD
-from defsent_plus.provenance import provenance_footer
+from defsent_plus.io import read_json
+from defsent_plus.names import COSINE, HELDOUT_SPLITS, TRAINING_CARD
 from defsent_plus.recorded_paths import given_file, locate, model_folders
 from defsent_plus.spaces.entry_matrix import load_space
-from defsent_plus.spaces.extension import extended_space
+
+if TYPE_CHECKING:
+    import torch
+
+    from defsent_plus.encoders.models import Encoder
 
 log = logging.getLogger(__name__)
-METRIC_COLUMNS = RANKING_METRICS
+
+BASE_NOTE = ("DefSent+ base rows: a starting model has no pooler trained against an entry space, so its own "
+             "protocol (`heldout_queries`) ranks by cosine, its mean-pooled query against the AMP space, which is "
+             "the `cosine` protocol: a base model's two rows are one ranking, the same numbers.")
 
 
-@torch.inference_mode()
+def entry_ranking_splits(model: dict) -> dict[str, dict]:
+    """One model's part of an ``entries``-protocol JSON as {protocol: {split: metrics}} (comparison tables)."""
+    return {"heldout_queries": {split: model[split] for split in HELDOUT_SPLITS},
+            **({COSINE: model[COSINE]} if COSINE in model else {})}
+
+
 def entry_logits(encoder: Encoder, space: torch.Tensor, sentences: Sequence[str], pooling: str,
                  batch_size: int = 128, max_length: int = 128) -> np.ndarray:
     """``[n_sentences, n_entries]`` scores h · Eᵀ of the pooler-projected sentences (DefSent+'s training logits)."""
-    pooled = encoded_queries(encoder, sentences, pooling, batch_size, max_length)
-    return pooled_entry_scores(encoder, space, pooling)(pooled)
+    import torch
+
+    with torch.inference_mode():
+        pooled = encoded_queries(encoder, sentences, pooling, batch_size, max_length)
+        return pooled_entry_scores(encoder, space, pooling)(pooled)
 
 
 def pooled_entry_scores(encoder: Encoder, space: torch.Tensor, pooling: str) -> Callable[[np.ndarray], np.ndarray]:
     """Pooled sentences (host arrays) -> their h · Eᵀ, computed by the objective on the encoder's device."""
+    import torch
+
+    from defsent_plus.methods.defsent_plus.objective import EntryProjection
+
     device = encoder.device
     projection = EntryProjection(space, encoder.pooler, pooling).to(device).eval()
 
@@ -127,6 +147,11 @@ class ReverseDictionary:
                  dataset_path: str | Path | None = None, pooling: str | None = None, scoring: str | None = None,
                  cosine_space: str | Path | None = None, search: str | Path | None = None,
                  cache_dir: str | Path | None = None):
+        import torch
+
+        from defsent_plus.encoders.models import check_encoder_dir, load_encoder
+        from defsent_plus.spaces.extension import extended_space
+
         card_path = check_encoder_dir(model_dir) / TRAINING_CARD
         card = read_json(card_path) if card_path.is_file() else {}
         self.folders = model_folders(model_dir)
@@ -233,33 +258,14 @@ def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path
             "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
 
 
-def results_table(results: dict[str, dict]) -> pd.DataFrame:
-    """One row per (model label, protocol, split): scoring, candidates, queries, MRR and top-k accuracy, and the
-    intervals' bounds where computed."""
-    rows = []
-    for label in ("trained", "base"):
-        result = results[label]
-        for protocol, splits in entry_ranking_splits(result).items():
-            scoring = result["scoring"] if protocol != COSINE else COSINE
-            candidates = result["candidates"] if protocol != COSINE else result["cosine_candidates"]
-            rows += [{"model": label, "protocol": protocol, "split": split, "scoring": scoring,
-                      "candidates": candidates, "queries": metrics["queries"],
-                      **{k: metrics[k] for k in METRIC_COLUMNS}, **interval_columns(results, label, protocol, split)}
-                     for split, metrics in splits.items()]
-    return pd.DataFrame(rows)
-
-
-def results_markdown(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
-    """The report page: a title, what is measured, the table with readable model labels, the paired tests and what
-    the numbers were computed with (``results['provenance']``)."""
+def results_page(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
+    """The report page (:func:`ranking_page`) with readable model labels and what the base rows are."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
                                                    "base": "starting model, untrained by this run"}))
-    return (f"# {title}\n\n{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each "
-            f"held-out definition's entry among all {results['trained']['candidates']} entries; `heldout_queries` "
-            f"rows: the trained model by its pooler (dot), the base by cosine.\n\n* {COSINE_DESCRIPTION}\n\n"
-            + shown.to_markdown(index=False, floatfmt=".3f") + f"\n{BASE_NOTE}\n\n"
-            + chance_note(table["candidates"]) + "\n" + paired_markdown(results)
-            + provenance_footer([results.get("provenance", {})]))
+    measured = (f"{description} MRR (full ranking), MRR@10 and top-k accuracy (%) of each held-out definition's "
+                f"entry among all {results['trained']['candidates']} entries; `heldout_queries` rows: the trained "
+                "model by its pooler (dot), the base by cosine.")
+    return ranking_page(title, measured, table, results, shown, BASE_NOTE)
 
 
 def write_entry_ranking(
@@ -286,33 +292,32 @@ def write_entry_ranking(
     held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
     with ``bootstrap`` the intervals and paired tests; JSON (with its provenance), TSV and markdown (with a
     provenance footer; ``description``: the protocol's)."""
+    from defsent_plus.encoders.models import load_encoder  # torch
+
     rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
     trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
-    trained_cosine = cosine_ranks(rd.encoder, amp, held_out, batch_size, max_length)
+    trained_cosine = cosine_protocol(rd.encoder, amp, held_out, batch_size, max_length)
     base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
+    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out), COSINE: trained_cosine},
+             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
+                      COSINE: ranks_by_split(base_cosine, held_out)}}
     common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
     results = {
         "trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
                     "scoring": "dot", **common, **split_metrics(trained_ranks, held_out, rd.frame),
-                    COSINE: cosine_splits(trained_cosine, held_out)},
+                    COSINE: metrics_by_split(ranks["trained"][COSINE])},
         "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
                  "scoring": "cosine", **common, **split_metrics(base_cosine, held_out, rd.frame),
-                 COSINE: cosine_splits(base_cosine, held_out)},
+                 COSINE: metrics_by_split(ranks["base"][COSINE])},
     }
-    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out),
-                         COSINE: ranks_by_split(trained_cosine, held_out)},
-             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
-                      COSINE: ranks_by_split(base_cosine, held_out)}}
     results = with_uncertainty(results, ranks, (COSINE,), bootstrap)
     for label in ("trained", "base"):
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
                                    HELDOUT_SPLITS})
     results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
-    table = results_table(results)
-    write_json(out_json, {"method": method, **results})
-    write_tsv(out_tsv, table, float_format="%.4f")
-    write_page(out_md, results_markdown(results, table, title, description))
-    return results
+    table = pd.DataFrame(ranking_rows(results, entry_ranking_splits, scoring=True))
+    return write_ranking(method, results, table, results_page(results, table, title, description), out_json, out_tsv,
+                         out_md)
 

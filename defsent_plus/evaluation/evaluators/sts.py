@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus.evaluators.base import Evaluator, Scored, Table
+from defsent_plus.evaluation.evaluators import Evaluator, Scored, Table
 from defsent_plus.names import STS_COLUMNS
 
 
@@ -17,7 +17,7 @@ def sts_pairs_score(tasks: tuple[str, ...]):
     """A score function: the per-pair cosines of ``tasks`` and their Spearman correlations."""
 
     def score(vectors: Mapping[str, np.ndarray], senteval_dir: Path, options: dict, threads: int) -> Scored:
-        from defsent_plus.sts import pair_similarities, scores_of_pairs  # pandas, scipy
+        from defsent_plus.evaluation.sts import pair_similarities, scores_of_pairs  # pandas, scipy
 
         pairs = pair_similarities(vectors, senteval_dir, tasks)
         aggregation = options["sts_aggregation"]

@@ -4,7 +4,7 @@ defsent_plus/evaluation/mteb_eval.py)."""
 
 from __future__ import annotations
 
-from defsent_plus.evaluators.base import Evaluator
+from defsent_plus.evaluation.evaluators import Evaluator
 
 EVALUATOR = Evaluator(
     name="mteb",

@@ -124,11 +124,6 @@ def load_sts_year_subsets(senteval_dir: str | Path, task: str) -> list[StsPairs]
             for name in STS_YEAR_SUBSETS[task]]
 
 
-def load_sts_year(senteval_dir: str | Path, task: str) -> StsPairs:
-    """STS12-16 in the "all" setting: every subset of the year, concatenated."""
-    return concatenate(load_sts_year_subsets(senteval_dir, task))
-
-
 def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = False) -> StsPairs:
     """Pairs from a tab-separated file given 0-based (score, sentence 1, sentence 2) columns."""
     score_col, col1, col2 = columns

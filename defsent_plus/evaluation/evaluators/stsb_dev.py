@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus.evaluators.base import Evaluator, Scored
-from defsent_plus.evaluators.sts import sts_pairs_score
+from defsent_plus.evaluation.evaluators import Evaluator, Scored
+from defsent_plus.evaluation.evaluators.sts import sts_pairs_score
 from defsent_plus.names import DEV_TASK
 
 stsb_dev_pairs = sts_pairs_score((DEV_TASK,))

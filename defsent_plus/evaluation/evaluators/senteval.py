@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus.evaluators.base import Evaluator, Scored, Table
+from defsent_plus.evaluation.evaluators import Evaluator, Scored, Table
 
 SENTEVAL_RUNTIME_MINUTES = {"sklearn": 60, "pytorch": 180}
 """The job's time limit per classifier protocol (``evaluation.senteval_protocol``). The PyTorch protocol's nested

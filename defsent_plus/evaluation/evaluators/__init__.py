@@ -1,10 +1,15 @@
-"""What an evaluator declares about itself, as data: the one record the plan, the rules and the report ask.
+"""Evaluators as plugins: what an evaluator declares about itself, as data (:class:`Evaluator`), and the registry of
+them; each module of this package declares one :class:`Evaluator` named ``EVALUATOR``.
 
 An evaluator scores stored sentence embeddings (``score``: one encoder with one pooling, from the vectors the
 embedding stage wrote for its ``sentence_set``), and may write a run's table of them (``table``); an evaluator with a
 job of its own (MTEB's results folder, the reverse dictionary's run-level ranking) declares only what ``rule all``
 builds for it (``targets``). Light on purpose (no torch, no pandas at import): the workflow reads every declaration
 while parsing.
+
+The registry below is the only list of benchmarks. The plan, the rules (rules/evaluation.smk) and the report ask a
+declaration, never a benchmark's name. An evaluator from another package joins through config
+(``evaluator_plugins: [my_package.my_evaluator]``) and, with a table, ``evaluation.tables``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from defsent_plus.names import SENTENCE_SETS
+from defsent_plus.plugins import Registry
+
+__all__ = ["EVALUATORS", "Evaluator", "Scored", "Table", "evaluator_of", "load_plugins", "of_job", "scored", "tabled"]
 
 MODEL_SETS = ("evaluated", "endpoints")
 """Which of a run's models a table holds: ``evaluated`` (the starting model and the steps ``evaluation.steps`` /
@@ -82,3 +90,37 @@ class Evaluator:
             raise ValueError(f"evaluator {self.name}: a table needs a score")
         if self.threads not in ("one", "job"):
             raise ValueError(f"evaluator {self.name}: threads {self.threads!r}: expected 'one' or 'job'")
+
+REGISTRY = [  # one line an evaluator: the module that declares it
+    "defsent_plus.evaluation.evaluators.sts",
+    "defsent_plus.evaluation.evaluators.stsb_dev",
+    "defsent_plus.evaluation.evaluators.senteval",
+    "defsent_plus.evaluation.evaluators.mteb",
+    "defsent_plus.evaluation.evaluators.reverse_dictionary",
+]
+EVALUATORS: Registry[Evaluator] = Registry("evaluator", "EVALUATOR", Evaluator, REGISTRY, "evaluator_plugins")
+
+
+def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:
+    """Register the built-in evaluators and those of ``modules`` (config ``evaluator_plugins``)."""
+    EVALUATORS.load(modules)
+
+
+def evaluator_of(name: str, where: str = "config: evaluation.tables") -> Evaluator:
+    """The registered evaluator called ``name``."""
+    return EVALUATORS.of(name, where)
+
+
+def of_job(wildcards) -> Evaluator:
+    """The evaluator of an ``{evaluator}`` job."""
+    return evaluator_of(wildcards.evaluator, where="rules/evaluation.smk: {evaluator}")
+
+
+def scored() -> dict[str, Evaluator]:
+    """The evaluators that score stored embeddings, by name."""
+    return {name: e for name, e in EVALUATORS.all().items() if e.score is not None}
+
+
+def tabled() -> dict[str, Evaluator]:
+    """The evaluators that write a run's table, by name."""
+    return {name: e for name, e in EVALUATORS.all().items() if e.table is not None}
