@@ -424,7 +424,7 @@ def test_evaluation_tables_decide_which_run_tables_rule_all_builds(selection):
 
 
 def test_mteb_revisions_tell_models_and_configs_apart(selection):
-    from defsent_plus.pipeline.params import digest
+    from defsent_plus.pipeline.dag import digest
 
     config = tiny_config()
     plan = Plan(config, selection)

@@ -20,7 +20,7 @@ PREFIX_VARIABLE = "DEFSENT_MODULE_PREFIX"
 
 
 def declare_prefix(prefix: str | None) -> None:
-    """The module's prefix (Snakemake's ``workflow.modifier.path_modifier.prefix``; None: used as a workflow) for the
+    """The module's prefix (:func:`.snakemake_api.module_prefix`; None: used as a workflow) for the
     jobs this process starts; two different prefixes in one process (the module used twice) are refused."""
     declared = os.environ.get(PREFIX_VARIABLE)
     if prefix and declared and declared != prefix:
@@ -47,8 +47,13 @@ def relative_to_prefix(files: Any, prefix: str) -> None:
     """Snakemake's named list of paths (``snakemake.input``, …), each relative path made relative to the ``prefix``
     folder (one Snakemake did not prefix, e.g. ``../data``, as seen from there), in place; names point at the new
     paths."""
+    moved = {}
     for index, path in enumerate(files):
         if isinstance(path, str) and not os.path.isabs(path):
-            files[index] = str(path)[len(prefix):] if path.startswith(prefix) else os.path.relpath(path, prefix)
-    for name, (start, end) in list(files._names.items()):
-        files._set_name(name, start, end)
+            inside = path[len(prefix):] if path.startswith(prefix) else os.path.relpath(path, prefix)
+            files[index] = moved[path] = inside
+    for name, value in list(files.items()):
+        if isinstance(value, list):  # a name for several paths: its own list
+            value[:] = [moved.get(path, path) for path in value]
+        else:
+            setattr(files, name, moved.get(value, value))
