@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import banner
-from defsent_plus.errors import DefSentError
+from defsent_plus import DefSentError, banner
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from defsent_plus.errors import DefSentError
+from defsent_plus import DefSentError
 
 PREFIX_VARIABLE = "DEFSENT_MODULE_PREFIX"
 
