@@ -11,7 +11,6 @@ from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
-from defsent_plus.pipeline.module_prefix import declare_prefix
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.dag import canonical, canonical_of, digest
@@ -23,7 +22,7 @@ from defsent_plus.training.trackers import check_trackers
 
 # The workflow's own folder (this file's parent's), also when another workflow uses it as a module
 WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parent
-declare_prefix(snakemake_api.module_prefix(workflow))  # a module's prefix, for its jobs (module_prefix.py)
+snakemake_api.declare_prefix(snakemake_api.module_prefix(workflow))  # a module's prefix, for its jobs
 validated_config(config, WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml")
 check_trackers(config["logging"]["report_to"])  # a tracker that is not installed stops here, before any job
 # This config's results folder (config results_dir, else named after its config file: dag.results_dir_of) and its logs

@@ -34,7 +34,7 @@ from defsent_plus.names import (
     WORDNET_DATA_FILES,
     alternatives,
 )
-from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
+from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
@@ -260,7 +260,7 @@ def zipped_wordnet_only(root: Path) -> bool:
 
 def on_disk(path: Path) -> Path:
     """Where a path of the config lies while planning: a relative one under a module's prefix, when the workflow is
-    a module (its jobs work there, :mod:`defsent_plus.pipeline.module_prefix`)."""
+    a module (its jobs work there, :mod:`defsent_plus.pipeline.snakemake_api`)."""
     prefix = os.environ.get(PREFIX_VARIABLE)
     return Path(prefix) / path if prefix and not path.is_absolute() else path
 

@@ -31,7 +31,7 @@ def start_job(snakemake: Any, gpu: bool = False) -> None:
     from defsent_plus import banner
     from defsent_plus.evaluators import load_plugins as load_evaluators
     from defsent_plus.methods import load_plugins
-    from defsent_plus.pipeline.module_prefix import enter_prefix
+    from defsent_plus.pipeline.snakemake_api import enter_prefix
 
     enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
     record_declared_paths(snakemake)
