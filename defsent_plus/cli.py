@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import POOLINGS, TRAINING_POOLINGS
 
 

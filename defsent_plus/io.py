@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import DefSentError, banner
+from defsent_plus import banner
+from defsent_plus.errors import DefSentError
 
 
 @contextmanager

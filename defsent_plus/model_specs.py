@@ -4,7 +4,7 @@ is, and the public Hugging Face Hub id it stands for. Shared by the pipeline (pi
 
 from __future__ import annotations
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 SOURCE_CARD = "defsent_model_source.json"  # written into every pinned copy: the spec and identity it came from
 

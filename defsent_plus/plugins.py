@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 
 def workflow_folder(anchor: str | Path, recorded: Iterable[str | None]) -> Path | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 if TYPE_CHECKING:
     from defsent_plus.encoders.models import Encoder

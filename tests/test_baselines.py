@@ -11,7 +11,6 @@ from grid_reference import score_combination, uniformity
 from scipy import stats
 from sklearn.preprocessing import QuantileTransformer
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.aggregation import DeviceTables, aggregate
 from defsent_plus.baselines.extract import INDEX, batches, cache_file, layer_vectors, token_tables
 from defsent_plus.baselines.grid import (
@@ -47,6 +46,7 @@ from defsent_plus.baselines.spec import (
 from defsent_plus.baselines.templates import TEMPLATES, render_all, template_text
 from defsent_plus.baselines.tokens import idf_table, most_frequent
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import sentences_digest, write_json
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
 from defsent_plus.spaces.moments import covariance

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.encoding import mean_pool
 from defsent_plus.encoders.models import family_of, load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
 from defsent_plus.methods.simcse.objective import (
     AUGMENTATIONS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.training.corpus import training_corpus
 
 

@@ -11,7 +11,7 @@ import yaml
 from conftest import FIXTURES, REPO
 from workflow_utils import validated
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import (
     DropCounts,
     build_datasets,
@@ -33,6 +32,7 @@ from defsent_plus.dictionary import (
 )
 from defsent_plus.dictionary.datasets import single_token_ids
 from defsent_plus.encoders.models import load_tokenizer
+from defsent_plus.errors import DefSentError
 
 OXFORD = {"name": "oxford", "type": "oxford", "path": str(FIXTURES / "oxford")}
 GCIDE = {"name": "gcide", "type": "gcide", "path": str(FIXTURES / "gcide")}

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import read_sentence_embeddings, stored_embed, write_sentence_embeddings
 from defsent_plus.evaluation.sentence_sets import SENTENCE_SETS, sentences_of_set
 from defsent_plus.evaluators.scoring import write_scores

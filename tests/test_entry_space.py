@@ -7,8 +7,8 @@ import pytest
 import torch
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json, write_npy
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.spaces.entry_space import entry_embeddings, segment_mean, write_entry_space

@@ -10,8 +10,8 @@ import yaml
 from conftest import REPO
 from workflow_utils import validated
 
-from defsent_plus import DefSentError
 from defsent_plus.cli import main
+from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline.model_architectures import architecture_of
 from defsent_plus.rehearsal import costs
 from defsent_plus.rehearsal.context import Context

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.sts import (
     aggregate_spearman,
     cosine_rows,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import write_embeddings
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.evaluators import Evaluator, Table, evaluator_of, load_plugins

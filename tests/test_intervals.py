@@ -6,7 +6,7 @@ import pytest
 from conftest import REPO
 from scipy.stats import rankdata, spearmanr
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import (
     Bootstrap,
     bootstrap_scores,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.spaces.isotropy import (
     isoscore,
     isoscore_from_variances,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.methods import REGISTRY, all_methods, declaration, load_plugins, method_of
 from defsent_plus.methods.base import ENTRY_SPACE
 from defsent_plus.pipeline.config_schema import load_schema

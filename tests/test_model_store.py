@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import SOURCE_CARD
 from defsent_plus.pipeline.model_store import directory_checksum, model_identity, pin_model, resolve_model
 

@@ -13,7 +13,7 @@ import yaml
 from conftest import REPO
 from workflow_utils import copy_run, workflow_env, write_tiny_config
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE, declare_prefix, relative_to_prefix
 
 WRAPPER = REPO / "docs" / "module" / "Snakefile"

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import write_embeddings
 from defsent_plus.evaluation.mteb_eval import (
     MTEB_NAMES,

@@ -70,7 +70,7 @@ def test_the_training_poolings_are_written_out_once():
 def test_every_objective_names_the_runs_pooling_key_the_schema_has(schema):
     """A run chooses its pooling at ``runs.<run>.training_pooling``; the objectives' errors named keys that do not
     exist (``methods.slt_fai.pooling``, ``methods.simcse.pooling``, ``pooling``)."""
-    from defsent_plus import DefSentError
+    from defsent_plus.errors import DefSentError
     from defsent_plus.methods.defsent.objective import check_pooling
     from defsent_plus.methods.simcse.objective import check_options
     from defsent_plus.methods.slt_fai.objective import _check_options

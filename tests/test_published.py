@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO
 from workflow_utils import validated
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.comparison import pairs_by_run, published_rows, write_sts_comparison
 from defsent_plus.evaluation.report import write_score_tables
 from defsent_plus.io import write_json

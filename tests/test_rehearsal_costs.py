@@ -13,7 +13,7 @@ import pytest
 import yaml
 from helpers import write_toy_dataset
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping

@@ -85,7 +85,7 @@ def test_defsents_reverse_dictionary_encodes_every_definition_and_asks_for_it():
 
 
 def test_a_rule_without_a_request_model_is_refused():
-    from defsent_plus import DefSentError
+    from defsent_plus.errors import DefSentError
 
     config, plan = config_and_plan(REPO / "config.yaml")
     with pytest.raises(DefSentError, match="no request model"):

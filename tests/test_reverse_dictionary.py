@@ -14,7 +14,6 @@ import torch
 import yaml
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import (
     HeldOut,
     definition_pairs,
@@ -25,6 +24,7 @@ from defsent_plus.dictionary import (
     write_subset,
 )
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.reverse_dictionary import cosine_ranks, evaluate_baseline, query_ranks, read_queries
 from defsent_plus.io import write_json, write_npy

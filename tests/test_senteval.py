@@ -10,7 +10,7 @@ import torch
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.model_selection import StratifiedKFold
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval import (
     TRANSFER_TASKS,
     Labelled,

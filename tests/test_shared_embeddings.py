@@ -12,11 +12,11 @@ import yaml
 from conftest import REPO
 from workflow_utils import validated
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.extract import split_blocks
 from defsent_plus.baselines.reuse import cached_vectors, write_cached_sentence_embeddings
 from defsent_plus.baselines.spec import extraction_options, extraction_request
 from defsent_plus.baselines.stage import sts_block, write_cache
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import write_sentence_embeddings
 from defsent_plus.evaluation.sentence_sets import sts_sentences
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json

@@ -13,8 +13,8 @@ import pytest
 import torch
 import yaml
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
 from defsent_plus.methods.simcse.objective import UnsupervisedContrastive, nt_xent
 from defsent_plus.methods.slt_fai.objective import SltFai, discriminators_on, frequency_labels

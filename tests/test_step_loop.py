@@ -18,9 +18,9 @@ import torch
 from helpers import write_toy_dataset
 from test_resume import CASES, assert_same_training, train
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.encoding import pad_rows, pad_values, tokenise
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_npy
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training import trainer

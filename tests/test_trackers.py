@@ -15,7 +15,7 @@ import pytest
 from test_step_loop import entry_training
 from workflow_utils import validated
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.training import trainer
 from defsent_plus.training.metrics import PACE
 from defsent_plus.training.trackers import KINDS, Tracking, check_trackers, job_tracking

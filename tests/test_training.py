@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from helpers import toy_frame, write_toy_dataset
 from safetensors.torch import load_file
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders.models import load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods import method_of
 from defsent_plus.methods.defsent_plus.objective import EntryProjection

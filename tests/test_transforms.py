@@ -19,7 +19,7 @@ from sklearn.decomposition import FastICA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.spaces.transforms import apply_transform, sklearn_initial_unmixing
 
 TORCH_FLOAT64_ATOL = 1e-3

@@ -196,8 +196,8 @@ def test_score_tables_mark_the_dev_selected_model_and_summarise_seeds(tmp_path):
 
 
 def test_an_unknown_export_pooling_is_refused_by_name(tmp_path, tiny_bert):
-    from defsent_plus import DefSentError
     from defsent_plus.encoders.export import export_sentence_transformers
+    from defsent_plus.errors import DefSentError
 
     with pytest.raises(DefSentError, match="expected one of .*'prompt'.*, got 'first'"):
         export_sentence_transformers(tiny_bert, tmp_path / "st", "first")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 KINDS = ("file", "zip", "tar")  # tar: any compression tarfile reads
 

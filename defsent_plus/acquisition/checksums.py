@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256
 
 

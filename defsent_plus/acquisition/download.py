@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from defsent_plus import DefSentError
 from defsent_plus.acquisition.catalog import Archive, DataSpec
 from defsent_plus.acquisition.checksums import manifest_of, read_manifest, write_manifest
 from defsent_plus.acquisition.download import DEFAULT_RETRY, Retry, fetch
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, file_sha256, write_json
 
 log = logging.getLogger(__name__)

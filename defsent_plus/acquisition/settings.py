@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from defsent_plus import DefSentError
 from defsent_plus.acquisition.catalog import Archive, DataSpec, archives_from_config, spec_of
 from defsent_plus.acquisition.download import Retry
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256
 
 

@@ -33,11 +33,11 @@ from scipy import sparse
 from scipy.stats import rankdata
 from threadpoolctl import threadpool_limits
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.layout import INDEX, cache_file
 from defsent_plus.baselines.postprocess import fit_chain, fit_transform_chain, transform_rows
 from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sentences_digest
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.spaces.entry_matrix import check_entry_space
 from defsent_plus.spaces.moments import covariance

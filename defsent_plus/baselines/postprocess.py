@@ -20,8 +20,8 @@ from sklearn.decomposition import PCA
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, QuantileTransformer, StandardScaler
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.spec import parse_chain
+from defsent_plus.errors import DefSentError
 
 QUANTILES = 1000  # scikit-learn's default; fewer when fitted on fewer sentences
 COLUMN_BLOCK = 16  # columns UniformQuantiles transposes at a time (they stay in cache)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.layout import INDEX, cache_file
 from defsent_plus.baselines.sentences import evaluation_set
 from defsent_plus.baselines.spec import ENCODER
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_provenance, write_embeddings
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.io import read_json, read_npy, sentences_digest

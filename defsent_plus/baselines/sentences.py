@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import sentences_digest  # noqa: F401 (the cache's fingerprint, used here by name)
 from defsent_plus.sts import StsPairs, load_sts_parts, load_stsb, normalise_space
 from defsent_plus.training.corpus import read_corpus_file

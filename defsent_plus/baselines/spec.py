@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import astuple, dataclass
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.templates import NO_TEMPLATE, has_mask, template_text
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import POOLINGS
 
 STATIC_LAYER = -1  # 003's layer -1: the rows of the input embedding matrix

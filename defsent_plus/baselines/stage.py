@@ -8,8 +8,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.sentences import evaluation_set, fit_corpus, read_lines, write_lines
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
 from defsent_plus.evaluation.sentence_sets import sts_sentences
 from defsent_plus.io import atomic_path, read_json, write_page

@@ -7,7 +7,7 @@ multi-mask templates, written as in its Table 1.
 
 from __future__ import annotations
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import PROMPT_TEMPLATE
 
 NO_TEMPLATE = "none"

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 CONTINUATION_MARKERS = ("##", "Ġ", "▁")
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary.records import Definition, DropCounts
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import OXFORD_SPLITS, WORDNET_DATA_FILES
 
 # ------------------------------------------------------------------------------------------- lines

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPLITS  # a subset's held-out split (column ``split``), by headword
 
 DATASET_COLUMNS = ("entry", "definitions", "sources")

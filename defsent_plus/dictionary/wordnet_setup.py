@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 WORDNET_SYSTEM_DIR = Path("/usr/share/wordnet")
 WORDNET_FILES = (

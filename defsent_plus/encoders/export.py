@@ -7,8 +7,8 @@ import logging
 import shutil
 from pathlib import Path
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.models import check_encoder_dir
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path
 from defsent_plus.names import POOLINGS
 

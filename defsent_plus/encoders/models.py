@@ -17,8 +17,8 @@ from safetensors import safe_open
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.encoding import encode
+from defsent_plus.errors import DefSentError
 
 POOLER_CONFIG_KEY = "defsent_pooler_activation"
 ACTIVATIONS = {"tanh": nn.Tanh, "gelu": nn.GELU}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Interval
 from defsent_plus.evaluation.ranking_tables import (
     COSINE_DESCRIPTION,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.io import read_json, read_npy, sentences_digest, write_json, write_npy
 from defsent_plus.provenance import provenance, with_training

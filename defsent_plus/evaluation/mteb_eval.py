@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import sentences_digest
 from defsent_plus.sts import STS_TASKS, Embed, load_sts_task
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.intervals import Bootstrap
 
 CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 in its "MRR"

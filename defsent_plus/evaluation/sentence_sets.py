@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import SENTENCE_SETS as SENTENCE_SET_NAMES
 from defsent_plus.names import require_same_names
 from defsent_plus.sts import STS_TASKS, StsPairs, load_sts_parts

@@ -37,7 +37,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
 from defsent_plus.sts import Embed, embed_unique, normalise_space, read_tsv
 

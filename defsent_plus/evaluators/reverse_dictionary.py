@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluators.base import Evaluator
 from defsent_plus.methods import method_of
 from defsent_plus.methods.base import ReverseDictionaryProtocol

@@ -11,7 +11,7 @@ import logging
 import time
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import read_sentence_embeddings
 from defsent_plus.evaluation.sentence_sets import sentences_of_set
 from defsent_plus.evaluators import evaluator_of

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.methods.costs import ENTRIES, IN_BATCH, VOCABULARY, TrainingCosts
 from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPORA
 

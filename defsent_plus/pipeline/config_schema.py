@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator, validators
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluators import load_plugins as load_evaluators
 from defsent_plus.methods import DEFAULT_METHOD, all_methods, load_plugins
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from defsent_plus import DefSentError
 from defsent_plus.acquisition.catalog import CATALOG
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import (
     BENCHMARKS,
     OXFORD_SPLITS,

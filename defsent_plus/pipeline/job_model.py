@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import TORCH_TRANSFORMS
 from defsent_plus.pipeline import plan_jobs
 from defsent_plus.pipeline.model_architectures import model_architecture

@@ -18,7 +18,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
 from defsent_plus.model_specs import SOURCE_CARD, spec_kind, split_revision
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluators import EVALUATORS, evaluator_of
 from defsent_plus.pipeline.dag import (
     compare_file,

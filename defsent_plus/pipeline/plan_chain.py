@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from jsonschema import Draft202012Validator
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.methods import Method, method_of
 from defsent_plus.pipeline.dag import (
     EncoderId,

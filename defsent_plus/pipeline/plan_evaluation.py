@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from defsent_plus import DefSentError
 from defsent_plus.baselines.spec import (
     SHARED_POOLINGS,
     SHARED_SENTENCE_SETS,
     caches_last_layer,
 )
 from defsent_plus.baselines.templates import NO_TEMPLATE
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluators import Evaluator, evaluator_of
 from defsent_plus.names import alternatives
 from defsent_plus.pipeline.dag import (

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 TESTED_VERSIONS = ("9.9",)  # major.minor of the Snakemake versions these attributes were checked on
 

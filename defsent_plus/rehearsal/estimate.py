@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.pipeline import job_model, requests
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.rehearsal import REPO, gpu_schedule

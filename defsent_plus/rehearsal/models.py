@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path
 from defsent_plus.pipeline.model_architectures import Architecture
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.pipeline import dag
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_npy
 
 

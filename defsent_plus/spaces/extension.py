@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import read_dataset
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.encoders.runtime import device_for_run
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256, read_json, write_json, write_npy
 from defsent_plus.recorded_paths import located, search_folders
 from defsent_plus.spaces.entry_matrix import load_space

@@ -14,7 +14,7 @@ import torch
 from scipy import linalg
 from threadpoolctl import ThreadpoolController
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 TORCH_NONLINEARITIES = ("logcosh", "exp", "cube")
 TORCH_CPU_BLOCK_ROWS = 4096  # rows per block on CPU: keeps the [block, hidden] intermediate in cache (GPU: all)

@@ -48,7 +48,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
 
-from defsent_plus import DefSentError, names
+from defsent_plus import names
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.spaces.entry_matrix import check_entry_space, load_space
 from defsent_plus.spaces.moments import covariance

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 COMPILE_CHOICES = ("off", "on", "auto")
 BACKEND = "inductor"  # torch.compile's backend (the CPU test of the plumbing swaps in "aot_eager")

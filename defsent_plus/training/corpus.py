@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary.sources import read_lines
+from defsent_plus.errors import DefSentError
 from defsent_plus.names import CORPORA
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from defsent_plus import DefSentError
+from defsent_plus.errors import DefSentError
 
 NOT_METRICS = ("step", "epoch")  # row keys that index a row rather than measure it
 

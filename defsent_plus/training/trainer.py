@@ -23,11 +23,11 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import read_dataset, training_pairs
 from defsent_plus.encoders.encoding import Tokenised, tokenise
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.encoders.runtime import autocast_for, device_for_run
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
 from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from defsent_plus import DefSentError
 from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import Pooler
+from defsent_plus.errors import DefSentError
 from defsent_plus.training.task import Batch, TaskInputs, TrainingTask
 
 

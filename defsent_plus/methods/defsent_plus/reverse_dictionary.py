@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from defsent_plus import DefSentError
 from defsent_plus.dictionary import definition_pairs, read_dataset
 from defsent_plus.encoders.models import Encoder, check_encoder_dir, load_encoder
+from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics, ranks_of_targets
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
 from defsent_plus.evaluation.reverse_dictionary import (
