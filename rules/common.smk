@@ -1,7 +1,7 @@
 # Config validation and the bridge to defsent_plus.pipeline (dag: identities and paths; plan; rule_inputs; params).
 from pathlib import Path
 
-from defsent_plus.pipeline import dag
+from defsent_plus.pipeline import dag, snakemake_api
 from defsent_plus.banner import banner_text
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import identity as acquisition_identity
@@ -11,10 +11,9 @@ from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.io import read_json
 from defsent_plus.pipeline.model_store import model_identity
-from defsent_plus.pipeline.module_prefix import declare_prefix
 from defsent_plus.names import BASE_SPACES, POOLINGS, TARGET_PATTERN, TORCH_TRANSFORMS, TRANSFORMS, alternatives
 from defsent_plus.names import split_space
-from defsent_plus.pipeline.params import canonical, canonical_of, digest
+from defsent_plus.pipeline.dag import canonical, canonical_of, digest
 from defsent_plus.pipeline.job_model import JOB_KINDS, gpu_capable_rules, requests_below_projection, rule_request
 from defsent_plus.pipeline.placement import placement, written_resources
 from defsent_plus.pipeline.resources import threads_per_job
@@ -23,7 +22,7 @@ from defsent_plus.training.trackers import check_trackers
 
 # The workflow's own folder (this file's parent's), also when another workflow uses it as a module
 WORKFLOW_ROOT = Path(str(workflow.current_basedir)).parent
-declare_prefix(workflow.modifier.path_modifier.prefix)  # a module's prefix, for its jobs (module_prefix.py)
+snakemake_api.declare_prefix(snakemake_api.module_prefix(workflow))  # a module's prefix, for its jobs
 validated_config(config, WORKFLOW_ROOT / "workflow" / "schemas" / "config.schema.yaml")
 check_trackers(config["logging"]["report_to"])  # a tracker that is not installed stops here, before any job
 # This config's results folder (config results_dir, else named after its config file: dag.results_dir_of) and its logs
@@ -57,10 +56,7 @@ GPU = config["resources"]["gpu"]
 CANDIDATE_WEIGHTS = temp if PLAN.keeps_selected_weights_only else (lambda path: path)
 # What a job asks its scheduler for: its projected work (defsent_plus/pipeline/job_model.py, projected_request below),
 # on a GPU when the profile or config gives its rule one; a retry (a job killed at its time limit) asks attempt x that.
-OVERRIDES = {  # rule -> its --set-resources (a profile's set-resources too), as values
-    name: {key: getattr(value, "value", value) for key, value in asked.items()}
-    for name, asked in workflow.resource_settings.overwrite_resources.items()
-}
+OVERRIDES = snakemake_api.resource_overrides(workflow)  # rule -> its --set-resources, as values
 
 
 def on_gpu(rule):
@@ -78,10 +74,7 @@ for problem in requests_below_projection(config, PLAN, OVERRIDES, on_gpu):
 SLURM_PLACEMENT = placement(
     list(JOB_KINDS),
     {rule for rule in gpu_capable_rules() if on_gpu(rule)},
-    *written_resources(
-        workflow.resource_settings.overwrite_resources,
-        getattr(workflow.resource_settings.default_resources, "args", []),
-    ),
+    *written_resources(snakemake_api.set_resources(workflow), snakemake_api.default_resources(workflow)),
 )
 if workflow.is_main_process:  # at warning level: Snakemake shows no info while it reads the workflow
     for line in SLURM_PLACEMENT[0] + SLURM_PLACEMENT[1]:
@@ -95,7 +88,7 @@ def projected_request(rule, key):
     return lambda w, attempt: getattr(rule_request(config, PLAN, rule, dict(w.items()), gpu), key) * attempt
 
 
-THREADS = threads_per_job(config["resources"]["threads"], workflow.resource_settings.cores)
+THREADS = threads_per_job(config["resources"]["threads"], snakemake_api.cores(workflow))
 # The training chain (subsets, entry spaces and their transforms, training, the STS-B dev embeddings and the selection)
 # is the DAG's longest path: its jobs start first, and the evaluations fill the other cores beside it. The baselines'
 # path (fit corpus, forward pass, grid: minutes, independent of the chain) shares the priority, so it runs beside the

@@ -15,10 +15,10 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
 from defsent_plus.pipeline.plan import Plan
 from defsent_plus.pipeline.plan_evaluation import Evaluated
 from defsent_plus.pipeline.rule_inputs import RuleInputs
+from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE
 
 SELECTED = {"space": "amp", "seed": 1}
 
@@ -424,7 +424,7 @@ def test_evaluation_tables_decide_which_run_tables_rule_all_builds(selection):
 
 
 def test_mteb_revisions_tell_models_and_configs_apart(selection):
-    from defsent_plus.pipeline.params import digest
+    from defsent_plus.pipeline.dag import digest
 
     config = tiny_config()
     plan = Plan(config, selection)

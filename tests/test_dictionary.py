@@ -501,7 +501,7 @@ def test_wordnet_folder_without_a_data_file(tmp_path):
 
 
 def test_a_relative_wordnet_path_not_found_names_the_folder_looked_in_and_the_key(tokenizer, tmp_path, monkeypatch):
-    """A module's job works in its prefix folder (pipeline/module_prefix.py): the default ``nltk_data`` is looked
+    """A module's job works in its prefix folder (pipeline/snakemake_api.py): the default ``nltk_data`` is looked
     for there, and the error says where and which key to set."""
     prefix = tmp_path / "defsent"
     prefix.mkdir()

@@ -1,94 +1,62 @@
-"""A job process's garbage collector (defsent_plus/pipeline/process.py): paused for its imports, frozen at exit,
-collecting as always in between."""
+"""A script job's garbage collector, in its one place (defsent_plus/__init__.py pauses it when a Snakemake script job
+first imports the package; defsent_plus/pipeline/jobs.py start_job freezes and re-enables it): paused while the job
+imports its libraries, collecting as always while it works, its heap frozen at exit; elsewhere left alone."""
 
-import ast
 import gc
+import json
 import subprocess
 import sys
 import textwrap
+
+import defsent_plus
+
+SNAKEFILE = """
+rule ok:
+    output: "ok.json", "frozen_at_exit"
+    log: "ok.log"
+    script: "job.py"
+
+rule fails:
+    output: "fails.json", "fails_frozen_at_exit"
+    log: "fails.log"
+    script: "job.py"
+"""
+
+JOB = """
+import atexit, gc, json, sys
 from pathlib import Path
-
-import pytest
-
-from defsent_plus.pipeline.process import collector_paused
-
-
-@pytest.fixture
-def restored_collector():
-    """Leave the test process's collector as it found it (enabled, nothing frozen by the test)."""
-    enabled = gc.isenabled()
-    yield
-    gc.unfreeze()
-    (gc.enable if enabled else gc.disable)()
-
-
+state = {"on_before_the_package": gc.isenabled()}
+from defsent_plus.pipeline.jobs import start_job
+state["on_while_importing"] = gc.isenabled()
+atexit.register(lambda: Path(snakemake.output[1]).write_text(str(gc.get_freeze_count())))  # runs after start_job's
+start_job(snakemake)
+state["on_while_working"] = gc.isenabled()
+state["frozen_by_start"] = gc.get_freeze_count()
 class Cycle:
     def __init__(self):
         self.me = self
+Cycle()  # garbage made while the job works
+state["collected_while_working"] = gc.collect()
+Path(snakemake.output[0]).write_text(json.dumps(state))
+if snakemake.rule == "fails":
+    raise RuntimeError("the job failed")
+"""
 
 
-def test_the_collector_is_off_in_the_block_then_on_with_what_existed_frozen(restored_collector):
-    gc.enable()
-    frozen_before = gc.get_freeze_count()
-    with collector_paused():
-        assert not gc.isenabled()
-        imported = [Cycle() for _ in range(100)]
-    assert gc.isenabled()
-    assert gc.get_freeze_count() >= frozen_before + len(imported)
-    del imported
-    Cycle()  # garbage made after the imports, while the job works
-    assert gc.collect() >= 1
+def test_a_script_job_imports_with_the_collector_paused_and_works_and_exits_as_intended(tmp_path):
+    (tmp_path / "Snakefile").write_text(textwrap.dedent(SNAKEFILE))
+    (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
+    run = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--keep-going", "ok", "fails"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    ok = json.loads((tmp_path / "ok.json").read_text())
+    assert ok == {"on_before_the_package": True, "on_while_importing": False, "on_while_working": True,
+                  "frozen_by_start": ok["frozen_by_start"], "collected_while_working": ok["collected_while_working"]}
+    assert ok["frozen_by_start"] > 10_000 and ok["collected_while_working"] >= 1
+    assert int((tmp_path / "frozen_at_exit").read_text()) > ok["frozen_by_start"]
+    assert run.returncode != 0 and "the job failed" in (tmp_path / "fails.log").read_text()  # status and log kept
 
 
-def test_the_collector_comes_back_when_the_block_fails_and_stays_off_if_it_was(restored_collector):
-    gc.enable()
-    with pytest.raises(ImportError), collector_paused():
-        raise ImportError("no such library")
-    assert gc.isenabled()
-    gc.disable()
-    with collector_paused():
-        pass
-    assert not gc.isenabled()
-
-
-def run_script(tmp_path, body: str) -> subprocess.CompletedProcess:
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(f"""
-        import atexit, gc, logging
-        atexit.register(lambda: open({str(tmp_path / 'frozen')!r}, 'w').write(str(gc.get_freeze_count())))
-        from defsent_plus.pipeline.process import exit_without_last_collection
-        logging.basicConfig(filename={str(tmp_path / 'job.log')!r}, level=logging.INFO)
-        exit_without_last_collection()
-        class Cycle:
-            def __init__(self):
-                self.me = self
-        made = [Cycle() for _ in range(1000)]
-        logging.info("work done")
-    """) + textwrap.dedent(body))
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-
-
-def test_a_job_exits_with_its_heap_frozen_its_log_written_and_its_status_kept(tmp_path):
-    done = run_script(tmp_path, "")
-    assert done.returncode == 0, done.stderr
-    assert int((tmp_path / "frozen").read_text()) >= 1000  # the handlers registered before it see the frozen heap
-    assert "work done" in (tmp_path / "job.log").read_text()
-
-    failed = run_script(tmp_path, 'raise RuntimeError("the job failed")\n')
-    assert failed.returncode == 1 and "the job failed" in failed.stderr
-    assert "work done" in (tmp_path / "job.log").read_text()
-
-
-def package_imports_outside_the_pause(script) -> list[str]:
-    """The package modules a workflow script imports at its top level outside ``with collector_paused():``."""
-    tree = ast.parse(script.read_text())
-    return [node.module for node in tree.body
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("defsent_plus")
-            and node.module != "defsent_plus.pipeline.process"]
-
-
-def test_every_workflow_script_loads_its_libraries_with_the_collector_paused():
-    scripts = sorted((Path(__file__).parent.parent / "workflow" / "scripts").glob("*.py"))
-    assert scripts
-    assert {script.name: package_imports_outside_the_pause(script) for script in scripts} == {
-        script.name: [] for script in scripts}
+def test_outside_a_script_job_the_package_leaves_the_collector_alone():
+    assert gc.isenabled() and defsent_plus.__version__
+    check = "import gc, defsent_plus.pipeline.jobs; assert gc.isenabled()"
+    assert subprocess.run([sys.executable, "-c", check], capture_output=True).returncode == 0

@@ -12,13 +12,18 @@ import time
 from defsent_plus.pipeline.locks import (
     HOLDER_FILE,
     LOCK_DIR,
+    lock_verdict,
     main,
     read_holder,
     record_holder,
-    remove_stale_lock,
     snakemake_processes_in,
-    stale_lock,
 )
+
+
+def stale(workdir) -> bool:
+    """Whether ``workdir`` has a lock that ``bash bin/run`` removes before it starts Snakemake."""
+    verdict = lock_verdict(workdir)
+    return verdict is not None and verdict.remove
 
 
 def locked(workdir):
@@ -41,7 +46,7 @@ def dead_pid() -> int:
 def test_a_lock_whose_recorded_process_on_this_host_is_gone_is_removed_with_a_message(tmp_path, capsys):
     workdir = locked(tmp_path)
     record_holder(workdir, dead_pid())
-    assert stale_lock(workdir)
+    assert stale(workdir)
     assert main([str(workdir)]) == 0
     assert lock_count(workdir) == 0 and not (workdir / HOLDER_FILE).exists()
     err = capsys.readouterr().err
@@ -53,7 +58,7 @@ def test_a_lock_recorded_by_another_host_is_kept_and_the_message_names_the_host_
     record_holder(workdir, dead_pid())  # a pid that is gone here says nothing about the other machine
     record = read_holder(workdir)
     (workdir / HOLDER_FILE).write_text(json.dumps({**record, "host": "node-b.cluster", "pid": 4242}))
-    assert not stale_lock(workdir) and remove_stale_lock(workdir) == []
+    assert not stale(workdir)
     main([str(workdir), "--pid", "99", "--", "--cores", "2"])
     assert lock_count(workdir) == 2 and read_holder(workdir)["host"] == "node-b.cluster"  # nor overwritten
     err = capsys.readouterr().err
@@ -64,7 +69,7 @@ def test_a_lock_recorded_by_another_host_is_kept_and_the_message_names_the_host_
 
 def test_a_lock_with_no_record_is_never_removed_and_the_message_says_so(tmp_path, capsys):
     workdir = locked(tmp_path)
-    assert not stale_lock(workdir) and remove_stale_lock(workdir) == []
+    assert not stale(workdir)
     main([str(workdir), "--pid", "99", "--"])
     assert lock_count(workdir) == 2 and read_holder(workdir) is None
     err = capsys.readouterr().err
@@ -81,7 +86,7 @@ def test_a_lock_recorded_by_a_running_snakemake_on_this_host_stays(tmp_path, cap
         assert process.stdout.readline().strip() == "up"
         record_holder(workdir, process.pid)
         assert snakemake_processes_in(workdir) == [process.pid]
-        assert not stale_lock(workdir) and remove_stale_lock(workdir) == []
+        assert not stale(workdir)
         main([str(workdir)])
         assert lock_count(workdir) == 2
         assert f"held by a running Snakemake on this host (PIDs [{process.pid}])" in capsys.readouterr().err
@@ -89,7 +94,7 @@ def test_a_lock_recorded_by_a_running_snakemake_on_this_host_stays(tmp_path, cap
         process.kill()
         process.wait()
     time.sleep(0.1)
-    assert stale_lock(workdir)  # once that process is gone the same lock is stale
+    assert stale(workdir)  # once that process is gone the same lock is stale
 
 
 def test_bin_run_records_the_holder_before_snakemake_but_not_for_a_dry_run_or_unlock(tmp_path, capsys):
@@ -103,4 +108,4 @@ def test_bin_run_records_the_holder_before_snakemake_but_not_for_a_dry_run_or_un
 
 
 def test_no_lock_is_not_stale(tmp_path):
-    assert not stale_lock(tmp_path) and remove_stale_lock(tmp_path) == []
+    assert not stale(tmp_path)

@@ -14,7 +14,7 @@ from conftest import REPO
 from workflow_utils import copy_run, workflow_env, write_tiny_config
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE, declare_prefix, relative_to_prefix
+from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE, declare_prefix, relative_to_prefix
 
 WRAPPER = REPO / "docs" / "module" / "Snakefile"
 PREFIX = "defsent"

@@ -16,8 +16,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.comparison import pairs_by_run, published_rows, write_sts_comparison
 from defsent_plus.evaluation.report import write_score_tables
 from defsent_plus.io import write_json
-from defsent_plus.pipeline.dag import EncoderId, best_json, score_file, trained_model
-from defsent_plus.pipeline.params import canonical
+from defsent_plus.pipeline.dag import EncoderId, best_json, canonical, score_file, trained_model
 from defsent_plus.pipeline.plan import Plan
 
 TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR")

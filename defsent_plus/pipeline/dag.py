@@ -4,6 +4,9 @@
   dev-selected model (``default.step2``) or one trained candidate (``default.step3.amp.ica.seed0``).
 * The path functions give every result file; called with wildcard names (``"{run}"``) they give the rules'
   output patterns, so each template is written once.
+* :func:`canonical` gives rule params one form: Snakemake compares a job's params by ``repr``, which lists a mapping's
+  keys in insertion order, so the same config with its keys in another order would re-plan every job. Mappings are
+  rebuilt with sorted keys (recursively; lists keep their order: their order is a value).
 
 What a config implies (which encoders, candidates and files) is :mod:`defsent_plus.pipeline.plan`'s.
 Light on purpose (no torch): Snakemake imports it while parsing.
@@ -11,12 +14,14 @@ Light on purpose (no torch): Snakemake imports it while parsing.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.errors import DefSentError
@@ -29,7 +34,7 @@ from defsent_plus.names import (
     WORDNET_DATA_FILES,
     alternatives,
 )
-from defsent_plus.pipeline.module_prefix import PREFIX_VARIABLE
+from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE
 
 NAME = r"[A-Za-z0-9_-]+"  # model, run, dataset and subset names (also the schema's property-name pattern)
 STEP_NAME = re.compile(
@@ -164,6 +169,25 @@ def results_dir_of(configured: str | None, configfiles: Iterable[str | Path], wo
     return f"{DEFAULT_RESULTS}-{'+'.join(stems)}" if stems else DEFAULT_RESULTS
 
 
+def canonical(value: Any) -> Any:
+    """``value`` with every mapping's keys sorted, recursively (tuples become lists)."""
+    if isinstance(value, Mapping):
+        return {key: canonical(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [canonical(item) for item in value]
+    return value
+
+
+def canonical_of(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A params function (of the job's wildcards) whose value is :func:`canonical`."""
+    return lambda wildcards: canonical(function(wildcards))
+
+
+def digest(value: Any, length: int = 12) -> str:
+    """A short SHA-256 of :func:`canonical` ``value`` as JSON: the same for any key order."""
+    return hashlib.sha256(json.dumps(canonical(value), sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
 FOLDER_SETTINGS = (("resume", "area"), ("logging", "dir"))  # config keys whose paths may name {results} or {logs}
 
 
@@ -236,7 +260,7 @@ def zipped_wordnet_only(root: Path) -> bool:
 
 def on_disk(path: Path) -> Path:
     """Where a path of the config lies while planning: a relative one under a module's prefix, when the workflow is
-    a module (its jobs work there, :mod:`defsent_plus.pipeline.module_prefix`)."""
+    a module (its jobs work there, :mod:`defsent_plus.pipeline.snakemake_api`)."""
     prefix = os.environ.get(PREFIX_VARIABLE)
     return Path(prefix) / path if prefix and not path.is_absolute() else path
 

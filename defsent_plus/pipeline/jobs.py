@@ -1,42 +1,72 @@
-"""The start of every workflow script: its log file, its GPU slot and its CPU threads."""
+"""The start of every workflow script: its log file, its GPU slot, its CPU threads and its garbage collector.
+
+Importing torch and transformers creates about 700,000 objects, nearly all of them alive until the job ends. Left
+alone, Python's cyclic collector walks the growing heap again and again while they load, and all of it once more when
+the interpreter exits (docs/results.md). So the package turns the collector off when a script job first imports it
+(``defsent_plus/__init__.py``), and :func:`start_job` freezes what the imports made (``gc.freeze``: never walked again),
+turns the collector back on for the job's work, and freezes whatever exists at exit, which the operating system frees.
+Nothing here touches a result.
+"""
 
 from __future__ import annotations
 
+import atexit
+import gc
+import json
+import logging
+import os
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-from defsent_plus.pipeline.process import collector_paused, exit_without_last_collection
 
 
 def start_job(snakemake: Any, gpu: bool = False) -> None:
     """Work in a prefixed module's folder; log to the job's log file; put a rehearsal's banner (``params.banner``) on
     its tables and plots; register the config's method and evaluator plugins (their jobs ask their declarations);
     with ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to the job's
-    threads. Its imports run with the garbage collector paused, and the job exits without the collector's last walk
-    (:mod:`defsent_plus.pipeline.process`)."""
-    with collector_paused():
-        from defsent_plus import banner
-        from defsent_plus.evaluation.evaluators import load_plugins as load_evaluators
-        from defsent_plus.methods import load_plugins
-        from defsent_plus.pipeline.logs import log_to
-        from defsent_plus.pipeline.module_prefix import enter_prefix
+    threads. Then freeze the imports' objects and turn the collector on; the job exits without its last walk."""
+    from defsent_plus import banner
+    from defsent_plus.evaluation.evaluators import load_plugins as load_evaluators
+    from defsent_plus.methods import load_plugins
+    from defsent_plus.pipeline.snakemake_api import enter_prefix
 
-        enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
-        record_declared_paths(snakemake)
-        log_to(snakemake.log[0] if snakemake.log else None)
-        banner.activate(snakemake.params.get("banner"))
-        load_plugins(snakemake.config.get("method_plugins") or [])
-        load_evaluators(snakemake.config.get("evaluator_plugins") or [])
-        if gpu:
-            import torch
+    enter_prefix(snakemake)  # a prefixed module's job works in its prefix folder
+    record_declared_paths(snakemake)
+    log_to(snakemake.log[0] if snakemake.log else None)
+    banner.activate(snakemake.params.get("banner"))
+    load_plugins(snakemake.config.get("method_plugins") or [])
+    load_evaluators(snakemake.config.get("evaluator_plugins") or [])
+    if gpu:
+        import torch
 
-            from defsent_plus.encoders.devices import hold_gpus
+        from defsent_plus.encoders.devices import hold_gpus
 
-            hold_gpus(getattr(snakemake.resources, "gpu", 0))
-            torch.set_num_threads(snakemake.threads)
-    exit_without_last_collection()
+        hold_gpus(getattr(snakemake.resources, "gpu", 0))
+        torch.set_num_threads(snakemake.threads)
+    gc.freeze()
+    gc.enable()
+    atexit.register(gc.freeze)  # the exit handlers registered before (log files, trackers) run after it
+
+
+def log_to(path: str | Path | None, level: int = logging.INFO) -> None:
+    """Send this package's log records (and Python warnings) to ``path`` and to stderr."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w", encoding="utf-8"))
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=handlers,
+                        force=True)
+    logging.captureWarnings(True)
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind, error, traceback) -> None:
+    """Uncaught errors go to the job's log file too, where Snakemake tells the user to look."""
+    package = logging.getLogger(__package__.partition(".")[0])
+    package.critical("%s: %s", kind.__name__, error, exc_info=(kind, error, traceback))
 
 
 JOB_RECORDS = "DEFSENT_JOB_RECORDS"  # a folder: each job writes its declared paths there (tests/test_read_audit.py)
@@ -46,9 +76,6 @@ def record_declared_paths(snakemake: Any) -> None:
     """Where the environment names a folder (``DEFSENT_JOB_RECORDS``), write ``<pid>.json`` there: the job's process,
     rule, folder and declared input, output and log paths, which the read audit compares with the files the process
     opens (its benchmark file is Snakemake's, not the job's). Nothing otherwise."""
-    import json
-    import os
-
     folder = os.environ.get(JOB_RECORDS)
     if not folder:
         return
@@ -66,8 +93,6 @@ def work_clock(path: str | Path) -> Iterator[dict]:
     own timings (a pace; ``seconds``, where the work times itself, replaces the block's: a training loop's, a resumed
     job's earlier seconds included), written with it, so that ``results/`` holds no timing and two runs' results
     compare byte for byte."""
-    import time
-
     from defsent_plus.io import write_json
 
     start = time.perf_counter()

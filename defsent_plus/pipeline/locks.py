@@ -127,18 +127,6 @@ def remove_lock(workdir: str | Path) -> list[Path]:
     return removed
 
 
-def remove_stale_lock(workdir: str | Path) -> list[Path]:
-    """Delete a lock whose recorded holder on this host is gone (none otherwise); the lock files removed."""
-    verdict = lock_verdict(workdir)
-    return remove_lock(workdir) if verdict is not None and verdict.remove else []
-
-
-def stale_lock(workdir: str | Path) -> bool:
-    """True when ``workdir`` has a lock that :func:`remove_stale_lock` would remove."""
-    verdict = lock_verdict(workdir)
-    return verdict is not None and verdict.remove
-
-
 def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
     """What ``bin/run`` does before Snakemake: remove a stale lock, then record ``pid`` as the holder of the lock
     it is about to take (not for a dry run or ``--unlock``, which take none, nor while a lock stays); the message."""

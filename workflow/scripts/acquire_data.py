@@ -2,12 +2,9 @@
 
 from pathlib import Path
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.acquisition.layout import acquire
-    from defsent_plus.acquisition.settings import resolve
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.acquisition.layout import acquire
+from defsent_plus.acquisition.settings import resolve
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 settings = resolve(snakemake.wildcards.data, snakemake.config["data"], Path(snakemake.scriptdir).resolve().parents[1])

@@ -1,10 +1,7 @@
 """Snakemake script: one (encoder, template) forward pass into the baselines' cache."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.baselines.extract import write_cache
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.baselines.extract import write_cache
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)
 write_cache(

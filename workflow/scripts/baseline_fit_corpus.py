@@ -1,10 +1,7 @@
 """Snakemake script: the baselines' fit corpus (sampled definitions or a text file)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.baselines.sentences import write_fit_corpus
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.baselines.sentences import write_fit_corpus
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_fit_corpus(

@@ -1,10 +1,7 @@
 """Snakemake script: every combination of an encoder's baseline grid scored from its cache."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.baselines.report import write_grid
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.baselines.report import write_grid
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_grid(

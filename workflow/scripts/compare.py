@@ -1,12 +1,9 @@
 """Snakemake script: a table of every run side by side (STS, or the reverse dictionary)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.comparison import pairs_by_run, write_sts_comparison
-    from defsent_plus.evaluation.reverse_dictionary import write_comparison
-    from defsent_plus.methods import method_of
-    from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.evaluation.comparison import pairs_by_run, write_sts_comparison
+from defsent_plus.evaluation.reverse_dictionary import write_comparison
+from defsent_plus.methods import method_of
+from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake)
 params, output = snakemake.params, snakemake.output

@@ -2,11 +2,8 @@
 
 import os
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.dictionary import write_dictionary_stage
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.dictionary import write_dictionary_stage
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 os.environ["RAYON_NUM_THREADS"] = str(snakemake.threads)  # the tokenizer's threads (Rust, read on first use): the job's

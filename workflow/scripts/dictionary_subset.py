@@ -1,10 +1,7 @@
 """Snakemake script: a seeded sub-sample of a dataset's entries; with a held-out split, also its queries."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.dictionary import write_subset
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.dictionary import write_subset
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 heldout = snakemake.params.get("heldout")

@@ -1,12 +1,9 @@
 """Snakemake script: one encoder's embeddings of one sentence set with one pooling (the evaluators read them), by a
 forward pass or, where the plan found them there, from the encoder's baselines cache."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.baselines.reuse import write_cached_sentence_embeddings
-    from defsent_plus.evaluation.embeddings import write_sentence_embeddings
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.baselines.reuse import write_cached_sentence_embeddings
+from defsent_plus.evaluation.embeddings import write_sentence_embeddings
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake, gpu=True)
 options = snakemake.params.options

@@ -1,10 +1,7 @@
 """Snakemake script: AC and AMP entry spaces of a dataset, built by one encoder."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.pipeline.jobs import start_job, work_clock
-    from defsent_plus.spaces.entry_space import write_entry_space
+from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.spaces.entry_space import write_entry_space
 
 start_job(snakemake, gpu=True)
 with work_clock(snakemake.log.work) as timings:

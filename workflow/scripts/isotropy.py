@@ -1,10 +1,7 @@
 """Snakemake script: isotropy metrics and SVD/PCA plots of every analysed entry space."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.pipeline.jobs import start_job
-    from defsent_plus.spaces.isotropy import write_isotropy
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.spaces.isotropy import write_isotropy
 
 start_job(snakemake)
 write_isotropy(

@@ -1,10 +1,7 @@
 """Snakemake script: MTEB's STS tasks (and any configured MTEB task) on one encoder's stored STS vectors."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.mteb_eval import write_mteb
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.evaluation.mteb_eval import write_mteb
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_mteb(

@@ -1,10 +1,7 @@
 """Snakemake script: copy a configured model to its pinned path, with a card naming its spec and identity."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.pipeline.jobs import start_job
-    from defsent_plus.pipeline.model_store import pin_model
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.pipeline.model_store import pin_model
 
 start_job(snakemake)
 name = snakemake.wildcards.model

@@ -1,11 +1,8 @@
 """Snakemake script: reverse dictionary on a run's held-out entries (final dev-selected model, base reference)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
-    from defsent_plus.methods import method_of
-    from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.evaluation.reverse_dictionary import write_run_reverse_dictionary
+from defsent_plus.methods import method_of
+from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake, gpu=True)
 with work_clock(snakemake.log.work):

@@ -1,10 +1,7 @@
 """Snakemake script: score one encoder's stored embeddings with one evaluator (STS, SentEval, STS-B dev, a plugin)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.embeddings import write_scores
-    from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.evaluation.embeddings import write_scores
+from defsent_plus.pipeline.jobs import start_job, work_clock
 
 start_job(snakemake)
 with work_clock(snakemake.log.work):

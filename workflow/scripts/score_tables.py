@@ -1,11 +1,8 @@
 """Snakemake script: a run's table of one evaluator (TSV + markdown in the paper's layout, a plot per PST step)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.report import write_score_tables
-    from defsent_plus.pipeline.jobs import start_job, work_clock
-    from defsent_plus.pipeline.plan_evaluation import unshown_steps
+from defsent_plus.evaluation.report import write_score_tables
+from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.pipeline.plan_evaluation import unshown_steps
 
 start_job(snakemake)
 with work_clock(snakemake.log.work):

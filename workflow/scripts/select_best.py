@@ -1,10 +1,7 @@
 """Snakemake script: the step's best (space, seed) by STS-B dev score."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.pipeline.jobs import start_job
-    from defsent_plus.training.selection import write_selection
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.training.selection import write_selection
 
 start_job(snakemake)
 write_selection(dev_jsons=snakemake.input.dev, candidates=snakemake.params.candidates,

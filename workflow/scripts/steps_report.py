@@ -1,11 +1,8 @@
 """Snakemake script: per-step table (dev score per seed, chosen seed, loss, seconds), its plot, the training curves."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.curves import plot_training_curves
-    from defsent_plus.evaluation.report import write_steps_report
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.evaluation.curves import plot_training_curves
+from defsent_plus.evaluation.report import write_steps_report
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_steps_report(

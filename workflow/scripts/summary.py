@@ -1,10 +1,7 @@
 """Snakemake script: the comparison's front page (results/compare/summary.md, and .rst for the HTML report)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.evaluation.summary import write_summary
-    from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.evaluation.summary import write_summary
+from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)
 write_summary(pages=snakemake.input.pages, runs=snakemake.params.runs,

@@ -1,13 +1,10 @@
 """Snakemake script: one epoch of a run's training method from its starting weights (against a frozen entry space)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.methods import method_of
-    from defsent_plus.pipeline.jobs import start_job, work_clock
-    from defsent_plus.training.resume import ResumeSettings
-    from defsent_plus.training.trackers import job_tracking
-    from defsent_plus.training.trainer import train_candidate
+from defsent_plus.methods import method_of
+from defsent_plus.pipeline.jobs import start_job, work_clock
+from defsent_plus.training.resume import ResumeSettings
+from defsent_plus.training.trackers import job_tracking
+from defsent_plus.training.trainer import train_candidate
 
 start_job(snakemake, gpu=True)
 with work_clock(snakemake.log.work) as timings:

@@ -1,11 +1,8 @@
 """Snakemake script: a candidate entry space (centered, PCA-whitened or ICA-transformed)."""
 
-from defsent_plus.pipeline.process import collector_paused
-
-with collector_paused():  # the job's libraries load without the garbage collector's walks (pipeline/process.py)
-    from defsent_plus.names import TORCH_TRANSFORMS
-    from defsent_plus.pipeline.jobs import start_job
-    from defsent_plus.spaces.transforms import write_transform
+from defsent_plus.names import TORCH_TRANSFORMS
+from defsent_plus.pipeline.jobs import start_job
+from defsent_plus.spaces.transforms import write_transform
 
 start_job(snakemake, gpu=snakemake.wildcards.transform in TORCH_TRANSFORMS)  # center, whiten: numpy, no torch
 write_transform(
