@@ -30,7 +30,6 @@ from defsent_plus.pipeline.requests import (
     BASELINE_EVALUATION_SENTENCES,
     EVALUATION_SENTENCES,
     Request,
-    TrainingRequest,
     dataset_size,
     encoding_request,
     model_of_encoder,
@@ -88,7 +87,7 @@ class JobKind:
     rule: str
     jobs: Callable[[Plan], list[Wildcards]]
     unit: str = ""
-    request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest] | None = None
+    request: Callable[[dict, Plan, Wildcards, bool], Request] | None = None
     on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
@@ -97,7 +96,7 @@ class JobKind:
 # ------------------------------------------------------------------------------------- what one job asks and keeps
 
 
-def train_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> TrainingRequest:
+def train_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
     return training_request(config, plan, job["run"], on_gpu)
 
 
@@ -190,10 +189,9 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
 )}
 
 
-def unit_name(rule: str) -> str:
-    """What a rule's work is counted in ("" a job of fixed cost, or a rule this workflow no longer has)."""
-    kind = JOB_KINDS.get(rule)
-    return kind.unit if kind is not None else ""
+def kind_of(rule: str) -> JobKind:
+    """A rule's declaration; a rule this workflow no longer has: a job of fixed cost that keeps nothing."""
+    return JOB_KINDS.get(rule) or JobKind(rule, lambda plan: [])
 
 
 def gpu_capable_rules() -> list[str]:
@@ -201,27 +199,17 @@ def gpu_capable_rules() -> list[str]:
     return [rule for rule, kind in JOB_KINDS.items() if kind.on_gpu is not never]
 
 
-def keeps_of(rule: str) -> str:
-    """What a rule's outputs leave on disk ("" nothing counted, or a rule this workflow no longer has)."""
-    kind = JOB_KINDS.get(rule)
-    return kind.keeps if kind is not None else ""
-
-
 def projected_kinds() -> dict[str, JobKind]:
     """The job kinds whose jobs ask for a projected request (their jobs enumerated from the plan)."""
     return {rule: kind for rule, kind in JOB_KINDS.items() if kind.request is not None}
 
 
-def projected_kind(rule: str) -> JobKind:
-    if rule not in projected_kinds():
-        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
-    return JOB_KINDS[rule]
-
-
-def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_gpu: bool) -> Request | TrainingRequest:
+def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_gpu: bool) -> Request:
     """What a job of a rule whose request is projected asks for: its work in the config through the cost model, with
     ``costs.margin``."""
-    return projected_kind(rule).request(config, plan, wildcards, on_gpu)
+    if rule not in projected_kinds():
+        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
+    return JOB_KINDS[rule].request(config, plan, wildcards, on_gpu)
 
 
 def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:

@@ -64,7 +64,7 @@ class Unit:
 
 def unit_of(rule: str) -> Unit:
     """The unit of a rule's work, as its job declaration names it (none: a job of fixed cost)."""
-    return UNITS.get(model.unit_name(rule), FIXED)
+    return UNITS.get(model.kind_of(rule).unit, FIXED)
 
 
 # ------------------------------------------------------------------------------------------------------ training
