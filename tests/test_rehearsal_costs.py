@@ -383,6 +383,20 @@ def test_the_sheet_reads_each_job_from_snakemakes_own_records_and_names_its_thre
         executed_jobs(tmp_path)
 
 
+# Snakemake versions whose private .snakemake/metadata layout records.outputs_by_log reads (a JSON record per output,
+# named by its path's URL-safe base64 split into @-prefixed folders where it is long, its "log" the job's logs),
+# checked against snakemake/persistence.py; the test above reads a real run's records with the installed version.
+METADATA_LAYOUT_VERSIONS = ("9.9.0",)
+
+
+def test_the_installed_snakemake_writes_the_metadata_layout_the_records_read():
+    from importlib.metadata import version
+
+    assert version("snakemake") in METADATA_LAYOUT_VERSIONS, (
+        "check defsent_plus/rehearsal/records.py (outputs_by_log) against this Snakemake's .snakemake/metadata, "
+        "then add its version to METADATA_LAYOUT_VERSIONS")
+
+
 @pytest.mark.workflow
 def test_every_job_of_the_tiny_dag_is_read_with_its_rule_wildcards_and_outputs(tiny_run):
     """Each rule names its log and its benchmark by the same parts (dag.log_beside), so Snakemake's metadata gives

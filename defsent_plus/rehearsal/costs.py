@@ -29,23 +29,12 @@ import pandas as pd
 
 from defsent_plus.io import write_page, write_tsv
 from defsent_plus.pipeline import job_model
-from defsent_plus.pipeline.requests import (
-    TRAINING_FLOPS,
-    Gpu,
-    forward_flops,
-    output_classes,
-    output_layer_flops,
-)
+from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
 from defsent_plus.rehearsal.estimate import checkpoint_gb, saved_weights_bytes, training_memory_gb
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
-from defsent_plus.rehearsal.units import (
-    ICA,
-    NO_FLOPS,
-    TRAINING,
-    unit_of,
-)
+from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
 # ---------------------------------------------------------------------------------------- starts and rates
 
@@ -145,7 +134,8 @@ def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
 
 def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
-    return unit_of(job.rule).rehearsed(workdir, job, context)
+    unit = unit_of(job.rule)
+    return unit.rehearsed(workdir, job, context) if unit.rehearsed else 0.0
 
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
@@ -179,10 +169,10 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     for job in executed_jobs(workdir):
         done = rehearsal_units(workdir, job, context)
         unit = unit_of(job.rule)
-        real_units, tokens = unit.real(job, done, context)
+        real_units, tokens = unit.real(job, done, context) if unit.real else (0.0, 0)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
-                     "real_scored": unit.scored(job, context),
+                     "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -230,7 +220,7 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     architecture = context.architectures.get(row["model"])
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
-    passes = encoder_passes(context, row["run"]) if trains(row) else 1
+    passes = context.method_of_run(row["run"]).encoder_passes if trains(row) else 1
     flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
              + scoring_flops(row, context, architecture))
     steps = 0.0
@@ -240,11 +230,6 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if unit_of(row["rule"]).flops == ICA:
         return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
-
-
-def encoder_passes(context: Context, run: str) -> int:
-    """The encoder passes per optimiser step of a real run's method (its declaration's ``encoder_passes``)."""
-    return context.method_of_run(run).encoder_passes
 
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
@@ -334,7 +319,7 @@ def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     (:func:`~defsent_plus.rehearsal.estimate.training_memory_gb`, with the datasets the rehearsal built)."""
     peaks = training_memory_gb(context.real, context.real_plan, context.built)
     return pd.DataFrame([{"run": run, "model": context.architectures[context.model_of_run(run)].name,
-                          "batch": block["batch_size"], "passes": encoder_passes(context, run),
+                          "batch": block["batch_size"], "passes": context.method_of_run(run).encoder_passes,
                           "max_length": context.method_options(run).get("max_length", 128), "peak_gpu_gb": peak,
                           "fits": peak <= gpu.memory_gb} for (run, block), peak in zip(
                               context.real["runs"].items(), peaks.values(), strict=True)])

@@ -105,9 +105,9 @@ def estimate(config: dict) -> Estimate:
     from defsent_plus.pipeline.plan import Plan
 
     plan = Plan(config, lambda run, step: {})
-    costs = config["costs"]
-    return Estimate(gpu_hours=gpu_hours(config, plan), training_memory_gb=training_memory_gb(config, plan),
-                    **disk_gb(config, plan), gpu_jobs=gpu_job_dag(config, plan),
+    costs, modelled = config["costs"], modelled_gpu_jobs(config, plan)
+    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=training_memory_gb(config, plan),
+                    **disk_gb(config, plan), gpu_jobs=gpu_job_dag(plan, modelled),
                     cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
                     min_runtime_minutes=costs["min_runtime_minutes"])
 
@@ -139,8 +139,12 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
 
 def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
     """GPU-hours per projected rule of the job model (:func:`modelled_gpu_jobs`)."""
+    return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
+
+
+def hours_by_rule(modelled: list[tuple[str, Wildcards, float, float]]) -> dict[str, float]:
     seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
-    for rule, _, job_seconds, _ in modelled_gpu_jobs(config, plan, groups):
+    for rule, _, job_seconds, _ in modelled:
         seconds[rule] += job_seconds
     return {rule: total / 3600 for rule, total in seconds.items()}
 
@@ -201,9 +205,9 @@ def dependencies(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> d
             for rule, job, _, _ in modelled}
 
 
-def gpu_job_dag(config: dict, plan, groups: dict[str, str] | None = None) -> list[GpuJob]:
-    """Every GPU job of a config with its work, its request and the GPU jobs it waits for."""
-    modelled = modelled_gpu_jobs(config, plan, groups)
+def gpu_job_dag(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> list[GpuJob]:
+    """Every GPU job of a config (:func:`modelled_gpu_jobs`) with its work, its request and the GPU jobs it waits
+    for."""
     after = dependencies(plan, modelled)
     return [GpuJob(key_of(rule, job), seconds, minutes, tuple(after[key_of(rule, job)]))
             for rule, job, seconds, minutes in modelled]
