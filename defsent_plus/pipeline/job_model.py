@@ -16,10 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-import yaml
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import TORCH_TRANSFORMS
@@ -218,24 +215,6 @@ def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
 def modelled_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
     """Every rule's jobs in a config, each once."""
     return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
-
-
-# ---------------------------------------------------------------------------------------------------- SLURM groups
-
-SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
-
-
-def slurm_groups(profile: Path = SLURM_PROFILE) -> dict[str, str]:
-    """The SLURM profile's job groups, rule -> group name pattern (``embed=eval_{encoder}``); none without it."""
-    if not profile.is_file():
-        return {}
-    entries = yaml.safe_load(profile.read_text(encoding="utf-8")).get("groups") or []
-    return dict(entry.split("=", 1) for entry in entries)
-
-
-def group_of(groups: dict[str, str], rule: str, job: Wildcards) -> str | None:
-    """The job group a job of ``rule`` runs in on SLURM (one start for all its jobs), or None."""
-    return groups[rule].format(**job) if rule in groups else None
 
 
 # ------------------------------------------------------------------------------------------- requests set too small

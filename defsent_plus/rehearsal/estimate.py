@@ -35,7 +35,7 @@ import yaml
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import split_space
-from defsent_plus.pipeline import job_model, requests
+from defsent_plus.pipeline import job_model, placement, requests
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.plan_jobs import Wildcards
@@ -121,7 +121,7 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
     """(rule, wildcards, seconds, requested minutes) of each distinct job of a projected rule of the job model that
     runs on a GPU node; the jobs of one SLURM job group (``groups``, the SLURM profile's by default) pay one start
     between them."""
-    groups = job_model.slurm_groups() if groups is None else groups
+    groups = placement.slurm_groups() if groups is None else groups
     started: set[str | None] = set()
     found = []
     for rule, kind in job_model.projected_kinds().items():
@@ -129,7 +129,7 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
             if not kind.on_gpu(job):
                 continue
             request = kind.request(config, plan, job, True)
-            group = job_model.group_of(groups, rule, job)
+            group = placement.group_of(groups, rule, job)
             start_shared = group is not None and group in started
             started.add(group)
             found.append((rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),

@@ -135,13 +135,10 @@ def workflow_env() -> dict[str, str]:
     return env
 
 
-def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-            "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
-
-
 def snakemake(workdir: Path, *args: str) -> int:
-    command = snakemake_command(workdir, *args)
+    """Snakemake on a rehearsal's working directory and config, with the workstation profile."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
     log.info("%s", " ".join(command))
     return subprocess.run(command, env=workflow_env()).returncode
 
