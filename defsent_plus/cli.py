@@ -186,8 +186,8 @@ def cmd_setup_wordnet(args: argparse.Namespace) -> None:
 def cmd_rehearse(args: argparse.Namespace) -> None:
     import logging
 
+    from defsent_plus.rehearsal.costs import write_cost_sheet
     from defsent_plus.rehearsal.runner import REPO, prepare, rehearsal_name, run, senteval_dir
-    from defsent_plus.rehearsal.sheet import write_cost_sheet
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.sheet_only:

@@ -16,7 +16,7 @@ from defsent_plus.names import split_space
 from defsent_plus.pipeline.dag import canonical, canonical_of, digest
 from defsent_plus.pipeline.job_model import JOB_KINDS, gpu_capable_rules, requests_below_projection, rule_request
 from defsent_plus.pipeline.placement import placement, written_resources
-from defsent_plus.pipeline.resources import threads_per_job
+from defsent_plus.pipeline.requests import threads_per_job
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 from defsent_plus.training.trackers import check_trackers
 

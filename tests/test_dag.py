@@ -362,7 +362,7 @@ def test_only_runs_whose_method_declares_a_reverse_dictionary_plan_one_on_a_held
 
 
 def test_auto_threads_are_half_the_given_cores_and_a_number_is_kept():
-    from defsent_plus.pipeline.resources import threads_per_job
+    from defsent_plus.pipeline.requests import threads_per_job
 
     assert [threads_per_job("auto", cores) for cores in (1, 2, 3, 16, None)] == [1, 1, 1, 8, 1]
     assert threads_per_job(3, 2) == 3

@@ -61,11 +61,11 @@ def test_centring_and_whitening_are_not_gpu_hours_fastica_is():
 def test_the_jobs_of_a_slurm_job_group_pay_one_start():
     """profiles/slurm groups an encoder's embeddings (eval_<encoder>): its GPU-hours lack a start for every grouped
     embed job but one per encoder; without groups each job pays its own."""
-    from defsent_plus.pipeline import job_model, requests
+    from defsent_plus.pipeline import job_model, placement, requests
     from defsent_plus.pipeline.plan import Plan
 
     config = read_config(REPO / "configs" / "bert-base.yaml")
-    groups = job_model.slurm_groups()
+    groups = placement.slurm_groups()
     assert groups["embed"] == "eval_{encoder}"
     jobs = job_model.distinct_jobs(job_model.JOB_KINDS["embed"].jobs(Plan(config, lambda run, step: {})))
     encoders = {job["encoder"] for job in jobs}

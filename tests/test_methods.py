@@ -297,7 +297,7 @@ def test_every_option_deviation_names_an_option_and_a_value_it_can_take(name):
 
 
 def test_a_methods_cost_facts_name_a_known_output_layer():
-    from defsent_plus.methods.costs import CLASSES, TrainingCosts
+    from defsent_plus.methods.base import CLASSES, TrainingCosts
 
     assert {TrainingCosts(classes=c).classes for c in CLASSES} == set(CLASSES)
     with pytest.raises(ValueError, match="classes 'vocab'"):

@@ -421,7 +421,7 @@ def test_missing_senteval_data_names_the_folder(tmp_path, monkeypatch):
 
 @pytest.mark.workflow
 def test_a_rehearsal_writes_the_cost_sheet_of_its_real_config(tiny_rehearsal, senteval_dir):
-    from defsent_plus.rehearsal.sheet import write_cost_sheet
+    from defsent_plus.rehearsal.costs import write_cost_sheet
 
     sheet = write_cost_sheet(tiny_rehearsal, senteval_dir)
     rules = read_tsv_table(sheet.with_suffix(".tsv")).set_index("rule")

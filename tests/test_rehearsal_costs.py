@@ -18,11 +18,9 @@ from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
-from defsent_plus.rehearsal.context import Context, built_heldout_texts, sts_pairs
-from defsent_plus.rehearsal.fit import job_line, job_lines, on_own_clock, with_larger_size
+from defsent_plus.rehearsal.context import Context, built_heldout_texts, entry_scoring_seconds, sts_pairs
+from defsent_plus.rehearsal.costs import job_line, job_lines, on_own_clock, thread_note, with_larger_size
 from defsent_plus.rehearsal.records import Job, executed_jobs, work_seconds
-from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
-from defsent_plus.rehearsal.sheet import thread_note
 from defsent_plus.rehearsal.units import unit_of
 
 GPU = Gpu("a GPU", 100.0, 0.1, 80)
@@ -206,9 +204,9 @@ def test_a_full_size_rehearsal_runs_again_at_the_larger_size(rehearsal_dir, monk
     monkeypatch.setattr(runner, "snakemake", lambda workdir, *args: ran.append((workdir, args)) or 0)
     monkeypatch.setattr(runner, "larger_factor", lambda workdir, wall: 4)
     monkeypatch.setattr(runner, "prepare", lambda path, size, root, factor: prepared.append(factor)
-                        or rehearsal_dir / runner.LARGER)
+                        or rehearsal_dir / capping.LARGER)
     assert runner.run(rehearsal_dir, "--cores", "1") == 0
-    assert ran == [(rehearsal_dir, ("--cores", "1")), (rehearsal_dir / runner.LARGER, ("--cores", "1"))]
+    assert ran == [(rehearsal_dir, ("--cores", "1")), (rehearsal_dir / capping.LARGER, ("--cores", "1"))]
     assert prepared == [4]
     ran.clear()
     assert runner.run(rehearsal_dir, "-n") == 0 and len(ran) == 1  # a dry run: one pass
@@ -383,6 +381,20 @@ def test_the_sheet_reads_each_job_from_snakemakes_own_records_and_names_its_thre
     subprocess.run([*run, "--forceall"], check=True, capture_output=True)  # benchmarks without the job's record
     with pytest.raises(DefSentError, match="--benchmark-extended"):
         executed_jobs(tmp_path)
+
+
+# Snakemake versions whose private .snakemake/metadata layout records.outputs_by_log reads (a JSON record per output,
+# named by its path's URL-safe base64 split into @-prefixed folders where it is long, its "log" the job's logs),
+# checked against snakemake/persistence.py; the test above reads a real run's records with the installed version.
+METADATA_LAYOUT_VERSIONS = ("9.9.0",)
+
+
+def test_the_installed_snakemake_writes_the_metadata_layout_the_records_read():
+    from importlib.metadata import version
+
+    assert version("snakemake") in METADATA_LAYOUT_VERSIONS, (
+        "check defsent_plus/rehearsal/records.py (outputs_by_log) against this Snakemake's .snakemake/metadata, "
+        "then add its version to METADATA_LAYOUT_VERSIONS")
 
 
 @pytest.mark.workflow

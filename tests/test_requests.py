@@ -70,7 +70,7 @@ def test_a_train_request_grows_with_the_work_and_the_model_and_keeps_its_margin(
     fewer["subsets"] = {"a10k": {"dataset": "a", "max_entries": 10_000, "seed": 0}}
     fewer["runs"][run]["dataset"] = "a10k"
     small = training_request(fewer, Plan(fewer, selection=lambda run, step: {}), run, on_gpu=False)
-    assert small.examples < large.examples and small.runtime < large.runtime
+    assert small.steps < large.steps and small.runtime < large.runtime
     assert large.runtime >= config["costs"]["margin"] * large.seconds / 60
     base = copy.deepcopy(config)
     base["models"] = {name: "hub:bert-base-uncased" for name in config["models"]}
@@ -136,11 +136,11 @@ def test_the_gpu_defaults_reproduce_the_measured_h200_rows():
 
 
 def test_the_cost_model_asks_a_methods_declaration_not_its_name_or_options():
-    """A method's cost facts are its declaration's (methods/costs.py): a SimCSE run costed with a declaration that
+    """A method's cost facts are its declaration's (TrainingCosts): a SimCSE run costed with a declaration that
     says otherwise follows the declaration, whatever the method's name and its options say."""
     from dataclasses import replace
 
-    from defsent_plus.methods.costs import VOCABULARY, TrainingCosts
+    from defsent_plus.methods.base import VOCABULARY, TrainingCosts
     from defsent_plus.pipeline.model_architectures import model_architecture
     from defsent_plus.pipeline.requests import model_of_run, output_classes
     from defsent_plus.rehearsal.estimate import saved_weights_bytes

@@ -12,12 +12,38 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.methods.costs import ENTRIES, IN_BATCH, VOCABULARY, TrainingCosts
 from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPORA
 
 ENTRY_SPACE = "entry space"  # a method whose candidates train against a frozen entry space (their <space> part)
 COMMANDS = ("encode", "similarity", "export", "reverse-dictionary", "predict-words")  # the CLI's model commands
 SENTENCE_COMMANDS = ("encode", "similarity", "export")  # what every trained encoder answers
+ENTRIES, VOCABULARY, IN_BATCH = "entries", "vocabulary", "in-batch"  # what an output layer scores (CLASSES)
+CLASSES = (ENTRIES, VOCABULARY, IN_BATCH)
+
+
+def run_definitions(options: dict, definitions: float) -> float:
+    """An epoch over every training definition of the run's dataset (DefSent+, DefSent)."""
+    return definitions
+
+
+@dataclass(frozen=True)
+class TrainingCosts:
+    """What a method's work is, as the cost model asks it (:mod:`defsent_plus.pipeline.requests`, the cost sheet,
+    ``estimate``), which never asks a method's name or its option keys. ``classes``: what its output layer scores,
+    each training example and each reverse-dictionary query once: the run's ``ENTRIES`` (an entry space), the
+    masked-LM head's ``VOCABULARY``, or ``IN_BATCH`` (in-batch contrast: no output layer); None: entries for a method
+    that trains against an entry space, else in-batch. ``sentences(options, definitions)``: the sentences an epoch
+    trains on, from its resolved options and the run's training definitions; ``saves_masked_lm_head``: whether its
+    saved model holds the masked-LM head."""
+
+    classes: str | None = None
+    sentences: Callable[[dict, float], float] = run_definitions
+    saves_masked_lm_head: bool = False
+
+    def __post_init__(self):
+        if self.classes is not None and self.classes not in CLASSES:
+            raise ValueError(f"training costs: classes {self.classes!r}, expected one of {CLASSES}")
+
 
 @dataclass(frozen=True)
 class ReverseDictionaryProtocol:
@@ -75,7 +101,7 @@ class Method:
     # forward (and backward) passes of the encoder over the batch's sentences per optimiser step: each pass adds its
     # layers' launches to a GPU step's latency and its activations to the peak memory (pipeline/requests.py)
     encoder_passes: int = 1
-    costs: TrainingCosts = field(default_factory=TrainingCosts)  # what the cost model asks (methods/costs.py)
+    costs: TrainingCosts = field(default_factory=TrainingCosts)  # what the cost model asks (TrainingCosts)
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):

@@ -16,10 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-import yaml
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import TORCH_TRANSFORMS
@@ -30,7 +27,6 @@ from defsent_plus.pipeline.requests import (
     BASELINE_EVALUATION_SENTENCES,
     EVALUATION_SENTENCES,
     Request,
-    TrainingRequest,
     dataset_size,
     encoding_request,
     model_of_encoder,
@@ -70,10 +66,6 @@ def never(job: Wildcards) -> bool:
     return False
 
 
-def nothing_kept(config: dict, job: Wildcards) -> float:
-    return 0.0
-
-
 @dataclass(frozen=True)
 class JobKind:
     """The jobs of one rule. ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share
@@ -83,21 +75,21 @@ class JobKind:
     the config has one (the encoding rules and training; of the transforms ICA only: centring and whitening are
     numpy, on a CPU); ``keeps``: what its outputs leave on disk
     (``CANDIDATE_WEIGHTS``, ``SELECTED_COPY``, ``EMBEDDINGS``, one of ``SPACES``; "" nothing counted) and
-    ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone."""
+    ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone (embeddings, spaces)."""
 
     rule: str
     jobs: Callable[[Plan], list[Wildcards]]
     unit: str = ""
-    request: Callable[[dict, Plan, Wildcards, bool], Request | TrainingRequest] | None = None
+    request: Callable[[dict, Plan, Wildcards, bool], Request] | None = None
     on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
-    kept_bytes: Callable[[dict, Wildcards], float] = nothing_kept
+    kept_bytes: Callable[[dict, Wildcards], float] | None = None
 
 
 # ------------------------------------------------------------------------------------- what one job asks and keeps
 
 
-def train_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> TrainingRequest:
+def train_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
     return training_request(config, plan, job["run"], on_gpu)
 
 
@@ -190,10 +182,9 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
 )}
 
 
-def unit_name(rule: str) -> str:
-    """What a rule's work is counted in ("" a job of fixed cost, or a rule this workflow no longer has)."""
-    kind = JOB_KINDS.get(rule)
-    return kind.unit if kind is not None else ""
+def kind_of(rule: str) -> JobKind:
+    """A rule's declaration; a rule this workflow no longer has: a job of fixed cost that keeps nothing."""
+    return JOB_KINDS.get(rule) or JobKind(rule, lambda plan: [])
 
 
 def gpu_capable_rules() -> list[str]:
@@ -201,27 +192,17 @@ def gpu_capable_rules() -> list[str]:
     return [rule for rule, kind in JOB_KINDS.items() if kind.on_gpu is not never]
 
 
-def keeps_of(rule: str) -> str:
-    """What a rule's outputs leave on disk ("" nothing counted, or a rule this workflow no longer has)."""
-    kind = JOB_KINDS.get(rule)
-    return kind.keeps if kind is not None else ""
-
-
 def projected_kinds() -> dict[str, JobKind]:
     """The job kinds whose jobs ask for a projected request (their jobs enumerated from the plan)."""
     return {rule: kind for rule, kind in JOB_KINDS.items() if kind.request is not None}
 
 
-def projected_kind(rule: str) -> JobKind:
-    if rule not in projected_kinds():
-        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
-    return JOB_KINDS[rule]
-
-
-def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_gpu: bool) -> Request | TrainingRequest:
+def rule_request(config: dict, plan: Plan, rule: str, wildcards: Wildcards, on_gpu: bool) -> Request:
     """What a job of a rule whose request is projected asks for: its work in the config through the cost model, with
     ``costs.margin``."""
-    return projected_kind(rule).request(config, plan, wildcards, on_gpu)
+    if rule not in projected_kinds():
+        raise DefSentError(rule, "no request model for this rule (defsent_plus/pipeline/job_model.py)")
+    return JOB_KINDS[rule].request(config, plan, wildcards, on_gpu)
 
 
 def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
@@ -234,24 +215,6 @@ def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
 def modelled_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
     """Every rule's jobs in a config, each once."""
     return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
-
-
-# ---------------------------------------------------------------------------------------------------- SLURM groups
-
-SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
-
-
-def slurm_groups(profile: Path = SLURM_PROFILE) -> dict[str, str]:
-    """The SLURM profile's job groups, rule -> group name pattern (``embed=eval_{encoder}``); none without it."""
-    if not profile.is_file():
-        return {}
-    entries = yaml.safe_load(profile.read_text(encoding="utf-8")).get("groups") or []
-    return dict(entry.split("=", 1) for entry in entries)
-
-
-def group_of(groups: dict[str, str], rule: str, job: Wildcards) -> str | None:
-    """The job group a job of ``rule`` runs in on SLURM (one start for all its jobs), or None."""
-    return groups[rule].format(**job) if rule in groups else None
 
 
 # ------------------------------------------------------------------------------------------- requests set too small

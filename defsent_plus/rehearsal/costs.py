@@ -1,10 +1,10 @@
-"""The cost sheet of a config, from its rehearsal: per rule, the real config's jobs and work, the rehearsal's measured
-seconds and peak memory per unit of work at full architecture size, FLOPs per unit, and the projection for the real
-config: hours on this CPU, GPU-hours on the stated GPU, peak GPU memory of training at the config's batch size and
-maximum length, and disk.
+"""The cost sheet of a config, from its rehearsal (``<workdir>/results/cost_sheet.{tsv,md}``): per rule, the real
+config's jobs and work, the rehearsal's measured seconds and peak memory per unit of work at full architecture size,
+FLOPs per unit, and the projection for the real config: hours on this CPU, GPU-hours on the stated GPU, peak GPU
+memory of training at the config's batch size and maximum length, and disk.
 
 The model, per job: ``seconds = start + units × seconds_per_unit``. A full-size rehearsal runs twice, at two work
-sizes (``runner.LARGER``): each job has its own ``start`` (Python, imports, loading the model, reading its data),
+sizes (``caps.LARGER``): each job has its own ``start`` (Python, imports, loading the model, reading its data),
 and each rule its own ``seconds_per_unit`` per model, fitted by least squares over its jobs' two measurements. With
 one size (``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
 ``seconds_per_unit`` each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
@@ -27,30 +27,115 @@ from pathlib import Path
 
 import pandas as pd
 
+from defsent_plus.io import write_page, write_tsv
 from defsent_plus.pipeline import job_model
-from defsent_plus.pipeline.requests import (
-    TRAINING_FLOPS,
-    Gpu,
-    forward_flops,
-    output_classes,
-    output_layer_flops,
-)
+from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
+from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.fit import fixed_seconds, job_lines, measured_twice, start_seconds, with_larger_size
+from defsent_plus.rehearsal.estimate import checkpoint_gb, saved_weights_bytes, training_memory_gb
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
-from defsent_plus.rehearsal.units import (
-    ICA,
-    NO_FLOPS,
-    TRAINING,
-    unit_of,
-)
+from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
-LARGER = "larger"  # the second work size's working directory (runner.LARGER)
+# ---------------------------------------------------------------------------------------- starts and rates
+
+
+def start_seconds(rows: list[dict]) -> float:
+    """The fixed part of a job (start, imports, loading): the intercept of seconds against sentences over the
+    embedding jobs."""
+    import numpy as np
+
+    points = [(r["units"], r["seconds"]) for r in rows if unit_of(r["rule"]).fits_start and r["units"] > 0]
+    if len({u for u, _ in points}) < 2:
+        return min((s for r in rows for s in [r["seconds"]] if unit_of(r["rule"]).encodes), default=0.0)
+    slope, intercept = np.polyfit([u for u, _ in points], [s for _, s in points], 1)
+    return max(float(intercept), 0.0)
+
+
+def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
+    """Each job's row with its measurement at the rehearsal's second work size (``larger_units``, ``larger_seconds``,
+    ``larger_rss_mb``), matched by its benchmark file; a job the second run lacks keeps its row."""
+    by_benchmark = {r["benchmark"]: r for r in larger}
+    paired = []
+    for row in rows:
+        other = by_benchmark.get(row.get("benchmark"))
+        paired.append(row if other is None else {**row, "larger_units": other["units"],
+                                                 "larger_seconds": other["seconds"],
+                                                 "larger_work_seconds": other.get("work_seconds"),
+                                                 "larger_rss_mb": other["max_rss_mb"]})
+    return paired
+
+
+def measured_twice(row: dict) -> bool:
+    """Whether a job was measured at two work sizes, its work grown between them."""
+    return bool(row["units"]) and row.get("larger_units", 0.0) > row["units"]
+
+
+def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
+    """(start seconds, seconds per unit) of jobs measured at two work sizes: one rate fitted by least squares over
+    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew (STS-B dev's few
+    sentences) weighs little beside one whose work grew much; rate and starts at least 0."""
+    import numpy as np
+
+    design, seconds = [], []
+    for i, row in enumerate(jobs):
+        for work, measured in ((row["units"], row["seconds"]), (row["larger_units"], row["larger_seconds"])):
+            design.append([*(1.0 if j == i else 0.0 for j in range(len(jobs))), work])
+            seconds.append(measured)
+    solution, *_ = np.linalg.lstsq(np.array(design), np.array(seconds), rcond=None)
+    rate = max(float(solution[-1]), 0.0)
+    return [(max((row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2, 0.0),
+             rate) for row in jobs]
+
+
+def job_line(row: dict) -> tuple[float, float] | None:
+    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
+    measurements; None where it was not."""
+    return pooled_lines([row])[0] if measured_twice(row) else None
+
+
+def fixed_seconds(row: dict) -> float:
+    """Seconds of a job without a work unit: its measurement at the larger size where there is one."""
+    return row.get("larger_seconds", row["seconds"])
+
+
+def on_own_clock(row: dict) -> dict:
+    """A job measured twice, its work's seconds in place of its wall seconds where its record times its work at both
+    sizes: the rate then comes from the work alone, not from two wall times whose starts (a few seconds each, loading
+    Python and the model) vary by as much as the work grew (the entry space of all of dataset a: a rate from the
+    wall times projected 670 s, from the work's 1,013 s; measured on an idle machine 1,096 s). The start stays the
+    wall time's remainder."""
+    if row.get("work_seconds") is None or row.get("larger_work_seconds") is None:
+        return row
+    rate = (row["larger_work_seconds"] - row["work_seconds"]) / (row["larger_units"] - row["units"])
+    start = (row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2
+    return {**row, "seconds": start + rate * row["units"], "larger_seconds": start + rate * row["larger_units"]}
+
+
+def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
+    """(start, seconds per unit) of each job of a rule: where it was measured at two sizes, the rule's rate for its
+    model (and training method: an example of SimCSE costs two encoder passes, of SLT-FAI three, of DefSent+ one)
+    pooled over those jobs (pooled_lines) and its own start; else the common ``start`` and the rule's median rate
+    over its one-size jobs; a job without work: its seconds, rate 0."""
+    lines: dict[int, tuple[float, float]] = {}
+    by_model: dict[tuple[str | None, str | None], list[int]] = defaultdict(list)
+    for i, row in enumerate(jobs):
+        if measured_twice(row):
+            by_model[row["model"], row.get("method")].append(i)
+    for indices in by_model.values():
+        lines.update(zip(indices, pooled_lines([on_own_clock(jobs[i]) for i in indices]), strict=True))
+    rates = [(r["seconds"] - start) / r["units"] for i, r in enumerate(jobs) if i not in lines and r["units"] > 0]
+    rate = max(statistics.median(rates), 0.0) if rates else 0.0
+    return [lines[i] if i in lines else (start, rate) if rate and r["units"] else (fixed_seconds(r), 0.0)
+            for i, r in enumerate(jobs)]
+
+
+# ------------------------------------------------------------------------------------------- the projection
 
 
 def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
     """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
-    return unit_of(job.rule).rehearsed(workdir, job, context)
+    unit = unit_of(job.rule)
+    return unit.rehearsed(workdir, job, context) if unit.rehearsed else 0.0
 
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
@@ -84,10 +169,10 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     for job in executed_jobs(workdir):
         done = rehearsal_units(workdir, job, context)
         unit = unit_of(job.rule)
-        real_units, tokens = unit.real(job, done, context)
+        real_units, tokens = unit.real(job, done, context) if unit.real else (0.0, 0)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
-                     "real_scored": unit.scored(job, context),
+                     "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -135,7 +220,7 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     architecture = context.architectures.get(row["model"])
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
-    passes = encoder_passes(context, row["run"]) if trains(row) else 1
+    passes = context.method_of_run(row["run"]).encoder_passes if trains(row) else 1
     flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
              + scoring_flops(row, context, architecture))
     steps = 0.0
@@ -145,11 +230,6 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if unit_of(row["rule"]).flops == ICA:
         return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
-
-
-def encoder_passes(context: Context, run: str) -> int:
-    """The encoder passes per optimiser step of a real run's method (its declaration's ``encoder_passes``)."""
-    return context.method_of_run(run).encoder_passes
 
 
 def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
@@ -210,11 +290,12 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
     ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
-    kept = {id(r): job_model.keeps_of(r["rule"]) for r in rows}
+    kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
                 if kept[id(r)] == job_model.SELECTED_COPY and full}
     trained = {r["run"] for r in rows if kept[id(r)] == job_model.CANDIDATE_WEIGHTS}
-    checkpoint = {run: measured.get(run) or counted_checkpoint_bytes(context, run) for run in trained}
+    checkpoint = {run: measured.get(run) or saved_weights_bytes(context.architectures[context.model_of_run(run)],
+                                                                context.method_of_run(run)) for run in trained}
     candidates_by_step: dict[tuple, float] = defaultdict(float)
     selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
     embeddings = spaces = 0.0
@@ -228,32 +309,17 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
         elif kept[id(r)] in job_model.SPACES:
             copies = job_model.SPACE_COPIES[kept[id(r)]]
             spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * job_model.FLOAT32_BYTES
-    every = sum(candidates_by_step.values())
-    largest_step = {run: max(v for (r, _), v in candidates_by_step.items() if r == run) for run in trained}
-    keep_all = context.real["selection"]["keep_weights"] == "all"
-    return {"checkpoints_gb": (selected + (every if keep_all else 0)) / 1e9,
-            "every_candidate_gb": every / 1e9,  # each run prunes its own steps: their largest may train at once
-            "transient_gb": 0.0 if keep_all else sum(largest_step.values()) / 1e9,
-            "keep_weights": context.real["selection"]["keep_weights"],
+    keep_weights = context.real["selection"]["keep_weights"]
+    return {**checkpoint_gb(selected, candidates_by_step, keep_weights), "keep_weights": keep_weights,
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
-
-
-def counted_checkpoint_bytes(context: Context, run: str) -> float:
-    """A run's checkpoint from its model's parameters (fp32, the class its method saves)."""
-    from defsent_plus.rehearsal.estimate import saved_weights_bytes
-
-    return saved_weights_bytes(context.architectures[context.model_of_run(run)], context.method_of_run(run))
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length
     (:func:`~defsent_plus.rehearsal.estimate.training_memory_gb`, with the datasets the rehearsal built)."""
-    from defsent_plus.pipeline.plan import Plan
-    from defsent_plus.rehearsal.estimate import training_memory_gb
-
-    peaks = training_memory_gb(context.real, Plan(context.real, lambda run, step: {}), context.built)
+    peaks = training_memory_gb(context.real, context.real_plan, context.built)
     return pd.DataFrame([{"run": run, "model": context.architectures[context.model_of_run(run)].name,
-                          "batch": block["batch_size"], "passes": encoder_passes(context, run),
+                          "batch": block["batch_size"], "passes": context.method_of_run(run).encoder_passes,
                           "max_length": context.method_options(run).get("max_length", 128), "peak_gpu_gb": peak,
                           "fits": peak <= gpu.memory_gb} for (run, block), peak in zip(
                               context.real["runs"].items(), peaks.values(), strict=True)])
@@ -270,3 +336,53 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
 
 
+# ---------------------------------------------------------------------------------------------- its page
+
+
+def thread_note(workdir: Path) -> str:
+    """The threads the rehearsal's jobs ran with, which its CPU projection assumes (``--set-threads`` changes them)."""
+    more = sorted({f"{job.rule} {job.threads}" for job in executed_jobs(workdir) if job.threads > 1})
+    return "1 thread a job" + (f"; {', '.join(more)} threads" if more else "")
+
+
+def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
+    """``<workdir>/results/cost_sheet.{tsv,md}``; returns the markdown's path."""
+    rules, memory, disk, gpu = cost_sheet(workdir, senteval)
+    out = workdir / "results" / "cost_sheet.md"
+    write_tsv(out.with_suffix(".tsv"), rules, float_format="%.4g")
+    totals = rules[["rehearsal_seconds", "real_cpu_hours", "real_gpu_hours"]].sum()
+    context = rehearsal_config(workdir)
+    text = (f"# Cost sheet of {context['rehearsal']['config']}\n\n"
+            f"Measured by its {context['rehearsal']['size']}-size rehearsal (random weights, capped data; "
+            f"{totals['rehearsal_seconds'] / 60:.1f} job-minutes on this machine), projected to the real config. "
+            f"GPU: {gpu.name}, encoding at {gpu.bf16_tflops:g} dense bf16 TFLOP/s × {gpu.utilisation:g}, training "
+            f"at least {gpu.step_ms_fixed:g} ms + {gpu.step_ms_per_layer:g} ms a layer per step, FastICA at "
+            f"{gpu.ica_tflops:g} TFLOP/s (config costs.gpu; the defaults measured on an H200). Model and units: "
+            "defsent_plus/rehearsal/costs.py, docs/rehearsal.md.\n\n"
+            f"* **Work sizes**: {work_sizes(workdir)}\n"
+            f"* **GPU-hours**: {totals['real_gpu_hours']:.1f}; this CPU ({thread_note(workdir)}): "
+            f"{totals['real_cpu_hours']:.3g} hours\n"
+            f"* **Disk**: checkpoints {disk['checkpoints_gb']:.1f} GB (keep_weights: {disk['keep_weights']}; "
+            f"every candidate's {disk['every_candidate_gb']:.1f} GB; at most {disk['transient_gb']:.1f} GB of "
+            f"candidates at once, each run's largest step), embeddings {disk['embeddings_gb']:.2f} GB, "
+            f"entry spaces {disk['spaces_gb']:.2f} GB\n"
+            f"* **Peak GPU memory of training** (fp32 weights, gradients, Adam; bf16 activations at the max length):"
+            f" {', '.join(f'{r.run} {r.peak_gpu_gb:.1f} GB' for r in memory.itertuples())} "
+            f"(GPU: {gpu.memory_gb:g} GB)\n\n"
+            + rules.drop(columns=["rehearsal_units"]).to_markdown(index=False, floatfmt=".3g") + "\n\n"
+            + "A request that does not fit (fits_request false: the longest projected GPU job runs past the rule's "
+              "runtime, or the rehearsal's peak memory past its mem_mb) is flagged here before any submission.\n")
+    write_page(out, text)
+    return out
+
+
+def work_sizes(workdir: Path) -> str:
+    """What the CPU projection was fitted on: the rehearsal's caps at one or two work sizes."""
+    first = rehearsal_config(workdir)["rehearsal"]["caps"]
+    if not (workdir / LARGER / "config.yaml").is_file():
+        return (f"one ({first['training_examples']} examples a candidate, {first['sts_pairs']} STS pairs a file): "
+                "one start for every rule, each rule's median rate (not calibrated)")
+    second = rehearsal_config(workdir / LARGER)["rehearsal"]["caps"]
+    return (f"two ({first['training_examples']} and {second['training_examples']} examples a candidate, "
+            f"{first['sts_pairs']} and {second['sts_pairs']} STS pairs a file, {first['entries']} and "
+            f"{second['entries']} entries): each job's own start and rate")

@@ -12,7 +12,13 @@ margin):
 
 Beside those figures, :func:`reservation_table` gives what the SLURM requests reserve (each GPU job's runtime with
 ``costs.margin`` and ``costs.min_runtime_minutes``, times its GPU), the critical path of the GPU jobs and the wall time
-on N GPUs (:mod:`defsent_plus.rehearsal.gpu_schedule`), and :func:`assumptions` says what all of them assume.
+on N GPUs, and :func:`assumptions` says what all of them assume. The GPU jobs form a DAG: each with its work
+(projected seconds, no margin; the jobs of one SLURM job group pay one start) and its request, after the GPU jobs it
+waits for: an encoder's jobs wait for its training (a step's selected model: every candidate of the step and their
+STS-B dev vectors), a step's training for its builder's entry space and the transformed space it trains against;
+the CPU jobs between them (dev scores, selection, centring) count as instantaneous. The wall time on N GPUs is the
+best greedy list schedule (longest remaining path first) on at most N GPUs: never below the critical path, and never
+longer with more GPUs.
 
 What it cannot know without running the config (this CPU's hours, the jobs' measured starts, the checkpoint files
 as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares both).
@@ -20,18 +26,35 @@ as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares bo
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import yaml
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.pipeline import job_model, requests
+from defsent_plus.names import split_space
+from defsent_plus.pipeline import job_model, placement, requests
+from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.rehearsal import REPO, gpu_schedule
+from defsent_plus.pipeline.plan_jobs import Wildcards
+from defsent_plus.rehearsal import REPO
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FLOAT32_BYTES = job_model.FLOAT32_BYTES
+GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
+Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class GpuJob:
+    """One GPU job: its work in seconds, its requested runtime in minutes and the GPU jobs it waits for."""
+
+    key: Key
+    seconds: float
+    requested_minutes: float
+    after: tuple[Key, ...]
 
 
 @dataclass(frozen=True)
@@ -45,7 +68,7 @@ class Estimate:
     transient_gb: float  # with keep_weights: selected, the most candidates' weights that may exist at once
     embeddings_gb: float
     spaces_gb: float
-    gpu_jobs: list[gpu_schedule.GpuJob] = field(default_factory=list, repr=False)  # their DAG (gpu_schedule)
+    gpu_jobs: list[GpuJob] = field(default_factory=list, repr=False)  # their DAG
     cost_gpu: str = ""  # costs.gpu.name: the GPU whose rates the hours assume
     margin: float = 1.0  # costs.margin of the requests
     min_runtime_minutes: int = 0  # costs.min_runtime_minutes of the requests
@@ -53,15 +76,19 @@ class Estimate:
     @property
     def requested_gpu_hours(self) -> float:
         """What the SLURM requests reserve (and a cluster bills): requested runtime x GPUs, over the GPU jobs."""
-        return gpu_schedule.requested_gpu_hours(self.gpu_jobs)
+        return sum(job.requested_minutes * GPUS_PER_JOB for job in self.gpu_jobs) / 60
 
     @property
     def critical_path_hours(self) -> float:
-        return gpu_schedule.critical_path_hours(self.gpu_jobs)
+        """The DAG's longest chain of GPU work: the wall time on unlimited GPUs."""
+        return max(remaining_paths(self.gpu_jobs).values(), default=0.0) / 3600
 
     def wall_hours(self, gpus: int) -> float:
-        """The GPU jobs' wall time on ``gpus`` GPUs (gpu_schedule.wall_hours)."""
-        return gpu_schedule.wall_hours(self.gpu_jobs, gpus)
+        """Wall time on ``gpus`` GPUs: the best list schedule on at most that many (so more GPUs never take longer)."""
+        if gpus < 1:
+            raise ValueError(f"--gpus: expected at least 1 GPU, got {gpus}")
+        return min(list_schedule_seconds(self.gpu_jobs, n)
+                   for n in range(1, min(gpus, max(len(self.gpu_jobs), 1)) + 1)) / 3600
 
 
 def read_config(path: Path) -> dict:
@@ -78,31 +105,157 @@ def estimate(config: dict) -> Estimate:
     from defsent_plus.pipeline.plan import Plan
 
     plan = Plan(config, lambda run, step: {})
-    costs = config["costs"]
-    return Estimate(gpu_hours=gpu_hours(config, plan), training_memory_gb=training_memory_gb(config, plan),
-                    **disk_gb(config, plan), gpu_jobs=gpu_schedule.gpu_job_dag(config, plan),
+    costs, modelled = config["costs"], modelled_gpu_jobs(config, plan)
+    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=training_memory_gb(config, plan),
+                    **disk_gb(config, plan), gpu_jobs=gpu_job_dag(plan, modelled),
                     cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
                     min_runtime_minutes=costs["min_runtime_minutes"])
 
 
-def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
-    """GPU-hours per projected rule of the job model: each distinct job that runs on a GPU node; the jobs of one SLURM
-    job group (``groups``, the SLURM profile's by default) pay one start between them."""
-    groups = job_model.slurm_groups() if groups is None else groups
-    hours = {}
-    started: set[str] = set()
+def key_of(rule: str, job: Wildcards) -> Key:
+    return rule, tuple(sorted(job.items()))
+
+
+def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[tuple[str, Wildcards, float,
+                                                                                                   float]]:
+    """(rule, wildcards, seconds, requested minutes) of each distinct job of a projected rule of the job model that
+    runs on a GPU node; the jobs of one SLURM job group (``groups``, the SLURM profile's by default) pay one start
+    between them."""
+    groups = placement.slurm_groups() if groups is None else groups
+    started: set[str | None] = set()
+    found = []
     for rule, kind in job_model.projected_kinds().items():
-        seconds = 0.0
         for job in job_model.distinct_jobs(kind.jobs(plan)):
             if not kind.on_gpu(job):
                 continue
-            seconds += kind.request(config, plan, job, True).seconds
-            group = job_model.group_of(groups, rule, job)
-            if group is not None and group in started:  # its group's job has started already
-                seconds -= requests.START_SECONDS
+            request = kind.request(config, plan, job, True)
+            group = placement.group_of(groups, rule, job)
+            start_shared = group is not None and group in started
             started.add(group)
-        hours[rule] = seconds / 3600
-    return hours
+            found.append((rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),
+                          float(request.runtime)))
+    return found
+
+
+def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
+    """GPU-hours per projected rule of the job model (:func:`modelled_gpu_jobs`)."""
+    return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
+
+
+def hours_by_rule(modelled: list[tuple[str, Wildcards, float, float]]) -> dict[str, float]:
+    seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
+    for rule, _, job_seconds, _ in modelled:
+        seconds[rule] += job_seconds
+    return {rule: total / 3600 for rule, total in seconds.items()}
+
+
+def dependencies(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> dict[Key, list[Key]]:
+    """Key -> the GPU jobs among ``modelled`` that a job waits for (module docstring)."""
+    keys = {key_of(rule, job) for rule, job, _, _ in modelled}
+    trains: dict[tuple[str, str], list[Key]] = {}
+    dev_vectors: dict[str, list[Key]] = {}
+    for rule, job, _, _ in modelled:
+        if rule == "train":
+            trains.setdefault((job["run"], job["step"]), []).append(key_of(rule, job))
+        if rule == "embed" and job["sentences"] == "stsb-dev":
+            dev_vectors.setdefault(job["encoder"], []).append(key_of(rule, job))
+
+    def ready(encoder: str) -> list[Key]:
+        """The GPU jobs before ``encoder``'s weights exist."""
+        parsed = EncoderId.parse(encoder)
+        if parsed.kind == "base":
+            return []
+        if parsed.kind == "candidate":
+            return [key_of("train", {"run": parsed.run, "step": str(parsed.step), "space": parsed.space,
+                                     "seed": str(parsed.seed)})]
+        step_trains = trains.get((parsed.run, str(parsed.step)), [])
+        candidates = [EncoderId.candidate(parsed.run, parsed.step, dict(key[1])["space"], int(dict(key[1])["seed"]))
+                      for key in step_trains]
+        return step_trains + [key for candidate in candidates for key in dev_vectors.get(candidate.name, [])]
+
+    def space_jobs(encoder: str, dataset: str, space: str) -> list[Key]:
+        """The entry space of ``encoder`` on ``dataset`` and, for a transformed ``space``, its transform."""
+        found = [key_of("entry_space", {"encoder": encoder, "dataset": dataset})]
+        try:
+            base, transform = split_space(space)
+        except ValueError:  # a method's target without an entry space (vocab)
+            return []
+        if transform:
+            found.append(key_of("transform_space", {"encoder": encoder, "dataset": dataset, "base": base,
+                                                    "transform": transform}))
+        return found
+
+    def waits_for(rule: str, job: Wildcards) -> list[Key]:
+        if rule == "train":
+            builder = plan.space_builder(job["run"], int(job["step"])).name
+            dataset = plan.config["runs"][job["run"]]["dataset"]
+            return ready(builder) + space_jobs(builder, dataset, job["space"])
+        if rule == "transform_space":
+            return ready(job["encoder"]) + [key_of("entry_space", {"encoder": job["encoder"],
+                                                                   "dataset": job["dataset"]})]
+        if rule == "reverse_dictionary":
+            run = job["run"]
+            dataset = plan.config["runs"][run]["dataset"]
+            final = EncoderId.selected(run, plan.final_step(run)).name
+            reference = {"encoder": plan.space_builder(run, 1).name, "dataset": dataset}  # its starting model's space
+            return ready(final) + [key_of("entry_space", reference)]
+        return ready(job["encoder"]) if "encoder" in job else []
+
+    return {key_of(rule, job): [key for key in dict.fromkeys(waits_for(rule, job)) if key in keys]
+            for rule, job, _, _ in modelled}
+
+
+def gpu_job_dag(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> list[GpuJob]:
+    """Every GPU job of a config (:func:`modelled_gpu_jobs`) with its work, its request and the GPU jobs it waits
+    for."""
+    after = dependencies(plan, modelled)
+    return [GpuJob(key_of(rule, job), seconds, minutes, tuple(after[key_of(rule, job)]))
+            for rule, job, seconds, minutes in modelled]
+
+
+def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
+    """Each job's longest path to the end of the DAG, itself included (seconds)."""
+    waiting_on: dict[Key, list[Key]] = {job.key: [] for job in jobs}
+    for job in jobs:
+        for before in job.after:
+            waiting_on[before].append(job.key)
+    seconds = {job.key: job.seconds for job in jobs}
+
+    @cache
+    def longest(key: Key) -> float:
+        return seconds[key] + max((longest(next_key) for next_key in waiting_on[key]), default=0.0)
+
+    return {job.key: longest(job.key) for job in jobs}
+
+
+def list_schedule_seconds(jobs: list[GpuJob], gpus: int) -> float:
+    """The makespan of a greedy list schedule on ``gpus`` GPUs: whenever a GPU is free, the ready job with the
+    longest remaining path starts on it."""
+    priority = remaining_paths(jobs)
+    order = {job.key: index for index, job in enumerate(jobs)}
+    by_key = {job.key: job for job in jobs}
+    blocking = {job.key: len(job.after) for job in jobs}
+    unblocks: dict[Key, list[Key]] = {job.key: [] for job in jobs}
+    for job in jobs:
+        for before in job.after:
+            unblocks[before].append(job.key)
+    ready = [(-priority[key], order[key], key) for key, count in blocking.items() if count == 0]
+    heapq.heapify(ready)
+    running: list[tuple[float, int, Key]] = []
+    now, started = 0.0, 0
+    while ready or running:
+        while ready and len(running) < gpus:
+            _, index, key = heapq.heappop(ready)
+            heapq.heappush(running, (now + by_key[key].seconds, index, key))
+            started += 1
+        now, _, done = heapq.heappop(running)
+        for key in unblocks[done]:
+            blocking[key] -= 1
+            if blocking[key] == 0:
+                heapq.heappush(ready, (-priority[key], order[key], key))
+    if started != len(jobs):
+        raise ValueError(f"GPU jobs wait for each other in a cycle: {len(jobs) - started} never became ready")
+    return now
 
 
 def training_memory_gb(config: dict, plan, built: dict | None = None) -> dict[str, float]:
@@ -122,12 +275,6 @@ def training_memory_gb(config: dict, plan, built: dict | None = None) -> dict[st
     return memory
 
 
-def checkpoint_bytes(config: dict, plan, run: str) -> float:
-    """A saved candidate of ``run`` (:func:`saved_weights_bytes` of its model and method)."""
-    architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
-    return saved_weights_bytes(architecture, plan.method(run))
-
-
 def saved_weights_bytes(architecture, method) -> float:
     """fp32 weights of the class a method saves: the encoder, with the masked-LM head where the method predicts
     headwords over the vocabulary (DefSent)."""
@@ -136,19 +283,27 @@ def saved_weights_bytes(architecture, method) -> float:
     return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
 
 
+def checkpoint_gb(selected: float, by_step: dict[tuple, float], keep_weights: str) -> dict[str, float]:
+    """Checkpoints kept (``selected``: bytes of each step's selected copy; every candidate's too with
+    ``keep_weights: all``), every candidate's weights (``by_step``: (run, step) -> bytes) and, with ``keep_weights:
+    selected``, the most that may exist at once: each run prunes its own steps, so their largest may train at once."""
+    largest: dict[str, float] = {}
+    for (run, _), size in by_step.items():
+        largest[run] = max(largest.get(run, 0.0), size)
+    every, keep_all = sum(by_step.values()), keep_weights == "all"
+    return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
+            "transient_gb": 0.0 if keep_all else sum(largest.values()) / 1e9}
+
+
 def disk_gb(config: dict, plan) -> dict[str, float]:
     """Checkpoints, every candidate's weights, the transient candidates, embeddings and entry spaces, in GB."""
-    selected = every = transient = 0.0
+    selected, by_step = 0.0, {}
     for run in config["runs"]:
-        size = checkpoint_bytes(config, plan, run)
-        steps = plan.final_step(run)
+        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
+        size, steps = saved_weights_bytes(architecture, plan.method(run)), plan.final_step(run)
         selected += steps * size
-        per_step = [len(plan.candidates(run, step)) * size for step in range(1, steps + 1)]
-        every += sum(per_step)
-        transient += max(per_step)  # each run prunes its own steps: their largest may train at once
-    keep_all = config["selection"]["keep_weights"] == "all"
-    return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
-            "transient_gb": 0.0 if keep_all else transient / 1e9,
+        by_step.update({(run, step): len(plan.candidates(run, step)) * size for step in range(1, steps + 1)})
+    return {**checkpoint_gb(selected, by_step, config["selection"]["keep_weights"]),
             "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
             "spaces_gb": job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9}
 

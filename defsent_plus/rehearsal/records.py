@@ -1,6 +1,11 @@
 """What ran in a workdir, from Snakemake's own records: each job's benchmark in Snakemake's extended format (its rule,
 wildcards, threads and resources; the profiles set ``benchmark-extended``) and its outputs from Snakemake's metadata,
-and the seconds a job's own work took (its work clock beside its benchmark)."""
+and the seconds a job's own work took (its work clock beside its benchmark).
+
+No public means gives a finished job's outputs (the extended benchmark names the rule, wildcards, threads and
+resources, not the outputs), so :func:`outputs_by_log` reads the layout of Snakemake's ``.snakemake/metadata``, a
+private one: this module is the only place that reads it, and tests/test_rehearsal_costs.py states the Snakemake
+versions it holds for."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from defsent_plus.acquisition.catalog import CATALOG
 from defsent_plus.acquisition.settings import mirror_variable
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
-from defsent_plus.pipeline.job_model import STS_UNITS, unit_name
+from defsent_plus.pipeline.job_model import STS_UNITS, kind_of
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.model_store import resolve_model
 from defsent_plus.rehearsal import REPO, standins
@@ -31,7 +31,6 @@ from defsent_plus.rehearsal import models as building
 
 log = logging.getLogger(__name__)
 
-LARGER = "larger"  # the second work size's working directory, inside the first one's
 BUDGET_SECONDS = 20 * 60  # a rehearsal's two runs together, on an idle machine
 DRY_RUN = {"-n", "--dry-run", "--dryrun", "--summary", "--detailed-summary", "--lint", "--list-rules"}
 MIRROR_VARIABLES = tuple(mirror_variable(name) for name in CATALOG)  # each would override its stand-in
@@ -121,7 +120,7 @@ def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsa
     config = capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO, source=shown, size=size)
     workdir = root / rehearsal_name(Path(config_path), size)
     if factor:
-        workdir = workdir / LARGER
+        workdir = workdir / capping.LARGER
     workdir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(config, sort_keys=False)
     validated_config(yaml.safe_load(text), REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -136,13 +135,10 @@ def workflow_env() -> dict[str, str]:
     return env
 
 
-def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-            "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
-
-
 def snakemake(workdir: Path, *args: str) -> int:
-    command = snakemake_command(workdir, *args)
+    """Snakemake on a rehearsal's working directory and config, with the workstation profile."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "config.yaml"), "--profile", str(REPO / "profiles" / "workstation"), *args]
     log.info("%s", " ".join(command))
     return subprocess.run(command, env=workflow_env()).returncode
 
@@ -180,11 +176,11 @@ def factor_within_budget(rows: list[dict], seconds_left: float, cores: int) -> i
     """The largest factor of ``caps.LARGER_FACTORS`` whose second run ends within ``seconds_left`` on ``cores``,
     estimated from the first run's jobs (each job's start, plus its work beyond the start times its growth: the
     factor, × ``caps.LARGER_STS`` for the work the STS pairs set, ``job_model.STS_UNITS``); None if none does."""
-    from defsent_plus.rehearsal.fit import start_seconds
+    from defsent_plus.rehearsal.costs import start_seconds
 
     start = start_seconds(rows)
     fixed = sum(min(r["seconds"], start) if r["units"] else r["seconds"] for r in rows)
-    work = [(max(r["seconds"] - start, 0.0), unit_name(r["rule"]) in STS_UNITS) for r in rows if r["units"]]
+    work = [(max(r["seconds"] - start, 0.0), kind_of(r["rule"]).unit in STS_UNITS) for r in rows if r["units"]]
 
     def seconds(factor: int) -> float:
         return (fixed + sum(w * factor * (capping.LARGER_STS if sts else 1) for w, sts in work)) / cores

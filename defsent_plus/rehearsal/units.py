@@ -26,31 +26,19 @@ if TYPE_CHECKING:
 FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what a unit's FLOPs are
 
 
-def none_done(workdir: Path, job: Job, context: Context) -> float:
-    return 0.0
-
-
-def none_real(job: Job, units: float, context: Context) -> tuple[float, float]:
-    return 0.0, 0
-
-
-def none_scored(job: Job, context: Context) -> float:
-    return 0.0
-
-
 @dataclass(frozen=True)
 class Unit:
     """``rehearsed(workdir, job, context)``: units the rehearsal job did; ``real(job, units, context)``: (units,
-    tokens a unit) of the real config's matching job; ``scored(job, context)``: sentences the real job scores
-    against its run's classes (an entry space, the vocabulary); ``flops``: a unit's FLOPs (``FORWARD``: its tokens
-    through the encoder, ``TRAINING``: forward and backward × the method's encoder passes, at least the steps' GPU
-    floor, ``ICA``: 4 × hidden², ``NO_FLOPS``); ``encodes``: an encoding job's (a one-size sheet fits every job's start
-    on them, ``fits_start``: on the seconds of jobs of many sizes against their units); ``classes(workdir, job)``:
-    what the rehearsal job scored against (None: nothing)."""
+    tokens a unit) of the real config's matching job (both None: a job of fixed cost); ``scored(job, context)``:
+    sentences the real job scores against its run's classes (an entry space, the vocabulary; None: none);
+    ``flops``: a unit's FLOPs (``FORWARD``: its tokens through the encoder, ``TRAINING``: forward and backward × the
+    method's encoder passes, at least the steps' GPU floor, ``ICA``: 4 × hidden², ``NO_FLOPS``); ``encodes``: an
+    encoding job's (a one-size sheet fits every job's start on them, ``fits_start``: on the seconds of jobs of many
+    sizes against their units); ``classes(workdir, job)``: what the rehearsal job scored against (None: nothing)."""
 
-    rehearsed: Callable[[Path, Job, Context], float] = none_done
-    real: Callable[[Job, float, Context], tuple[float, float]] = none_real
-    scored: Callable[[Job, Context], float] = none_scored
+    rehearsed: Callable[[Path, Job, Context], float] | None = None
+    real: Callable[[Job, float, Context], tuple[float, float]] | None = None
+    scored: Callable[[Job, Context], float] | None = None
     flops: str = NO_FLOPS
     encodes: bool = False
     fits_start: bool = False
@@ -59,12 +47,12 @@ class Unit:
     @property
     def ranks(self) -> bool:
         """Whether its jobs score sentences against their run's classes (an entry space's pace, entry_scoring)."""
-        return self.scored is not none_scored
+        return self.scored is not None
 
 
 def unit_of(rule: str) -> Unit:
     """The unit of a rule's work, as its job declaration names it (none: a job of fixed cost)."""
-    return UNITS.get(model.unit_name(rule), FIXED)
+    return UNITS.get(model.kind_of(rule).unit, FIXED)
 
 
 # ------------------------------------------------------------------------------------------------------ training

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from defsent_plus.methods.base import SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol, with_defaults
-from defsent_plus.methods.costs import VOCABULARY, TrainingCosts
+from defsent_plus.methods.base import (
+    SENTENCE_COMMANDS,
+    VOCABULARY,
+    Method,
+    ReverseDictionaryProtocol,
+    TrainingCosts,
+    with_defaults,
+)
 from defsent_plus.methods.defsent.reverse_dictionary import headword_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from defsent_plus.methods.base import Method, with_defaults
-from defsent_plus.methods.costs import TrainingCosts
+from defsent_plus.methods.base import Method, TrainingCosts, with_defaults
 from defsent_plus.names import AUGMENTATIONS, CONTRASTIVE_LOSS_NAMES, CORPORA, FIRST_AUGMENTATIONS
 from defsent_plus.training.options import EPOCH_OPTIONS, OPTIMISATION_OPTIONS
 
