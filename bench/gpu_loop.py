@@ -43,7 +43,7 @@ import legacy_loop  # noqa: E402
 from gpu_throughput import architecture, shaped_encoder, toy_frame  # noqa: E402
 
 from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
-from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
+from defsent_plus.encoders.encoding import device_for_run  # noqa: E402
 from defsent_plus.methods import method_of  # noqa: E402
 from defsent_plus.methods.simcse.objective import without_dropout  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402

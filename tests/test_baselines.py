@@ -48,8 +48,8 @@ from defsent_plus.baselines.tokens import idf_table, most_frequent
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import sentences_digest, write_json
+from defsent_plus.spaces.entry_matrix import covariance
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
-from defsent_plus.spaces.moments import covariance
 from defsent_plus.sts import cosine_rows
 
 CPU = torch.device("cpu")

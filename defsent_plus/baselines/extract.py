@@ -45,9 +45,8 @@ from defsent_plus.baselines.tokens import (
     require_fast,
     token_ids,
 )
-from defsent_plus.encoders.encoding import length_order
+from defsent_plus.encoders.encoding import autocast_for, length_order
 from defsent_plus.encoders.models import Encoder
-from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.io import sentences_digest, write_json
 
 log = logging.getLogger(__name__)

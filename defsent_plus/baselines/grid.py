@@ -39,8 +39,7 @@ from defsent_plus.baselines.sentences import DEV, EvaluationSet, ScoredPart, sen
 from defsent_plus.baselines.spec import ENCODER, ENCODER_AVG, TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
-from defsent_plus.spaces.entry_matrix import check_entry_space
-from defsent_plus.spaces.moments import covariance
+from defsent_plus.spaces.entry_matrix import check_entry_space, covariance
 from defsent_plus.sts import STS_AGGREGATIONS
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,8 @@ def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str
     import torch
 
     from defsent_plus.baselines.extract import Extraction  # torch: only the embedding job needs it
+    from defsent_plus.encoders.encoding import device_for_run
     from defsent_plus.encoders.models import load_encoder
-    from defsent_plus.encoders.runtime import device_for_run
 
     start = time.perf_counter()
     evaluation = evaluation_set(senteval_dir, STS_TASKS, options["alignment"])

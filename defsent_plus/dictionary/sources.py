@@ -2,7 +2,7 @@
 read as nltk reads them), GCIDE (JSON) and plain TSV.
 
 Every reader has the signature ``(path, name, on_malformed, drops)`` and yields :class:`Definition` records;
-a malformed line is an error naming file and line, or (``on_malformed: skip``) a counted drop.
+a malformed line is an error naming file and line, or (``on_malformed: skip``) a drop counted in :class:`DropCounts`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,52 @@ import codecs
 import io
 import json
 import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from defsent_plus.dictionary.records import Definition, DropCounts
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import OXFORD_SPLITS, WORDNET_DATA_FILES
+
+# ------------------------------------------------------------------------------------------- records
+
+
+FIRST_PLACES = 5  # how many places (file:line) of each kind of skipped input a warning names
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One (headword, definition) pair as read from a source, with where it came from."""
+
+    entry: str
+    text: str
+    source: str
+    where: str = ""
+
+
+@dataclass
+class DropCounts:
+    """What was skipped and why, per source, with the first places (``file:line``) of each: nothing is dropped
+    without being counted."""
+
+    counts: Counter = field(default_factory=Counter)
+    places: defaultdict = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, source: str, reason: str, n: int = 1, where: str = "") -> None:
+        self.counts[(source, reason)] += n
+        first = self.places[(source, reason)]
+        if where and len(first) < FIRST_PLACES:
+            first.append(where)
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        return [(source, reason, n) for (source, reason), n in sorted(self.counts.items())]
+
+    def first_places(self, source: str, reason: str) -> list[str]:
+        """The first places (``file:line``) where ``source`` dropped input for ``reason``."""
+        return list(self.places.get((source, reason), []))
+
 
 # ------------------------------------------------------------------------------------------- lines
 

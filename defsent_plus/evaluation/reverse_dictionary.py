@@ -14,9 +14,8 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import read_dataset
-from defsent_plus.encoders.encoding import batching_for
+from defsent_plus.encoders.encoding import batching_for, device_for_run
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_provenance, training_seeds
 from defsent_plus.evaluation.ranking import ranking_bootstrap, ranking_metrics, ranks_of_targets

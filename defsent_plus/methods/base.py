@@ -2,11 +2,12 @@
 
 Light on purpose (no torch): the workflow reads every declaration while parsing. What needs torch (the training
 task, the reverse-dictionary protocol) lives in the method's own package (``methods/<name>/objective.py``,
-``reverse_dictionary.py``) and is imported by the declaration's functions when called.
+``reverse_dictionary.py``); a declaration names those functions as :class:`Lazy` references, imported when called.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,22 @@ from defsent_plus.names import SPACE_PATTERN, TARGET_PATTERN, TRANSDUCTIVE_CORPO
 ENTRY_SPACE = "entry space"  # a method whose candidates train against a frozen entry space (their <space> part)
 COMMANDS = ("encode", "similarity", "export", "reverse-dictionary", "predict-words")  # the CLI's model commands
 SENTENCE_COMMANDS = ("encode", "similarity", "export")  # what every trained encoder answers
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """The function ``"module:function"``, imported when called: a declaration names its objective and its
+    reverse-dictionary writer without importing them (torch)."""
+
+    reference: str
+
+    def __call__(self, *args, **kwargs):
+        return self.function()(*args, **kwargs)
+
+    def function(self) -> Callable:
+        module, _, name = self.reference.partition(":")
+        return getattr(importlib.import_module(module), name)
+
 
 @dataclass(frozen=True)
 class ReverseDictionaryProtocol:
@@ -59,7 +76,7 @@ class Method:
     paper: str
     target: str  # ENTRY_SPACE, or the fixed name of its candidates' target (results/<run>/step1/<target>/seed<s>)
     options: dict  # JSON-schema properties of methods.<name> (the schema is built from these), defaults included
-    build_task: Callable  # (TaskInputs) -> TrainingTask (defsent_plus.training.task)
+    build_task: Callable  # (TaskInputs) -> TrainingTask (defsent_plus.training.task); a Lazy keeps torch out
     options_source: str = ""  # where the defaults come from (the schema's description of the block)
     reverse_dictionary: ReverseDictionaryProtocol | None = None  # None: no reverse-dictionary target is planned
     commands: tuple[str, ...] = SENTENCE_COMMANDS  # the CLI commands its trained models support

@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.encoders.encoding import device_for_run
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.ranking import ranking_metrics
 from defsent_plus.evaluation.ranking_tables import COSINE_DESCRIPTION, chance_note, interval_columns, paired_markdown
