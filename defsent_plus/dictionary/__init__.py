@@ -1,9 +1,9 @@
 """Dictionary sources, the datasets a, b and c built from them, subsets with a held-out split, training pairs.
 
-Modules: :mod:`.sources` (readers and the record they yield, drop counts), :mod:`.wordnet_setup` (WordNet for
-nltk), :mod:`.datasets` (merge into a/b/c, stats, the dictionary stage), :mod:`.table` (the dataset parquet and its
-(definition, entry id) pairs), :mod:`.heldout` (train/dev/test by headword, queries), :mod:`.subsets` (the subset
-stage). The names below are what the rest of the package imports from here.
+Modules: :mod:`.sources` (readers, the record they yield, drop counts, WordNet for nltk), :mod:`.datasets` (merge
+into a/b/c, stats, the dictionary stage), :mod:`.table` (the dataset parquet and its (definition, entry id) pairs),
+:mod:`.subsets` (the subset stage: a sub-sample, train/dev/test by headword, queries). The names below are what the
+rest of the package imports from here.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from defsent_plus.dictionary.datasets import (
     token_lengths,
     write_dictionary_stage,
 )
-from defsent_plus.dictionary.heldout import HeldOut, hold_out_queries, split_by_headword
 from defsent_plus.dictionary.sources import (
     DropCounts,
     detokenize_oxford,
+    prepare_wordnet,
     read_defsentplus,
     read_gcide,
     read_oxford,
@@ -28,7 +28,13 @@ from defsent_plus.dictionary.sources import (
     read_wordnet,
     wordnet_reader,
 )
-from defsent_plus.dictionary.subsets import subsample_entries, write_subset
+from defsent_plus.dictionary.subsets import (
+    HeldOut,
+    hold_out_queries,
+    split_by_headword,
+    subsample_entries,
+    write_subset,
+)
 from defsent_plus.dictionary.table import (
     SOURCE_DATASET,
     definition_pairs,
@@ -36,7 +42,6 @@ from defsent_plus.dictionary.table import (
     read_dataset,
     training_pairs,
 )
-from defsent_plus.dictionary.wordnet_setup import prepare_wordnet
 
 __all__ = [
     "DATASETS",
