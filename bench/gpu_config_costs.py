@@ -57,8 +57,8 @@ sys.path.insert(0, str(REPO))
 import transformers  # noqa: E402
 
 from defsent_plus.dictionary import read_dataset, subsample_entries, training_pairs  # noqa: E402
+from defsent_plus.encoders.encoding import device_for_run  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
-from defsent_plus.encoders.runtime import device_for_run  # noqa: E402
 from defsent_plus.methods import Method  # noqa: E402
 from defsent_plus.model_specs import spec_kind  # noqa: E402
 from defsent_plus.pipeline.config_schema import validated_config  # noqa: E402

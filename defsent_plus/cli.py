@@ -26,8 +26,8 @@ def read_sentences(args: argparse.Namespace) -> list[str]:
 
 def embed(model: str, sentences: list[str], pooling: str):
     """``[n, hidden]`` float32 embeddings of ``sentences`` by the encoder in ``model``."""
+    from defsent_plus.encoders.encoding import device_for_run
     from defsent_plus.encoders.models import load_encoder
-    from defsent_plus.encoders.runtime import device_for_run
 
     return load_encoder(model).to(device_for_run()).encode(sentences, pooling)
 

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from defsent_plus.encoders.encoding import autocast_for
 from defsent_plus.encoders.models import Encoder
-from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
 from defsent_plus.training.resume import Checkpointer, Parts, Position
 from defsent_plus.training.task import Batch

@@ -45,8 +45,8 @@ from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import cosine_rows
 from defsent_plus.io import sentences_digest, write_json
+from defsent_plus.spaces.entry_matrix import covariance
 from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
-from defsent_plus.spaces.moments import covariance
 
 CPU = torch.device("cpu")
 BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}

@@ -28,7 +28,7 @@ from tiny_models import WORDS
 from workflow_utils import snakemake, write_tiny_config
 
 from defsent_plus.dictionary import definition_pairs
-from defsent_plus.encoders import encoding, runtime
+from defsent_plus.encoders import encoding
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.spaces.entry_space import entry_embeddings
@@ -66,16 +66,17 @@ def word_frame(entries: int = 150, seed: int = 0) -> pd.DataFrame:
 
 @contextmanager
 def precision(device: torch.device, bf16: bool):
-    """bf16: the workflow's GPU path (runtime.autocast_for, TF32 on as the jobs set it), forced on CPU too;
+    """bf16: the workflow's GPU path (encoding.autocast_for, TF32 on as the jobs set it), forced on CPU too;
     otherwise exact float32 (no autocast, no TF32)."""
     def forced(dev):
         return torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=bf16)
 
     flags = (torch.backends.cuda.matmul, torch.backends.cudnn)
     saved = [flag.allow_tf32 for flag in flags]
+    workflow_autocast = encoding.autocast_for
     with pytest.MonkeyPatch.context() as patch:
         for module in (encoding, trainer):
-            patch.setattr(module, "autocast_for", runtime.autocast_for if bf16 and device.type == "cuda" else forced)
+            patch.setattr(module, "autocast_for", workflow_autocast if bf16 and device.type == "cuda" else forced)
         try:
             for flag in flags:
                 flag.allow_tf32 = bf16

@@ -17,7 +17,7 @@ from conftest import REPO
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import REGISTRY, all_methods, declaration, load_plugins, method_of
-from defsent_plus.methods.base import ENTRY_SPACE
+from defsent_plus.methods.base import ENTRY_SPACE, Lazy
 from defsent_plus.pipeline.config_schema import load_schema
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
@@ -53,6 +53,9 @@ def test_every_declaration_resolves_and_says_what_it_trains_against(name):
         assert callable(method.reverse_dictionary.splits)
         assert method.reverse_dictionary.description
     assert method.uses_entry_space == (method.target == ENTRY_SPACE)
+    named = [method.build_task] + ([] if method.reverse_dictionary is None else [method.reverse_dictionary.write])
+    for reference in named:  # "module:function", imported when called: each names a function that exists
+        assert isinstance(reference, Lazy) and callable(reference.function()), reference
     assert method.training_card()["method"] == name and isinstance(method.training_card()["deviations"], list)
 
 

@@ -12,8 +12,7 @@ from conftest import REPO
 from workflow_utils import planned_jobs, validated
 
 from defsent_plus import banner
-from defsent_plus.dictionary.records import DropCounts
-from defsent_plus.dictionary.sources import read_oxford
+from defsent_plus.dictionary.sources import DropCounts, read_oxford
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts, load_sts_subset, load_stsb
 from defsent_plus.io import read_tsv_table

@@ -1,4 +1,4 @@
-"""The training loop with no host round trip (defsent_plus/training/batches.py, tally.py, compilation.py): every
+"""The training loop with no host round trip (defsent_plus/training/batches.py, metrics.py, compilation.py): every
 method trains bit for bit as the loop before it (tests/legacy_loop.py), the loop reads tensors on the host once per
 logging interval, a non-finite loss is caught at the next read with its step, batches are padded as the tokenizer
 pads them, the model's attention mask is built on the host without changing the forward pass, and a compiled step
@@ -27,7 +27,7 @@ from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training import trainer
 from defsent_plus.training.batches import PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_wanted, padded_length
-from defsent_plus.training.tally import NonFiniteLoss
+from defsent_plus.training.metrics import NonFiniteLoss
 
 SENTENCES = ["a large animal with a long neck", "the color of the sky", "a dog", "the red ball is big and new",
              "a small bird", "water", "the person who makes food for the team at night", "a tree"] * 6

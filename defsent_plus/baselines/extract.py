@@ -53,9 +53,8 @@ from defsent_plus.baselines.spec import (
     layer_sets,
     render_all,
 )
-from defsent_plus.encoders.encoding import length_order
+from defsent_plus.encoders.encoding import autocast_for, device_for_run, length_order
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import sts_sentences, training_provenance, training_seeds
 from defsent_plus.evaluation.sts import STS_TASKS

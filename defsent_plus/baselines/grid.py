@@ -40,8 +40,7 @@ from defsent_plus.baselines.spec import (
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import STS_AGGREGATIONS
 from defsent_plus.io import read_json, sentences_digest
-from defsent_plus.spaces.entry_matrix import check_entry_space
-from defsent_plus.spaces.moments import covariance
+from defsent_plus.spaces.entry_matrix import check_entry_space, covariance
 
 log = logging.getLogger(__name__)
 FIT_CORPUS_KEY = "config: baselines.fit_corpus.max_sentences"

@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary.records import Definition, DropCounts
-from defsent_plus.dictionary.sources import READERS, SourceNotFound
+from defsent_plus.dictionary.sources import READERS, Definition, DropCounts, SourceNotFound
 from defsent_plus.dictionary.table import EMPTY_BECAUSE
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_tsv

@@ -1,8 +1,8 @@
 """Dictionary source readers: Oxford (Ishiwatari et al.), the DefSent+ reference's Ox+WN.csv, WordNet (its data files,
-read as nltk reads them), GCIDE (JSON) and plain TSV.
+read as nltk reads them), GCIDE (JSON) and plain TSV; and WordNet 3.0 installed for nltk from Debian's packages.
 
 Every reader has the signature ``(path, name, on_malformed, drops)`` and yields :class:`Definition` records;
-a malformed line is an error naming file and line, or (``on_malformed: skip``) a counted drop.
+a malformed line is an error naming file and line, or (``on_malformed: skip``) a drop counted in :class:`DropCounts`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,53 @@ import codecs
 import io
 import json
 import re
+import shutil
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from defsent_plus.dictionary.records import Definition, DropCounts
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import OXFORD_SPLITS, WORDNET_DATA_FILES
+
+# ------------------------------------------------------------------------------------------- records
+
+
+FIRST_PLACES = 5  # how many places (file:line) of each kind of skipped input a warning names
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One (headword, definition) pair as read from a source, with where it came from."""
+
+    entry: str
+    text: str
+    source: str
+    where: str = ""
+
+
+@dataclass
+class DropCounts:
+    """What was skipped and why, per source, with the first places (``file:line``) of each: nothing is dropped
+    without being counted."""
+
+    counts: Counter = field(default_factory=Counter)
+    places: defaultdict = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, source: str, reason: str, n: int = 1, where: str = "") -> None:
+        self.counts[(source, reason)] += n
+        first = self.places[(source, reason)]
+        if where and len(first) < FIRST_PLACES:
+            first.append(where)
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        return [(source, reason, n) for (source, reason), n in sorted(self.counts.items())]
+
+    def first_places(self, source: str, reason: str) -> list[str]:
+        """The first places (``file:line``) where ``source`` dropped input for ``reason``."""
+        return list(self.places.get((source, reason), []))
+
 
 # ------------------------------------------------------------------------------------------- lines
 
@@ -305,6 +345,46 @@ def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: D
                 continue
             for lemma in lemmas:
                 yield Definition(lemma.replace("_", " "), definition, name, f"{file}:{number}")
+
+
+# ------------------------------------------------- installing WordNet 3.0 for nltk (``defsent-plus setup-wordnet``)
+
+
+WORDNET_SYSTEM_DIR = Path("/usr/share/wordnet")
+WORDNET_FILES = (
+    "adj.exc", "adv.exc", "noun.exc", "verb.exc", "cntlist.rev", "index.sense",
+    "data.adj", "data.adv", "data.noun", "data.verb", "index.adj", "index.adv", "index.noun", "index.verb",
+)
+# WordNet 3.0's lexicographer files (lexnames(5WN)); Debian's packages do not ship this file.
+LEXNAMES = (
+    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
+    "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location "
+    "noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process "
+    "noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change "
+    "verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation "
+    "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl"
+).split()
+LEXNAME_POS = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
+
+
+def lexnames_text() -> str:
+    """The ``lexnames`` file nltk expects: number, lexicographer file and part-of-speech number per line."""
+    lines = [f"{i:02d}\t{lex}\t{LEXNAME_POS[lex.split('.')[0]]}" for i, lex in enumerate(LEXNAMES)]
+    return "\n".join(lines) + "\n"
+
+
+def prepare_wordnet(target: str | Path, system_dir: str | Path = WORDNET_SYSTEM_DIR) -> Path:
+    """Copy Debian's WordNet 3.0 files into ``target/corpora/wordnet`` with a generated ``lexnames`` file."""
+    system_dir = Path(system_dir)
+    out = Path(target) / "corpora" / "wordnet"
+    missing = [f for f in WORDNET_FILES if not (system_dir / f).is_file()]
+    if missing:
+        raise DefSentError(system_dir, f"missing WordNet files {missing} (install wordnet-base wordnet-sense-index)")
+    out.mkdir(parents=True, exist_ok=True)
+    for file in WORDNET_FILES:
+        shutil.copyfile(system_dir / file, out / file)
+    (out / "lexnames").write_text(lexnames_text(), encoding="utf-8")
+    return out
 
 
 READERS: dict[str, Callable[..., Iterator[Definition]]] = {

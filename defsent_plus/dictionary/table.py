@@ -1,13 +1,15 @@
 """The dataset table every stage after the dictionary reads: one row per entry, row index = entry id.
 
 Columns: ``entry``, ``definitions`` (list), ``sources`` (list, one per definition) and, in a subset with a
-held-out split, ``split`` (``train``/``dev``/``test``, by headword).
+held-out split, ``split`` (``train``/``dev``/``test``, by headword). Its (definition, entry id) pairs are the
+entry-space inputs and the training examples.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from defsent_plus.errors import DefSentError
@@ -53,3 +55,20 @@ def entries_defined_as(frame: pd.DataFrame, text: str) -> list[str]:
     wanted = normalised_definition(text)
     return [entry for entry, definitions in zip(frame["entry"], frame["definitions"], strict=True)
             if any(normalised_definition(d) == wanted for d in definitions)]
+
+
+def definition_pairs(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """Every (definition, entry id) pair of a dataset, grouped by entry in row order."""
+    texts = [d for defs in frame["definitions"] for d in defs]
+    ids = np.repeat(np.arange(len(frame)), frame["definitions"].map(len).to_numpy())
+    return texts, ids
+
+
+def training_pairs(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """The training examples: :func:`definition_pairs` of the entries in the ``train`` split, or all of them when
+    the dataset has no split. Entry ids stay those of the whole dataset, so held-out entries remain classes."""
+    texts, ids = definition_pairs(frame)
+    if "split" not in frame.columns:
+        return texts, ids
+    keep = np.repeat(frame["split"].to_numpy() == "train", frame["definitions"].map(len).to_numpy())
+    return [text for text, kept in zip(texts, keep, strict=True) if kept], ids[keep]

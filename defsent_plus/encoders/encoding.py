@@ -1,4 +1,4 @@
-"""Sentence encoding: a small registry of poolings and one batched, length-sorted encoder loop.
+"""Sentence encoding: where it computes, a small registry of poolings and one batched, length-sorted encoder loop.
 
 Callers embed through :meth:`defsent_plus.encoders.models.Encoder.encode`, which delegates to :func:`encode` here,
 with the batching :func:`batching_for` picks for the device.
@@ -22,9 +22,18 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.names import POOLINGS as POOLING_NAMES
 from defsent_plus.names import PROMPT_TEMPLATE, require_same_names
+
+
+def device_for_run() -> torch.device:
+    """Where this process computes: CUDA when present (respecting CUDA_VISIBLE_DEVICES), else CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast_for(device: torch.device):
+    """bf16 autocast on GPU; a no-op context on CPU so CPU results stay exact and deterministic."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def cls_pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mask_positions: torch.Tensor | None) -> torch.Tensor:
@@ -183,18 +192,9 @@ def length_order(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, max_l
     return np.argsort(-np.asarray(lengths), kind="stable")
 
 
-def tokenize_batch(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> dict:
-    """Dynamically padded model inputs for one batch."""
-    return tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-
-
-def mask_positions_of(input_ids: torch.Tensor, tokenizer: PreTrainedTokenizerBase) -> torch.Tensor:
-    """Position of the (first) mask token of every row; an error if a row has none (e.g. truncated away)."""
-    return torch.from_numpy(mask_positions(input_ids.cpu().numpy(), tokenizer.mask_token_id)).to(input_ids.device)
-
-
 def mask_positions(input_ids: np.ndarray, mask_token_id: int) -> np.ndarray:
-    """:func:`mask_positions_of` on host ids (no device synchronisation)."""
+    """Position of the (first) mask token of every row of host ids; an error if a row has none (e.g. truncated
+    away)."""
     is_mask = input_ids == mask_token_id
     if not is_mask.any(1).all():
         raise ValueError("prompt pooling: a sentence lost its mask token (raise max_length)")

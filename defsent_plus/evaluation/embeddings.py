@@ -80,9 +80,8 @@ def write_sentence_embeddings(*, model_dir: str | Path, senteval_dir: str | Path
     record (:func:`write_embeddings`)."""
     import torch
 
-    from defsent_plus.encoders.encoding import batching_for
+    from defsent_plus.encoders.encoding import batching_for, device_for_run
     from defsent_plus.encoders.models import load_encoder
-    from defsent_plus.encoders.runtime import device_for_run
 
     sentences = sentences_of_set(sentence_set, senteval_dir)
     device = device_for_run()

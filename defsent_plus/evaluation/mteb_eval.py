@@ -170,8 +170,8 @@ def write_mteb(*, embeddings: str | Path, record: str | Path, pairs: str | Path,
 def workflow_encode(model_dir: str | Path, pooling: str, batch_size: int, max_length: int) -> Embed:
     """Sentences -> vectors with the workflow's encoder and pooling, loaded at the first sentence not stored (for
     MTEB tasks beyond the stored sets; the STS tasks never load it)."""
+    from defsent_plus.encoders.encoding import device_for_run
     from defsent_plus.encoders.models import load_encoder
-    from defsent_plus.encoders.runtime import device_for_run
     from defsent_plus.evaluation.sts import encoder_embed
 
     def encode(sentences: list[str]) -> np.ndarray:

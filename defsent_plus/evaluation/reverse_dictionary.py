@@ -152,7 +152,7 @@ def encoded_queries(encoder: Encoder, sentences: Sequence[str], pooling: str, ba
     """``sentences`` pooled by ``pooling`` on the run's device, all at once: sorted by length into the batches
     :func:`batching_for` picks for the device (a chunk of unsorted queries pads to its longest)."""
     from defsent_plus.encoders.encoding import batching_for  # torch
-    from defsent_plus.encoders.runtime import device_for_run
+    from defsent_plus.encoders.encoding import device_for_run
 
     encoder.to(device_for_run())
     batch, max_tokens = batching_for(encoder.device, batch_size)
@@ -224,7 +224,7 @@ def ranking_provenance(model_dir: str | Path, bootstrap: dict | None, **seeds: i
     (e.g. an initialised head's); with the trained model's own training provenance (``trained_with``)."""
     import torch
 
-    from defsent_plus.encoders.runtime import device_for_run
+    from defsent_plus.encoders.encoding import device_for_run
 
     drawn = {**training_seeds(model_dir), **seeds, **({"bootstrap": bootstrap["seed"]} if bootstrap else {})}
     record = provenance(str(device_for_run()), torch.get_num_threads(), drawn)

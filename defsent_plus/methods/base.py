@@ -2,11 +2,12 @@
 
 Light on purpose (no torch): the workflow reads every declaration while parsing. What needs torch (the training
 task, the reverse-dictionary protocol) lives in the method's own package (``methods/<name>/objective.py``,
-``reverse_dictionary.py``) and is imported by the declaration's functions when called.
+``reverse_dictionary.py``); a declaration names those functions as :class:`Lazy` references, imported when called.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,22 @@ class TrainingCosts:
     def __post_init__(self):
         if self.classes is not None and self.classes not in CLASSES:
             raise ValueError(f"training costs: classes {self.classes!r}, expected one of {CLASSES}")
+
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """The function ``"module:function"``, imported when called: a declaration names its objective and its
+    reverse-dictionary writer without importing them (torch)."""
+
+    reference: str
+
+    def __call__(self, *args, **kwargs):
+        return self.function()(*args, **kwargs)
+
+    def function(self) -> Callable:
+        module, _, name = self.reference.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -85,7 +102,7 @@ class Method:
     paper: str
     target: str  # ENTRY_SPACE, or the fixed name of its candidates' target (results/<run>/step1/<target>/seed<s>)
     options: dict  # JSON-schema properties of methods.<name> (the schema is built from these), defaults included
-    build_task: Callable  # (TaskInputs) -> TrainingTask (defsent_plus.training.task)
+    build_task: Callable  # (TaskInputs) -> TrainingTask (defsent_plus.training.task); a Lazy keeps torch out
     options_source: str = ""  # where the defaults come from (the schema's description of the block)
     reverse_dictionary: ReverseDictionaryProtocol | None = None  # None: no reverse-dictionary target is planned
     commands: tuple[str, ...] = SENTENCE_COMMANDS  # the CLI commands its trained models support

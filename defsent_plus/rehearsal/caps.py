@@ -17,7 +17,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from defsent_plus.dictionary.heldout import HeldOut
+from defsent_plus.dictionary.subsets import HeldOut
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.names import HELDOUT_SPLITS

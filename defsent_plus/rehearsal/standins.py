@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from defsent_plus.acquisition.checksums import manifest_of, write_manifest
+from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.io import atomic_path
 
 POS_OF_FILE = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
@@ -47,8 +47,7 @@ def split_of(headword: str) -> str:
 
 def oxford_lines(nltk_data: Path, max_lines: int | None) -> dict[str, list[str]]:
     """Split file -> lines of the Oxford stand-in, from WordNet's single-word entries in WordNet's order."""
-    from defsent_plus.dictionary.records import DropCounts
-    from defsent_plus.dictionary.sources import read_wordnet
+    from defsent_plus.dictionary.sources import DropCounts, read_wordnet
 
     senses: dict[str, int] = defaultdict(int)
     files: dict[str, list[str]] = {name: [] for name, _ in OXFORD_SPLIT_SHARES}

@@ -17,9 +17,8 @@ import torch
 
 from defsent_plus import names
 from defsent_plus.dictionary import definition_pairs, read_dataset
-from defsent_plus.encoders.encoding import batching_for
+from defsent_plus.encoders.encoding import batching_for, device_for_run
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.io import file_sha256, write_json, write_npy
 from defsent_plus.spaces.entry_matrix import check_entry_space
 

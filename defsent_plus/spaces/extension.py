@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.dictionary import read_dataset
+from defsent_plus.encoders.encoding import device_for_run
 from defsent_plus.encoders.models import load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256, read_json, write_json, write_npy
 from defsent_plus.recorded_paths import located, search_folders

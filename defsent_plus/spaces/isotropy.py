@@ -28,8 +28,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from defsent_plus.io import read_json, save_figure, write_json
-from defsent_plus.spaces.entry_matrix import check_entry_space, load_space
-from defsent_plus.spaces.moments import BLOCK_ROWS, SecondMoments, second_moments
+from defsent_plus.spaces.entry_matrix import BLOCK_ROWS, SecondMoments, check_entry_space, load_space, second_moments
 
 BLOCK_COLUMNS = 64
 

@@ -51,8 +51,7 @@ from threadpoolctl import ThreadpoolController
 from defsent_plus import names
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy
-from defsent_plus.spaces.entry_matrix import check_entry_space, load_space
-from defsent_plus.spaces.moments import covariance
+from defsent_plus.spaces.entry_matrix import check_entry_space, covariance, load_space
 
 log = logging.getLogger(__name__)
 

@@ -1,20 +1,29 @@
-"""A train job's per-step metrics table (TSV), appended while the job runs, so ``tail -f`` follows the training.
+"""A train job's per-step losses and metrics: kept on the device while it trains, then a TSV table appended while the
+job runs, so ``tail -f`` follows the training.
 
-One row per optimisation step: step (counted from 1 over all epochs), epoch, the learning rate the step used, its
-loss, gradient norm (where the method clips) and named loss parts, and the STS-B dev score where the method scored
-one after that step (empty elsewhere). Rows reach the file when the loop reads the device (each logging interval,
-before a saved state, at the end: no extra host read); the last row read waits for the next read, since a dev score
-may still follow it. A resumed job rewrites the rows its saved state holds and goes on from there, so every step is
-in the table once. A rehearsal's table starts with its banner as a ``#`` line (read with ``comment="#"``). The
-examples per second of the logging interval that read a row go to the trackers with it and to the log, not to the
-file, so two runs' tables compare byte for byte.
+A step records its loss, its named parts and its gradient norm as device tensors (:class:`LossTally`); nothing is
+read on the host until :meth:`LossTally.read`, which the loop calls at a logging step, before a saved state, before
+a dev score and at the end: one transfer for every step since the last read. A non-finite loss stops training
+there, naming the step at which it first appeared (steps count from 1).
+
+The table (:class:`MetricsTable`) has one row per optimisation step: step (counted from 1 over all epochs), epoch,
+the learning rate the step used, its loss, gradient norm (where the method clips) and named loss parts, and the
+STS-B dev score where the method scored one after that step (empty elsewhere). Rows reach the file when the loop
+reads the device (no extra host read); the last row read waits for the next read, since a dev score may still follow
+it. A resumed job rewrites the rows its saved state holds and goes on from there, so every step is in the table once.
+A rehearsal's table starts with its banner as a ``#`` line (read with ``comment="#"``). The examples per second of
+the logging interval that read a row go to the trackers with it and to the log, not to the file, so two runs'
+tables compare byte for byte.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import torch
 
 from defsent_plus import banner
 
@@ -81,3 +90,74 @@ def cell(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+class NonFiniteLoss(FloatingPointError):
+    """A step's loss was NaN or infinite."""
+
+
+@dataclass
+class StepRecord:
+    loss: torch.Tensor  # 0-d, detached
+    parts: dict[str, torch.Tensor | float]
+    grad_norm: torch.Tensor | None = None
+    epoch: int = 0  # host values the loop knows when it adds the step
+    lr: float | None = None
+
+
+@dataclass
+class Reading:
+    """What one read brought to the host: each pending step's loss and its row (step, epoch, lr, loss, gradient
+    norm and named parts), and the last step's parts and gradient norm."""
+
+    losses: list[float]
+    parts: dict[str, float] = field(default_factory=dict)
+    grad_norm: float | None = None
+    rows: list[dict] = field(default_factory=list)
+
+
+class LossTally:
+    """Pending step records on the device; ``first_step``: the 1-based number of the first pending step."""
+
+    def __init__(self, first_step: int = 1, lr: float | None = None):
+        self.first_step = first_step
+        self.lr = lr
+        self.pending: list[StepRecord] = []
+
+    def add(self, record: StepRecord) -> None:
+        self.pending.append(record)
+
+    def read(self) -> Reading:
+        """Every pending step's loss, parts and gradient norm, in one device-to-host transfer."""
+        if not self.pending:
+            return Reading([])
+        tensors = [value for record in self.pending for value in device_values(record)]
+        values = iter(torch.stack([t.detach().float() for t in tensors]).tolist())
+        rows = [self._row(self.first_step + offset, record, values) for offset, record in enumerate(self.pending)]
+        losses = [row["loss"] for row in rows]
+        last = rows[-1]
+        reading = Reading(losses, {k: last[k] for k in self.pending[-1].parts}, last["grad_norm"], rows)
+        self._check_finite(losses)
+        self.first_step += len(self.pending)
+        self.pending = []
+        return reading
+
+    @staticmethod
+    def _row(step: int, record: StepRecord, values) -> dict:
+        """A step's row, its device values taken from ``values`` in :func:`device_values`' order."""
+        loss = next(values)
+        parts = {k: (next(values) if isinstance(v, torch.Tensor) else float(v)) for k, v in record.parts.items()}
+        norm = None if record.grad_norm is None else next(values)
+        return {"step": step, "epoch": record.epoch + 1, "lr": record.lr, "loss": loss, "grad_norm": norm, **parts}
+
+    def _check_finite(self, losses: list[float]) -> None:
+        for offset, loss in enumerate(losses):
+            if not math.isfinite(loss):
+                raise NonFiniteLoss(f"training loss became {loss} at step {self.first_step + offset}"
+                                    f"{'' if self.lr is None else f' (lr {self.lr})'}; stopping")
+
+
+def device_values(record: StepRecord) -> list[torch.Tensor]:
+    """A record's device tensors in reading order: loss, tensor parts (in their order), gradient norm."""
+    parts = [v for v in record.parts.values() if isinstance(v, torch.Tensor)]
+    return [record.loss, *parts, *([] if record.grad_norm is None else [record.grad_norm])]

@@ -37,14 +37,6 @@ class Batch:
         return self.attention_mask if self.model_mask is UNSET else self.model_mask
 
 
-class Objective(Protocol):
-    """Maps a batch's encoder outputs to a loss and named sub-losses (for logging)."""
-
-    def parameters(self): ...
-
-    def __call__(self, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]: ...
-
-
 @dataclass
 class TaskInputs:
     """Everything a method may build its task from: the encoder, the run's dataset and its training definitions

@@ -24,9 +24,8 @@ from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from defsent_plus.dictionary import read_dataset, training_pairs
-from defsent_plus.encoders.encoding import Tokenised, tokenise
+from defsent_plus.encoders.encoding import Tokenised, autocast_for, device_for_run, tokenise
 from defsent_plus.encoders.models import Encoder, load_encoder
-from defsent_plus.encoders.runtime import autocast_for, device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
 from defsent_plus.names import DEV_TASK, TRAINING_CARD
@@ -34,10 +33,9 @@ from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.batches import DeviceBatch, PreparedEpoch, model_attention_mask
 from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled, padded_length
-from defsent_plus.training.metrics import MetricsTable
+from defsent_plus.training.metrics import LossTally, MetricsTable, Reading, StepRecord
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
-from defsent_plus.training.tally import LossTally, Reading, StepRecord
 from defsent_plus.training.task import Batch, TaskInputs, TrainingMethod, sampled_task
 from defsent_plus.training.trackers import Tracking
 
@@ -119,7 +117,7 @@ def train_epoch(
 
     The loop makes no host round trip inside a step: each epoch's batches are padded before it starts
     (:mod:`defsent_plus.training.batches`), the losses stay on the device until a logging step, a saved state or
-    the end reads them (:mod:`defsent_plus.training.tally`), and a non-finite loss stops training there, naming
+    the end reads them (:mod:`defsent_plus.training.metrics`), and a non-finite loss stops training there, naming
     its step."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
@@ -287,19 +285,12 @@ class BestWeights:
 
 SCHEDULES = ("linear", "constant")
 WARMUP_ROUNDINGS = {"up": math.ceil, "none": float}
-OPTIMIZERS = {  # (parameter groups, config, fused) -> optimizer
+OPTIMIZERS = {  # name -> (class, its own arguments besides lr, eps and weight decay)
     # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
-    "adamw": lambda groups, cfg, fused: torch.optim.AdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
-                                                          weight_decay=cfg.weight_decay, fused=fused),
-    "adam": lambda groups, cfg, fused: torch.optim.Adam(groups, lr=cfg.lr, eps=cfg.adam_eps,
-                                                        weight_decay=cfg.weight_decay, fused=fused),
-    # transformers' AdamW as DefSent+'s TrainEncoder.py used it (eps before the bias correction)
-    "adamw_transformers": lambda groups, cfg, fused: TransformersAdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
-                                                                       weight_decay=cfg.weight_decay),
-    # transformers' AdamW(correct_bias=False), which sentence-transformers' fit used (ConSERT, SLT-FAI)
-    "adamw_uncorrected": lambda groups, cfg, fused: TransformersAdamW(groups, lr=cfg.lr, eps=cfg.adam_eps,
-                                                                      weight_decay=cfg.weight_decay,
-                                                                      correct_bias=False),
+    "adamw": (torch.optim.AdamW, {"fused": True}),
+    "adam": (torch.optim.Adam, {"fused": True}),
+    "adamw_transformers": (TransformersAdamW, {}),  # as DefSent+'s TrainEncoder.py (eps before the bias correction)
+    "adamw_uncorrected": (TransformersAdamW, {"correct_bias": False}),  # sentence-transformers' fit (ConSERT, SLT-FAI)
 }
 
 
@@ -319,7 +310,10 @@ def make_optimizer(params: list, cfg: TrainConfig, device: torch.device) -> torc
     if cfg.optimizer not in OPTIMIZERS:
         raise DefSentError("config: methods.*.optimizer", f"unknown optimizer {cfg.optimizer!r}; expected one of "
                                                            f"{list(OPTIMIZERS)}")
-    return OPTIMIZERS[cfg.optimizer](params, cfg, device.type in ("cpu", "cuda"))
+    optimizer, arguments = OPTIMIZERS[cfg.optimizer]
+    if arguments.get("fused"):
+        arguments = {"fused": device.type in ("cpu", "cuda")}
+    return optimizer(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **arguments)
 
 
 def warmup_steps(cfg: TrainConfig, steps: int) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from defsent_plus.methods.base import (
     SENTENCE_COMMANDS,
     VOCABULARY,
+    Lazy,
     Method,
     ReverseDictionaryProtocol,
     TrainingCosts,
@@ -13,28 +14,13 @@ from defsent_plus.methods.base import (
 from defsent_plus.methods.defsent.reverse_dictionary import headword_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 
-
-def build_task(inputs):
-    """DefSent's training task: headwords predicted through the frozen masked-LM head (objective.py; torch)."""
-    from defsent_plus.methods.defsent.objective import build_task as headword_task
-
-    return headword_task(inputs)
-
-
-def write_headword_ranking(**job) -> dict:
-    """DefSent's ``vocabulary`` protocol on a run's held-out entries (reverse_dictionary.py; torch)."""
-    from defsent_plus.methods.defsent.reverse_dictionary import write_headword_ranking as write
-
-    return write(**job)
-
-
 REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     name="vocabulary",
     description="DefSent: each definition ranks the whole token vocabulary through the model's masked-LM head; "
                 "`all_definitions` = every definition of the split's entries (DefSent's protocol; train entries' "
                 "definitions were training examples), `heldout_queries` = the held-out definitions DefSent+ ranks. "
                 "mrr = over the full ranking; mrr_at_10 = only hits in the top 10 count (DefSent's reported 'MRR').",
-    write=write_headword_ranking,
+    write=Lazy("defsent_plus.methods.defsent.reverse_dictionary:write_headword_ranking"),
     splits=headword_ranking_splits,
     # per model (trained, base): every definition and the queries through the head, the queries again (cosine)
     encoded_sentences=lambda definitions, queries: 2.0 * (definitions + 2.0 * queries),
@@ -48,7 +34,7 @@ METHOD = Method(
                           bucket_by_length=False, schedule="constant", warmup_ratio=0.1,
                           warmup_rounding="none"),
     options_source="DefSent's defaults (its paper and experiments code): Adam, 10% warm-up then constant, no clipping",
-    build_task=build_task,
+    build_task=Lazy("defsent_plus.methods.defsent.objective:build_task"),  # headwords through the masked-LM head
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "predict-words"),
     deviations=(

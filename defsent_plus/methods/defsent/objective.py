@@ -29,9 +29,8 @@ from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 from transformers.models.roberta.modeling_roberta import RobertaLMHead
 
 from defsent_plus.dictionary.datasets import single_token_ids
-from defsent_plus.encoders.encoding import get_pooling
+from defsent_plus.encoders.encoding import device_for_run, get_pooling
 from defsent_plus.encoders.models import Encoder, _checkpoint_tensor, _safetensors_files, is_hub_id, load_encoder
-from defsent_plus.encoders.runtime import device_for_run
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import read_json
 from defsent_plus.names import TRAINING_CARD, TRAINING_POOLING_KEY, TRAINING_POOLINGS

@@ -117,7 +117,7 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     protocol against the starting model's AMP space (``base_space``); with ``bootstrap`` their intervals and paired
     tests; JSON (with its provenance), TSV and markdown (with a provenance footer)."""
     from defsent_plus.encoders.models import load_encoder  # torch
-    from defsent_plus.encoders.runtime import device_for_run
+    from defsent_plus.encoders.encoding import device_for_run
     from defsent_plus.methods.defsent.objective import load_defsent_model, masked_lm_head
 
     frame = heldout_frame(dataset)

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Method, ReverseDictionaryProtocol
+from defsent_plus.methods.base import ENTRY_SPACE, SENTENCE_COMMANDS, Lazy, Method, ReverseDictionaryProtocol
 from defsent_plus.methods.defsent_plus.reverse_dictionary import BASE_NOTE, entry_ranking_splits
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
-
-
-def build_task(inputs):
-    """DefSent+'s training task: definitions projected onto their entries (objective.py; torch)."""
-    from defsent_plus.methods.defsent_plus.objective import build_task as entry_projection_task
-
-    return entry_projection_task(inputs)
-
-
-def write_entry_ranking(**job) -> dict:
-    """DefSent+'s ``entries`` protocol on a run's held-out queries (reverse_dictionary.py; torch)."""
-    from defsent_plus.methods.defsent_plus.reverse_dictionary import write_entry_ranking as write
-
-    return write(**job)
-
 
 REVERSE_DICTIONARY = ReverseDictionaryProtocol(
     name="entries",
     description="DefSent+: each held-out definition (one per dev/test entry, in no entry embedding) ranks every "
                 "entry of the space the model was trained against (h · Eᵀ through its pooler).",
-    write=write_entry_ranking,
+    write=Lazy("defsent_plus.methods.defsent_plus.reverse_dictionary:write_entry_ranking"),
     splits=entry_ranking_splits,
     # the queries three times: the trained model's pooler (dot), its and the base model's mean pooling (cosine)
     encoded_sentences=lambda definitions, queries: 3.0 * queries,
@@ -38,7 +23,7 @@ METHOD = Method(
     target=ENTRY_SPACE,
     options=OPTIMISATION_OPTIONS,  # 000, Appendix A: AdamW eps 1e-6, linear decay to 0, no warm-up, clipping 1.0
     options_source="DefSent+'s optimisation (DefSent+, Appendix A)",
-    build_task=build_task,
+    build_task=Lazy("defsent_plus.methods.defsent_plus.objective:build_task"),  # definitions onto their entries
     reverse_dictionary=REVERSE_DICTIONARY,
     commands=(*SENTENCE_COMMANDS, "reverse-dictionary"),
     deviations=(

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import math
 
-from defsent_plus.methods.base import Method, TrainingCosts, with_defaults
+from defsent_plus.methods.base import Lazy, Method, TrainingCosts, with_defaults
 from defsent_plus.names import AUGMENTATIONS, CONTRASTIVE_LOSS_NAMES, CORPORA, FIRST_AUGMENTATIONS
 from defsent_plus.training.options import EPOCH_OPTIONS, OPTIMISATION_OPTIONS
-
-
-def build_task(inputs):
-    """SimCSE's training task: InfoNCE over two views of each sentence (objective.py; torch)."""
-    from defsent_plus.methods.simcse.objective import build_task as contrastive_task
-
-    return contrastive_task(inputs)
-
 
 CONTRASTIVE_OPTIONS = {  # the training corpus and the contrastive objective (shared with SLT-FAI's R_USRL)
     "corpus": {"enum": list(CORPORA), "default": "definitions",
@@ -69,7 +61,7 @@ METHOD = Method(
     target="contrastive",
     options={**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS},
     options_source="unsupervised SimCSE's settings for BERT-base (run_unsup_example.sh, the HF Trainer defaults)",
-    build_task=build_task,
+    build_task=Lazy("defsent_plus.methods.simcse.objective:build_task"),  # InfoNCE over two views
     max_steps=1,
     dev_in_training=True,
     encoder_passes=2,  # the loop's pass and the second view's (objective.py: second_view)

@@ -20,9 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from defsent_plus.encoders.encoding import get_pooling
+from defsent_plus.encoders.encoding import autocast_for, get_pooling
 from defsent_plus.encoders.models import Encoder, family_of
-from defsent_plus.encoders.runtime import autocast_for
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import (
     AUGMENTATIONS,

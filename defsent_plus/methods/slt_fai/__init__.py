@@ -7,16 +7,8 @@ the block sets them; a run whose lr, batch size or pooling differ from the varia
 
 from __future__ import annotations
 
-from defsent_plus.methods.base import Method, Variant, without_defaults
+from defsent_plus.methods.base import Lazy, Method, Variant, without_defaults
 from defsent_plus.methods.simcse import CONTRASTIVE_COSTS, CONTRASTIVE_OPTIMISATION, CONTRASTIVE_OPTIONS
-
-
-def build_task(inputs):
-    """SLT-FAI's training task: SimCSE's objective with frequency-aware adversarial terms (objective.py; torch)."""
-    from defsent_plus.methods.slt_fai.objective import build_task as slt_fai_task
-
-    return slt_fai_task(inputs)
-
 
 SLT_FAI_OPTIONS = {
     "variant": {"enum": ["simcse", "consert"], "default": "simcse",
@@ -92,7 +84,7 @@ METHOD = Method(
     options=without_defaults({**CONTRASTIVE_OPTIMISATION, **CONTRASTIVE_OPTIONS, **SLT_FAI_OPTIONS}, VARIANT_OPTIONS,
                              "Default: the variant's."),
     options_source="SLT-FAI (its paper, Section 4.1): each variant on its backbone's published settings",
-    build_task=build_task,
+    build_task=Lazy("defsent_plus.methods.slt_fai.objective:build_task"),  # SimCSE + adversarial terms
     deviations=(
         "low-frequency tokens are masked for incomplete sentences at epsilon = 0.2 (the paper's wording); the "
         "released code masks high-frequency tokens at 0.5",
