@@ -151,8 +151,10 @@ def encoded_queries(encoder: Encoder, sentences: Sequence[str], pooling: str, ba
                     max_length: int = 128) -> np.ndarray:
     """``sentences`` pooled by ``pooling`` on the run's device, all at once: sorted by length into the batches
     :func:`batching_for` picks for the device (a chunk of unsorted queries pads to its longest)."""
-    from defsent_plus.encoders.encoding import batching_for  # torch
-    from defsent_plus.encoders.encoding import device_for_run
+    from defsent_plus.encoders.encoding import (
+        batching_for,  # torch
+        device_for_run,
+    )
 
     encoder.to(device_for_run())
     batch, max_tokens = batching_for(encoder.device, batch_size)
