@@ -125,8 +125,8 @@ def test_an_unknown_or_missing_tracker_is_refused_naming_the_key_and_the_extra(m
         check_trackers(["neptune"])
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a))
-    with pytest.raises(DefSentError, match=r"logging\.report_to: mlflow is not installed: pip install "
-                                           r"'defsent-plus\[mlflow\]'"):
+    with pytest.raises(DefSentError, match=r"logging\.report_to: mlflow is not installed: bash bin/setup mlflow "
+                                           r"\(in this checkout; elsewhere pip install 'defsent-plus\[mlflow\]'\)"):
         check_trackers(["mlflow"])
 
 

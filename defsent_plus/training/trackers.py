@@ -40,8 +40,9 @@ def check_trackers(names: Sequence[str], where: str = "config: logging.report_to
             raise DefSentError(where, f"unknown tracker {name!r}; expected some of {sorted(KINDS)}")
         kind = KINDS[name]
         if not importable(kind.module):
-            raise DefSentError(where, f"{name} is not installed: pip install 'defsent-plus[{kind.extra}]' (or "
-                                      f"`pip install {kind.module}`), or remove it from the list")
+            raise DefSentError(where, f"{name} is not installed: bash bin/setup {kind.extra} (in this checkout; "
+                                      f"elsewhere pip install 'defsent-plus[{kind.extra}]'), or remove it from the "
+                                      "list")
 
 
 def importable(module: str) -> bool:
