@@ -347,31 +347,25 @@ def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: C
     block, one cached embedding after the other; ``seconds``, when given, adds up the time of reading the cache
     (``load``) and of each post-processing (``<chain> <fit>``, what a chain's rows share counted where first
     computed)."""
-    timer = Seconds(seconds)
     kept: dict[Path, np.ndarray] = {}  # the block's cache files, each read once
     scored = []
     for rows in block.values():
-        with timer("load"):
+        with timed(seconds, "load"):
             embedding = EmbeddingRows(rows[0][1], embeddings, kept, targets)
         for index, combination in rows:
-            with timer(f"{combination.postprocess} {combination.fit}"):
+            with timed(seconds, f"{combination.postprocess} {combination.fit}"):
                 row, cosines = embedding.row(combination)
             scored.append((index, row, cosines if keep_pairs else None))
     return scored
 
 
-class Seconds:
-    """Wall seconds of ``with`` blocks added up by name into ``totals`` (nothing is timed when it is None)."""
-
-    def __init__(self, totals: dict[str, float] | None):
-        self.totals = totals
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        if self.totals is not None:
-            self.totals[name] = self.totals.get(name, 0.0) + time.perf_counter() - start
+@contextmanager
+def timed(totals: dict[str, float] | None, name: str) -> Iterator[None]:
+    """Wall seconds of a ``with`` block added to ``totals[name]`` (nothing is timed when ``totals`` is None)."""
+    start = time.perf_counter()
+    yield
+    if totals is not None:
+        totals[name] = totals.get(name, 0.0) + time.perf_counter() - start
 
 
 def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tuple[int, Combination]]]]:

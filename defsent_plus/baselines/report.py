@@ -279,19 +279,16 @@ def family_row(group: pd.DataFrame, uncertainty: RowUncertainty | None = None) -
     """The dev-selected inductive row and the best test average of one member's rows (with ``uncertainty``, each
     one's 95% interval)."""
     choice = family_choice(group)
-    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None, "STS avg": None}
-    if choice["selected"] is not None:
-        selected = group.loc[choice["selected"]]
-        row.update({"selected on STS-B dev": combination_name(selected), "dev": selected["dev"],
-                    "STS avg": selected["avg"]})
-    if uncertainty is not None:
-        row["95%"] = None if choice["selected"] is None else average_interval(uncertainty, choice["selected"])
-    best = group.loc[choice["best"]]
+    chosen, best = (None if index is None else group.loc[index] for index in (choice["selected"], choice["best"]))
+    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None, "STS avg": None,
+           "95%": None}
+    if chosen is not None:
+        row.update({"selected on STS-B dev": combination_name(chosen), "dev": chosen["dev"], "STS avg": chosen["avg"],
+                    "95%": None if uncertainty is None else average_interval(uncertainty, choice["selected"])})
     row.update({"best STS avg (not a selection)": combination_name(best)
-                + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"]})
-    if uncertainty is not None:
-        row["its 95%"] = average_interval(uncertainty, choice["best"])
-    return row
+                + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"],
+                "its 95%": None if uncertainty is None else average_interval(uncertainty, choice["best"])})
+    return row if uncertainty is not None else {k: v for k, v in row.items() if "95%" not in k}
 
 
 def combination_name(row: pd.Series | dict) -> str:

@@ -201,8 +201,7 @@ def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) ->
 
 def post_fits(grid: dict) -> list[tuple[str, str]]:
     """(post-processing, fit) pairs: ``none`` once, every other chain once per fit."""
-    return [(post, NO_FIT) if post == "none" else (post, fit)
-            for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
+    return [(post, fit) for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
 
 
 def extraction_request(grid: dict, template: str, custom_templates: dict) -> dict:
