@@ -66,20 +66,14 @@ def token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_leng
     return tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
 
 
-def document_frequency(documents: Sequence[Sequence[int]], vocab_size: int) -> np.ndarray:
-    """df_t: the number of documents containing token t."""
-    df = np.zeros(vocab_size, dtype=np.int64)
-    for ids in documents:
-        df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
-    return df
-
-
 def idf_table(documents: Sequence[Sequence[int]], vocab_size: int, where: str) -> np.ndarray:
     """idf_t = log(N / df_t) over ``documents`` (003 eq. 4). A token the documents never contain gets df 1 (the
     rarest seen), so it counts as the most informative instead of dividing by zero."""
     if not documents:
         raise DefSentError(where, "idf needs at least one document; the corpus is empty")
-    df = document_frequency(documents, vocab_size)
+    df = np.zeros(vocab_size, dtype=np.int64)  # df_t: the number of documents containing token t
+    for ids in documents:
+        df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
     return np.log(len(documents) / np.maximum(df, 1)).astype(np.float32)
 
 

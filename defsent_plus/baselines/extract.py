@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -169,7 +170,6 @@ class Extraction:
                                                                       *request["sweep"]])), layers)
         self.layers = {**{layer_set_name(s): s for s in sweep}, **self.main}
         self.statics: dict[str, StaticAccumulator] = {}
-        self.token_batches: dict[str, list[tuple[np.ndarray, BatchTokens]]] = {}
 
     def texts(self, sentences: Sequence[str], max_length: int, split: str) -> list[str]:
         texts, cut = render_all(self.request["text"], list(sentences), self.encoder.tokenizer, max_length)
@@ -188,20 +188,20 @@ class Extraction:
         eval_texts = self.texts(evaluation, max_length, "eval")
         corpus_texts = self.texts(corpus, max_length, "corpus")
         tables = token_tables(tokenizer, corpus, corpus_texts, self.options, max_length)
-        split_tables = self.split_tables(tables, task_rows, eval_texts, max_length)
+        corpus_tables = self.device_tables(tables, tables.idf)
+        splits = [Split("corpus", corpus_texts, split_blocks(len(corpus_texts), batch_size, None), corpus_tables, {}),
+                  Split("eval", eval_texts, split_blocks(len(eval_texts), batch_size, leading), corpus_tables,
+                        self.task_tables(tables, task_rows, eval_texts, max_length))]
         cache = Cache(out_dir)
         if AVG in self.request["aggregations"]:
             self.statics = {name: StaticAccumulator(len(tokenizer), self.encoder.hidden_size) for name in self.main}
-        texts = {"corpus": corpus_texts, "eval": eval_texts}
-        blocks = {"corpus": split_blocks(len(corpus_texts), batch_size, None),
-                  "eval": split_blocks(len(eval_texts), batch_size, leading)}
         seconds = {}
-        for split, split_texts in texts.items():  # the corpus first: Avg.'s static vectors come from it
+        for split in splits:  # the corpus first: Avg.'s static vectors come from it
             start = time.perf_counter()
-            self.encode_split(cache, split_texts, split, *split_tables[split], blocks[split], max_length)
-            seconds[split] = round(time.perf_counter() - start, 1)
+            self.encode_split(cache, split, max_length)
+            seconds[split.name] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()
-        self.static_sources(cache, texts, split_tables)
+        self.static_sources(cache, splits)
         seconds["static_sources"] = round(time.perf_counter() - start, 1)
         cache.close()
         index = {"template": self.request["template"], "text": self.request["text"],
@@ -221,42 +221,44 @@ class Extraction:
         return DeviceTables(torch.from_numpy(idf).to(self.device), torch.from_numpy(tables.frequent).to(self.device),
                             torch.from_numpy(tables.punctuation).to(self.device), self.options.get("biases", NO_BIASES))
 
-    def split_tables(self, tables: TokenTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
-                     max_length: int) -> dict[str, tuple[DeviceTables, dict]]:
-        """Per split: the fit corpus' tables and, for the evaluation split, each task's (rows, own-idf tables)."""
+    def task_tables(self, tables: TokenTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
+                    max_length: int) -> dict[str, tuple[np.ndarray, int, DeviceTables]]:
+        """Where a request asks for ``idf_task``, each task's (every evaluation row's position among the task's rows,
+        -1 outside; its number of rows; its own-idf tables), else none."""
         tokenizer = self.encoder.tokenizer
+        if not any("idf_task" in aggregations for aggregations in
+                   [*self.aggregations.values(), *self.request["aggregations"].values()]):
+            return {}
         tasks = {}
-        if any("idf_task" in aggregations for aggregations in
-               [*self.aggregations.values(), *self.request["aggregations"].values()]):
-            for task, rows in task_rows.items():
-                idf = idf_table(token_ids(tokenizer, [eval_texts[i] for i in rows], max_length), len(tokenizer),
-                                f"STS task {task}")
-                tasks[task] = (rows, self.device_tables(tables, idf))
-        corpus = self.device_tables(tables, tables.idf)
-        return {"corpus": (corpus, {}), "eval": (corpus, tasks)}
+        for task, rows in task_rows.items():
+            positions = np.full(len(eval_texts), -1, dtype=np.int64)
+            positions[rows] = np.arange(len(rows))
+            idf = idf_table(token_ids(tokenizer, [eval_texts[i] for i in rows], max_length), len(tokenizer),
+                            f"STS task {task}")
+            tasks[task] = (positions, len(rows), self.device_tables(tables, idf))
+        return tasks
 
     @torch.inference_mode()
-    def encode_split(self, cache: Cache, texts: list[str], split: str, tables: DeviceTables, tasks: dict,
-                     blocks: list[tuple[int, int]], max_length: int) -> None:
+    def encode_split(self, cache: Cache, split: Split, max_length: int) -> None:
         """The encoder's sentence vectors of one split (and the corpus' Avg. sums)."""
         model = self.encoder.model.eval()
-        bar = tqdm(total=len(texts), desc=f"{self.request['template']} {split}", unit="sent", mininterval=10)
-        self.token_batches[split] = []
-        for rows, inputs, tokens in batches(self.encoder.tokenizer, texts, blocks, max_length, self.device):
-            self.token_batches[split].append((rows, tokens))  # the static sources reuse the tokenisation
+        bar = tqdm(total=len(split.texts), desc=f"{self.request['template']} {split.name}", unit="sent",
+                   mininterval=10)
+        for rows, inputs, tokens in batches(self.encoder.tokenizer, split.texts, split.blocks, max_length,
+                                            self.device):
+            split.tokenised.append((rows, tokens))  # the static sources reuse the tokenisation
             with autocast_for(self.device):
                 hidden_states = model(**inputs, output_hidden_states=True).hidden_states
             for name, layers in self.layers.items():
                 vectors = layer_vectors(model, inputs, layers, hidden_states)
-                pooled = Pooled(cache, name, ENCODER, split, len(texts), tables, tasks)
-                pooled.write(self.aggregations[name], vectors, tokens, rows)
-                if split == "corpus" and name in self.statics:
+                split.write(cache, name, ENCODER, self.aggregations[name], vectors, tokens, rows)
+                if split.name == "corpus" and name in self.statics:
                     self.statics[name].add(vectors, tokens.input_ids, tokens.attention)
             bar.update(len(rows))
         bar.close()
 
     @torch.inference_mode()
-    def static_sources(self, cache: Cache, texts: dict[str, list[str]], split_tables: dict) -> None:
+    def static_sources(self, cache: Cache, splits: list[Split]) -> None:
         """Avg. (per main layer set) and random embeddings: token vectors looked up in the splits' tokenisation, no
         forward pass."""
         tokenizer = self.encoder.tokenizer
@@ -269,55 +271,48 @@ class Extraction:
             table = random_table(len(tokenizer), self.encoder.hidden_size, options["seed"], options["std"])
             lookups[RANDOM_LAYERS, RANDOM] = (table.to(self.device), None)
         for (layers, source), (table, seen) in lookups.items():
-            for split, split_texts in texts.items():
-                pooled = Pooled(cache, layers, source, split, len(split_texts), *split_tables[split])
-                for rows, tokens in self.token_batches[split]:
+            for split in splits:
+                for rows, tokens in split.tokenised:
                     tokens = only_known(tokens, seen) if seen is not None else tokens
-                    pooled.write(self.request["aggregations"][source], table[tokens.input_ids], tokens, rows)
+                    split.write(cache, layers, source, self.request["aggregations"][source], table[tokens.input_ids],
+                                tokens, rows)
 
 
-class Pooled:
-    """Writes one (layer set, source, split)'s aggregations of each batch into the cache; ``idf_task`` on the
-    evaluation split with each task's own idf, into that task's rows."""
+@dataclass(frozen=True)
+class Split:
+    """One split's texts, its (rows, batch size) blocks, its tables (the fit corpus' and, on the evaluation split,
+    each task's, :meth:`Extraction.task_tables`, whose ``idf_task`` vectors go into that task's rows) and its batches'
+    token facts once encoded."""
 
-    def __init__(self, cache: Cache, layers: str, source: str, split: str, n_rows: int, tables: DeviceTables,
-                 tasks: dict[str, tuple[np.ndarray, DeviceTables]]):
-        self.cache, self.layers, self.source, self.split, self.n_rows = cache, layers, source, split, n_rows
-        self.tables, self.tasks = tables, tasks
-        self.positions = {task: task_positions(rows, n_rows) for task, (rows, _) in tasks.items()}
+    name: str
+    texts: list[str]
+    blocks: list[tuple[int, int]]
+    tables: DeviceTables
+    tasks: dict[str, tuple[np.ndarray, int, DeviceTables]]
+    tokenised: list[tuple[np.ndarray, BatchTokens]] = field(default_factory=list)
 
-    def write(self, aggregations: Sequence[str], vectors: torch.Tensor, tokens: BatchTokens, rows: np.ndarray) -> None:
+    def write(self, cache: Cache, layers: str, source: str, aggregations: Sequence[str], vectors: torch.Tensor,
+              tokens: BatchTokens, rows: np.ndarray) -> None:
+        """One batch's ``aggregations`` of one (layer set, source) into the cache."""
         for aggregation in aggregations:
-            if aggregation == "idf_task" and self.tasks:
-                self.write_tasks(vectors, tokens, rows)
+            if aggregation != "idf_task" or not self.tasks:
+                pooled, fallback = aggregate(aggregation, vectors, tokens, self.tables)
+                cache.write(layers, f"{source}.{aggregation}.{self.name}", len(self.texts), rows, pooled, fallback)
                 continue
-            pooled, fallback = aggregate(aggregation, vectors, tokens, self.tables)
-            self.cache.write(self.layers, f"{self.source}.{aggregation}.{self.split}", self.n_rows, rows, pooled,
-                             fallback)
-
-    def write_tasks(self, vectors: torch.Tensor, tokens: BatchTokens, rows: np.ndarray) -> None:
-        for task, (task_rows, tables) in self.tasks.items():
-            where = self.positions[task][rows]
-            inside = where >= 0
-            if not inside.any():
-                continue
-            keep = torch.from_numpy(inside).to(vectors.device)
-            pooled, fallback = aggregate("idf_task", vectors[keep], rows_of(tokens, keep), tables)
-            self.cache.write(self.layers, f"{self.source}.idf_task.eval-{task}", len(task_rows), where[inside],
-                             pooled, fallback)
+            for task, (positions, size, tables) in self.tasks.items():
+                where = positions[rows]
+                inside = where >= 0
+                if inside.any():
+                    keep = torch.from_numpy(inside).to(vectors.device)
+                    pooled, fallback = aggregate("idf_task", vectors[keep], rows_of(tokens, keep), tables)
+                    cache.write(layers, f"{source}.idf_task.{self.name}-{task}", size, where[inside], pooled,
+                                fallback)
 
 
 def split_blocks(n_rows: int, batch_size: int, leading: tuple[int, int] | None) -> list[tuple[int, int]]:
     """A split's (rows, batch size) blocks: the ``leading`` block, then the rest."""
     blocks = [leading, (n_rows - leading[0], batch_size)] if leading else [(n_rows, batch_size)]
     return [(size, block_batch) for size, block_batch in blocks if size > 0]
-
-
-def task_positions(rows: np.ndarray, n: int) -> np.ndarray:
-    """For each evaluation row, its position among a task's rows (-1 outside the task)."""
-    positions = np.full(n, -1, dtype=np.int64)
-    positions[rows] = np.arange(len(rows))
-    return positions
 
 
 def write_cache(model_dir: str | Path, senteval_dir: str | Path, corpus_txt: str | Path, out_dir: str | Path,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,10 +84,8 @@ class CachedEmbeddings:
         for path in paths:
             if path not in kept:
                 kept[path] = np.load(path)
-        arrays = [kept[path] for path in paths]
-        if len(arrays) == 1:
-            return arrays[0].astype(np.float64)
-        return np.mean([a.astype(np.float64) for a in arrays], axis=0)
+        arrays = [kept[path].astype(np.float64) for path in paths]
+        return arrays[0] if len(arrays) == 1 else np.mean(arrays, axis=0)
 
 
 # ---------------------------------------------------------------------------------------- the grid, block by block
@@ -116,23 +114,18 @@ def gram_uniformity(x: np.ndarray, t: float = 2.0) -> float:
     return float(np.log(exponents.sum() / 2) + top - np.log(n * (n - 1) / 2))
 
 
-class RowVectors:
-    """Vectors whose pairs are compared by cosine, each row's norm computed once: ``cosine_rows``'s values bit for bit
-    (pairs of one sentence with itself, cosine 1 up to round-off, are ranked by that round-off)."""
-
-    def __init__(self, vectors: np.ndarray):
-        self.vectors = vectors
-        self.norms = np.concatenate([np.zeros(0)] + [np.linalg.norm(vectors[start:start + CHUNK_ROWS], axis=1)
-                                                     for start in range(0, len(vectors), CHUNK_ROWS)])
-
-    def cosines(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        """Cosine of each pair (first[k], second[k]) of rows (0 for a zero vector), a chunk of pairs at a time."""
-        out = np.empty(len(first))
-        for start in range(0, len(first), CHUNK_ROWS):
-            a, b = first[start:start + CHUNK_ROWS], second[start:start + CHUNK_ROWS]
-            dots = np.einsum("ij,ij->i", self.vectors[a], self.vectors[b])
-            out[start:start + CHUNK_ROWS] = dots / np.maximum(self.norms[a] * self.norms[b], 1e-12)
-        return out
+def pair_cosines(vectors: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Cosine of each pair (vectors[first[k]], vectors[second[k]]) (0 for a zero vector), a chunk of pairs at a time,
+    each row's norm computed once: ``cosine_rows``'s values bit for bit (pairs of one sentence with itself, cosine 1
+    up to round-off, are ranked by that round-off)."""
+    norms = np.concatenate([np.zeros(0)] + [np.linalg.norm(vectors[start:start + CHUNK_ROWS], axis=1)
+                                            for start in range(0, len(vectors), CHUNK_ROWS)])
+    out = np.empty(len(first))
+    for start in range(0, len(first), CHUNK_ROWS):
+        a, b = first[start:start + CHUNK_ROWS], second[start:start + CHUNK_ROWS]
+        dots = np.einsum("ij,ij->i", vectors[a], vectors[b])
+        out[start:start + CHUNK_ROWS] = dots / np.maximum(norms[a] * norms[b], 1e-12)
+    return out
 
 
 def centred_ranks(values: np.ndarray) -> np.ndarray:
@@ -158,23 +151,18 @@ class RankedGold:
 
 @dataclass(frozen=True)
 class TaskPairs:
-    """One STS task (or STS-B dev) ready to score: its distinct rows (sorted), its pairs (parts concatenated) as rows
-    of the evaluation set and as positions among the task's rows, and its gold ranked once per scored set."""
+    """One STS task (or STS-B dev) ready to score: its distinct rows (sorted), its pairs (parts concatenated) as
+    positions among them, and its gold ranked once per scored set."""
 
     rows: np.ndarray
-    pairs: tuple[np.ndarray, np.ndarray]
     positions: tuple[np.ndarray, np.ndarray]
     ends: list[int]  # where each part ends in the concatenation
     gold: list[RankedGold]  # one over the concatenation ("all"), else one per part
     aggregation: str
 
-    def cosines_rows(self, evaluated: RowVectors) -> np.ndarray:
-        """The pairs' cosines (parts concatenated) of vectors given for every evaluation row."""
-        return evaluated.cosines(*self.pairs)
-
-    def cosines_own(self, vectors: np.ndarray) -> np.ndarray:
-        """The pairs' cosines of vectors given for the task's own rows (in ``rows`` order)."""
-        return RowVectors(vectors).cosines(*self.positions)
+    def cosines(self, vectors: np.ndarray) -> np.ndarray:
+        """The pairs' cosines (parts concatenated) of vectors given for the task's own rows (in ``rows`` order)."""
+        return pair_cosines(vectors, *self.positions)
 
     def spearman(self, similarities: np.ndarray) -> float:
         """:func:`~defsent_plus.evaluation.sts.aggregate_spearman` of the concatenated similarities."""
@@ -191,10 +179,10 @@ def task_pairs(parts: Sequence[ScoredPart], rows: np.ndarray, aggregation: str) 
     if aggregation not in STS_AGGREGATIONS:
         raise DefSentError("config: evaluation.sts_aggregation", f"unknown aggregation {aggregation!r}; expected one "
                                                                  f"of {list(STS_AGGREGATIONS)}")
-    first = np.concatenate([p.rows1 for p in parts])
-    second = np.concatenate([p.rows2 for p in parts])
+    positions = tuple(np.searchsorted(rows, np.concatenate([getattr(p, side) for p in parts]))
+                      for side in ("rows1", "rows2"))
     golds = [np.concatenate([p.gold for p in parts])] if aggregation == "all" else [p.gold for p in parts]
-    return TaskPairs(rows, (first, second), (np.searchsorted(rows, first), np.searchsorted(rows, second)),
+    return TaskPairs(rows, positions,
                      np.cumsum([len(p.gold) for p in parts]).tolist(), [RankedGold(g) for g in golds], aggregation)
 
 
@@ -303,41 +291,31 @@ class EmbeddingRows:
         """The combination's row of the grid's table (the reference's, tests/grid_reference.py) and every STS task's
         per-pair cosines (its parts concatenated, in file order)."""
         chain = combination.postprocess
-        if combination.fit == "eval":
-            cosines, dev, shape = self.fitted_per_task(chain)
+        processed = self.processor(chain, combination.fit)
+        tasks, dev, shape = self.targets.tasks, self.targets.dev, self.targets.shape
+        cosines = {task: pairs.cosines(processed(task, pairs.rows)) for task, pairs in tasks.items()}
+        scores = {task: tasks[task].spearman(values) for task, values in cosines.items()}
+        if self.transductive:  # idf_task: no dev idf, no alignment/uniformity
+            dev_score, shape_metrics = np.nan, NO_SHAPE
         else:
-            cosines, dev, shape = self.fitted_on_corpus(chain)
-        scores = {task: self.targets.tasks[task].spearman(values) for task, values in cosines.items()}
+            dev_score = dev.spearman(dev.cosines(processed(DEV, dev.rows)))
+            shape_metrics = shape.metrics(processed(SHAPE_KEY, shape.rows))
         return {**vars(combination), "transductive": self.transductive or combination.fit == "eval", **scores,
-                "avg": float(np.mean(list(scores.values()))), "dev": dev, **shape, **self.space_metrics(chain)}, cosines
+                "avg": float(np.mean(list(scores.values()))), "dev": dev_score, **shape_metrics,
+                **self.space_metrics(chain)}, cosines
 
-    def fitted_on_corpus(self, chain: str) -> tuple[dict[str, np.ndarray], float, dict]:
-        """(per-pair cosines per task, STS-B dev, alignment and uniformity) with ``chain`` fitted on the fit
-        corpus."""
-        tasks = self.targets.tasks
+    def processor(self, chain: str, fit: str) -> Callable[[str, np.ndarray], np.ndarray]:
+        """(evaluated set, its evaluation rows) -> the set's vectors post-processed by ``chain``: fitted on the fit
+        corpus (every evaluated row transformed once), or with fit ``eval`` on the set itself (transductive); an
+        ``idf_task`` task's vectors are its own cached rows."""
+        if fit == "eval":
+            return lambda name, rows: fit_transform_chain(
+                chain, self.own[name] if self.transductive else self.subset(name, rows),
+                self.targets.abtt_components, SHAPE_KEY if name == SHAPE_KEY else f"STS task {name}")
         if self.transductive:
-            return {task: pairs.cosines_own(self.transform(chain, self.own[task])) for task, pairs in tasks.items()}, \
-                np.nan, NO_SHAPE
-        evaluated = RowVectors(self.transform(chain, self.evaluated))
-        dev, shape = self.targets.dev, self.targets.shape
-        return {task: pairs.cosines_rows(evaluated) for task, pairs in tasks.items()}, \
-            dev.spearman(dev.cosines_rows(evaluated)), shape.metrics(evaluated.vectors[shape.rows])
-
-    def fitted_per_task(self, chain: str) -> tuple[dict[str, np.ndarray], float, dict]:
-        """The same with ``chain`` fitted on each evaluated set itself (transductive)."""
-        def on_itself(x: np.ndarray, where: str) -> np.ndarray:
-            return fit_transform_chain(chain, x, self.targets.abtt_components, where)
-
-        tasks = self.targets.tasks
-        if self.transductive:
-            return {task: pairs.cosines_own(on_itself(self.own[task], f"STS task {task}"))
-                    for task, pairs in tasks.items()}, np.nan, NO_SHAPE
-        cosines = {task: pairs.cosines_own(on_itself(self.subset(task, pairs.rows), f"STS task {task}"))
-                   for task, pairs in tasks.items()}
-        dev = self.targets.dev
-        shape = self.targets.shape
-        return cosines, dev.spearman(dev.cosines_own(on_itself(self.subset(DEV, dev.rows), f"STS task {DEV}"))), \
-            shape.metrics(on_itself(self.subset(SHAPE_KEY, shape.rows), SHAPE_KEY))
+            return lambda name, rows: self.transform(chain, self.own[name])
+        evaluated = self.transform(chain, self.evaluated)
+        return lambda name, rows: evaluated[rows]
 
     def subset(self, name: str, rows: np.ndarray) -> np.ndarray:
         """The evaluated rows of one set, gathered once for every chain fitted on it."""
@@ -368,31 +346,25 @@ def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: C
     block, one cached embedding after the other; ``seconds``, when given, adds up the time of reading the cache
     (``load``) and of each post-processing (``<chain> <fit>``, what a chain's rows share counted where first
     computed)."""
-    timer = Seconds(seconds)
     kept: dict[Path, np.ndarray] = {}  # the block's cache files, each read once
     scored = []
     for rows in block.values():
-        with timer("load"):
+        with timed(seconds, "load"):
             embedding = EmbeddingRows(rows[0][1], embeddings, kept, targets)
         for index, combination in rows:
-            with timer(f"{combination.postprocess} {combination.fit}"):
+            with timed(seconds, f"{combination.postprocess} {combination.fit}"):
                 row, cosines = embedding.row(combination)
             scored.append((index, row, cosines if keep_pairs else None))
     return scored
 
 
-class Seconds:
-    """Wall seconds of ``with`` blocks added up by name into ``totals`` (nothing is timed when it is None)."""
-
-    def __init__(self, totals: dict[str, float] | None):
-        self.totals = totals
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        if self.totals is not None:
-            self.totals[name] = self.totals.get(name, 0.0) + time.perf_counter() - start
+@contextmanager
+def timed(totals: dict[str, float] | None, name: str) -> Iterator[None]:
+    """Wall seconds of a ``with`` block added to ``totals[name]`` (nothing is timed when ``totals`` is None)."""
+    start = time.perf_counter()
+    yield
+    if totals is not None:
+        totals[name] = totals.get(name, 0.0) + time.perf_counter() - start
 
 
 def grid_blocks(combinations: Sequence[Combination]) -> list[dict[tuple, list[tuple[int, Combination]]]]:

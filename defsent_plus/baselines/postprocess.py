@@ -119,22 +119,14 @@ def coarse_order(columns: np.ndarray) -> np.ndarray:
 
 
 def make_step(name: str, d: int | None, n_fit: int, fast: bool = False):
-    if name == "quantile" and fast:
-        return UniformQuantiles(n_quantiles=min(QUANTILES, n_fit))
-    if name == "center":
-        return StandardScaler(with_std=False)
-    if name == "zscore":
-        return StandardScaler()
+    """An unfitted step of a chain (``fast``: quantile-u as :class:`UniformQuantiles`, the same numbers)."""
     if name == "quantile":
-        return QuantileTransformer(n_quantiles=min(QUANTILES, n_fit), output_distribution="uniform", subsample=None,
-                                   random_state=0)
-    if name == "whiten":
-        return PCA(whiten=True, svd_solver="full")
-    if name == "abtt":
-        return AllButTheTop(d)
-    if name == "l2":
-        return Normalizer()
-    raise KeyError(name)
+        n_quantiles = min(QUANTILES, n_fit)
+        return UniformQuantiles(n_quantiles) if fast else QuantileTransformer(
+            n_quantiles=n_quantiles, output_distribution="uniform", subsample=None, random_state=0)
+    steps = {"center": lambda: StandardScaler(with_std=False), "zscore": StandardScaler, "l2": Normalizer,
+             "whiten": lambda: PCA(whiten=True, svd_solver="full"), "abtt": lambda: AllButTheTop(d)}
+    return steps[name]()
 
 
 def minimum_fit_size(name: str, d: int | None, dim: int) -> int:
@@ -195,6 +187,4 @@ def step_transform(step, x: np.ndarray) -> np.ndarray:
 def fit_transform_chain(chain: str, x: np.ndarray, abtt_components: int, where: str) -> np.ndarray:
     """``x`` post-processed by ``chain`` fitted on ``x`` itself (:func:`fit_chain` with ``fast``, then
     :func:`transform_rows`: no input checks and copies)."""
-    if chain == "none":
-        return x
-    return transform_rows(fit_chain(chain, x, abtt_components, where, fast=True), x)
+    return x if chain == "none" else transform_rows(fit_chain(chain, x, abtt_components, where, fast=True), x)

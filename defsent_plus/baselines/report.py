@@ -57,8 +57,7 @@ PLAIN_MEAN = {"source": ENCODER, "template": NO_TEMPLATE, "aggregation": "mean",
 
 def plain_mean_label(n_layers: int) -> str:
     """The plain-mean row as the summary names combinations (source, template, layers, aggregation, post-processing)."""
-    return ", ".join([PLAIN_MEAN["source"], PLAIN_MEAN["template"], layer_set_name((n_layers,)),
-                      PLAIN_MEAN["aggregation"], PLAIN_MEAN["postprocess"]])
+    return combination_name({**PLAIN_MEAN, "layers": layer_set_name((n_layers,))})
 
 
 def plain_mean_index(table: pd.DataFrame, n_layers: int) -> int | None:
@@ -123,7 +122,7 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
     log.info("95%% intervals of %d named rows and their paired tests in %.1f s", len(uncertainty.indices),
              time.perf_counter() - start - scored)
     table.insert(0, "fit_corpus", f"{len(corpus)} sentences ({options['fit_corpus'].get('file') or 'definitions'})")
-    write_scores(table, outputs["tsv"])
+    write_tsv(outputs["tsv"], table, float_format="%.4f")
     notes = [f"STS: Spearman x 100 of cosine (STS12-16 '{options['sts_aggregation']}'); align/uniform: Wang & Isola on "
              "unit vectors, STS-B train (lower is better); IsoScore and mean cosine of the fit corpus' embeddings",
              f"fit corpus: {len(corpus)} sentences; post-processing fit 'corpus' = on it (the extraction study's W), "
@@ -139,13 +138,7 @@ def write_grid(caches: dict[str, str], senteval_dir: str | Path, corpus_txt: str
         return
     best = inductive.nlargest(1, "dev").iloc[0]
     log.info("%d combinations in %.0f s; selected on STS-B dev: %s (dev %.2f, STS avg %.2f)", len(table),
-             time.perf_counter() - start, ", ".join(f"{k} {best[k]}" for k in ("source", "template", "layers",
-                                                                                 "aggregation", "postprocess", "fit")),
-             best["dev"], best["avg"])
-
-
-def write_scores(table: pd.DataFrame, out_tsv: str | Path) -> None:
-    write_tsv(out_tsv, table, float_format="%.4f")
+             time.perf_counter() - start, ", ".join(f"{k} {best[k]}" for k in SETTING), best["dev"], best["avg"])
 
 
 def selected_per_source(table: pd.DataFrame) -> pd.DataFrame:
@@ -158,40 +151,39 @@ def best_inductive(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["transductive"]].nlargest(BEST_ROWS, "avg")
 
 
-def best_transductive(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table["transductive"]].nlargest(BEST_TRANSDUCTIVE, "avg")
+def named_tables(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The summary's tables of named rows by heading: the STS-B dev-selected row per source and the best rows by
+    test average, inductive and (where there are any) transductive."""
+    named = {"Selected on STS-B dev (inductive), overall and per source: the fair comparison with dev-selected "
+             "trained models": selected_per_source(table),
+             f"Best {BEST_ROWS} combinations by the STS test average (inductive: nothing fitted on an evaluated "
+             "sentence; read, do not select, on these)": best_inductive(table)}
+    if table["transductive"].any():
+        named["Best transductive combinations (idf or post-processing fitted on the evaluated task)"] = \
+            table[table["transductive"]].nlargest(BEST_TRANSDUCTIVE, "avg")
+    return named
 
 
 def shown_rows(table: pd.DataFrame) -> list[int]:
     """The grid indices of every row the summary names: the dev-selected and best rows, and each family member's
     dev-selected and best row (the rows that get intervals and paired tests)."""
-    tables = [selected_per_source(table), best_inductive(table), best_transductive(table)]
     family = [index for name in FAMILIES for _, group in family_groups(table, name)
               for index in family_choice(group).values() if index is not None]
-    return list(dict.fromkeys([*(int(i) for t in tables for i in t.index), *family]))
+    return list(dict.fromkeys([*(int(i) for rows in named_tables(table).values() for i in rows.index), *family]))
 
 
-def summary_markdown(table: pd.DataFrame, title: str, notes: list[str],
-                     uncertainty: RowUncertainty | None = None, reference: str | None = None) -> str:
+def summary_markdown(table: pd.DataFrame, title: str, notes: list[str], uncertainty: RowUncertainty,
+                     reference: str | None) -> str:
     """The STS-B dev-selected combination per source, the best rows by test average (inductive and transductive
     apart), per (source, template) the STS average of aggregation x post-processing at the first configured layer
-    set, fitted on the corpus, and the best rows per family of options (:func:`family_tables`); with
-    ``uncertainty``, every named row's 95% intervals and its paired test against the ``reference`` row (the plain
-    mean, its label)."""
+    set, fitted on the corpus, and the best rows per family of options (:func:`family_tables`); every named row with
+    its 95% intervals (``uncertainty``) and its paired test against the ``reference`` row (the plain mean, its
+    label)."""
     shown = {**STS_COLUMNS, "dev": "STS-B dev", **SHAPE_COLUMNS}
     columns = [column for column in [*SETTING, *STS_COLUMNS, "dev", *SHAPE_COLUMNS] if column in table]
-    text = f"# {title}\n\n" + "".join(f"- {note}\n" for note in notes) + "\n"
-
-    def rows_table(rows: pd.DataFrame) -> str:
-        return markdown(with_uncertainty(rows[columns], uncertainty), shown)
-
-    text += ("## Selected on STS-B dev (inductive), overall and per source: the fair comparison with dev-selected "
-             "trained models\n\n") + rows_table(selected_per_source(table))
-    text += (f"\n## Best {BEST_ROWS} combinations by the STS test average (inductive: nothing fitted on an evaluated "
-             "sentence; read, do not select, on these)\n\n") + rows_table(best_inductive(table))
-    if table["transductive"].any():
-        text += "\n## Best transductive combinations (idf or post-processing fitted on the evaluated task)\n\n"
-        text += rows_table(best_transductive(table))
+    text = f"# {title}\n\n" + "".join(f"- {note}\n" for note in notes)
+    for heading, rows in named_tables(table).items():
+        text += f"\n## {heading}\n\n" + markdown(with_uncertainty(rows[columns], uncertainty), shown)
     main = table[~table["sweep"]]
     for (source, template), rows in main.groupby(["source", "template"], sort=False):
         layers = rows["layers"].iloc[0]
@@ -199,21 +191,15 @@ def summary_markdown(table: pd.DataFrame, title: str, notes: list[str],
         pivot = rows.pivot_table(index="aggregation", columns="postprocess", values="avg", sort=False)
         text += (f"\n## {source}, template {template}, layers {layers}: STS avg., aggregation x post-processing "
                  "(fit: corpus)\n\n") + pivot.reset_index().to_markdown(index=False, floatfmt=".2f") + "\n"
-        if uncertainty is not None:
-            text += "\n" + cell_note(uncertainty) + "\n"
-    text += family_tables(table, uncertainty)
-    if uncertainty is not None:
-        text += uncertainty_sections(table, uncertainty, reference)
-    return text
+        text += "\n" + cell_note(uncertainty) + "\n"
+    return text + family_tables(table, uncertainty) + uncertainty_sections(table, uncertainty, reference)
 
 
 AVG_INTERVAL, VERSUS_PLAIN = "Avg. 95%", "Avg. − plain mean"
 
 
-def with_uncertainty(rows: pd.DataFrame, uncertainty: RowUncertainty | None) -> pd.DataFrame:
+def with_uncertainty(rows: pd.DataFrame, uncertainty: RowUncertainty) -> pd.DataFrame:
     """``rows`` with the average's interval and its paired difference from the plain mean after ``avg``."""
-    if uncertainty is None:
-        return rows
     rows = rows.copy()
     position = rows.columns.get_loc("avg") + 1
     rows.insert(position, AVG_INTERVAL, [average_interval(uncertainty, i) for i in rows.index])
@@ -260,8 +246,10 @@ FAMILIES = {"template": "template", "layers": "layers", "aggregation": "aggregat
 
 
 def family_groups(table: pd.DataFrame, family: str):
-    """(member, its rows) of one family of options."""
-    return table.assign(**{"post-processing": family_post_processing(table)}).groupby(family, sort=False)
+    """(member, its rows) of one family of options; post-processing members name their fit: ``zscore (corpus)``,
+    ``zscore (eval)``, ``none``."""
+    post = table["postprocess"].where(table["fit"] == "-", table["postprocess"] + " (" + table["fit"] + ")")
+    return table.assign(**{"post-processing": post}).groupby(family, sort=False)
 
 
 def family_tables(table: pd.DataFrame, uncertainty: RowUncertainty | None = None) -> str:
@@ -279,11 +267,6 @@ def family_tables(table: pd.DataFrame, uncertainty: RowUncertainty | None = None
     return text
 
 
-def family_post_processing(table: pd.DataFrame) -> pd.Series:
-    """``zscore (corpus)``, ``zscore (eval)``, ``none``."""
-    return table["postprocess"].where(table["fit"] == "-", table["postprocess"] + " (" + table["fit"] + ")")
-
-
 def family_choice(group: pd.DataFrame) -> dict[str, int | None]:
     """The grid indices of one member's dev-selected inductive row (None when all its rows are transductive) and of
     its best test average."""
@@ -296,34 +279,27 @@ def family_row(group: pd.DataFrame, uncertainty: RowUncertainty | None = None) -
     """The dev-selected inductive row and the best test average of one member's rows (with ``uncertainty``, each
     one's 95% interval)."""
     choice = family_choice(group)
-    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None, "STS avg": None}
-    if choice["selected"] is not None:
-        selected = group.loc[choice["selected"]]
-        row.update({"selected on STS-B dev": combination_name(selected), "dev": selected["dev"],
-                    "STS avg": selected["avg"]})
-    if uncertainty is not None:
-        row["95%"] = None if choice["selected"] is None else average_interval(uncertainty, choice["selected"])
-    best = group.loc[choice["best"]]
+    chosen, best = (None if index is None else group.loc[index] for index in (choice["selected"], choice["best"]))
+    row = {"rows": len(group), "selected on STS-B dev": "- (all transductive)", "dev": None, "STS avg": None,
+           "95%": None}
+    if chosen is not None:
+        row.update({"selected on STS-B dev": combination_name(chosen), "dev": chosen["dev"], "STS avg": chosen["avg"],
+                    "95%": None if uncertainty is None else average_interval(uncertainty, choice["selected"])})
     row.update({"best STS avg (not a selection)": combination_name(best)
-                + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"]})
-    if uncertainty is not None:
-        row["its 95%"] = average_interval(uncertainty, choice["best"])
-    return row
+                + (" [transductive]" if best["transductive"] else ""), "its STS avg": best["avg"],
+                "its 95%": None if uncertainty is None else average_interval(uncertainty, choice["best"])})
+    return row if uncertainty is not None else {k: v for k, v in row.items() if "95%" not in k}
 
 
-def combination_name(row: pd.Series) -> str:
+def combination_name(row: pd.Series | dict) -> str:
     fit = "" if row["fit"] == "-" else f" ({row['fit']})"
     return f"{row['source']}, {row['template']}, {row['layers']}, {row['aggregation']}, {row['postprocess']}{fit}"
-
-
-def layer_order(n_layers: int) -> list[str]:
-    return [layer_set_name((k,)) for k in range(STATIC_LAYER, n_layers + 1)]
 
 
 def plot_layers(table: pd.DataFrame, n_layers: int, out_png: str | Path, title: str) -> None:
     """STS average per single layer (no post-processing, the encoder's own vectors) for CLS, mean and mask, one line
     per (template, aggregation)."""
-    order = layer_order(n_layers)
+    order = [layer_set_name((k,)) for k in range(STATIC_LAYER, n_layers + 1)]
     rows = table[(table["source"] == ENCODER) & (table["postprocess"] == "none") & table["layers"].isin(order)
                  & table["aggregation"].isin(PLOTTED)]
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -29,7 +29,6 @@ LAST = "last"
 AGGREGATIONS = ("cls", "mean", "mean_nospecial", "max", "idf", "idf_task", "biases", "mask")
 TRANSDUCTIVE_AGGREGATIONS = ("idf_task",)  # fitted on the evaluated task's own sentences
 ENCODER, AVG, ENCODER_AVG, RANDOM = "encoder", "avg", "encoder+avg", "random"
-SOURCES = (ENCODER, AVG, ENCODER_AVG, RANDOM)
 ENCODER_ONLY_AGGREGATIONS = ("cls", "mask")  # a static model's [CLS] or [MASK] is the same vector in every sentence
 POSTPROCESSORS = ("none", "center", "zscore", "quantile", "whiten", "abtt", "l2")
 NO_FIT = "-"
@@ -70,10 +69,6 @@ def template_text(name: str, custom: dict[str, str], key: str) -> str:
     return text
 
 
-def has_mask(text: str) -> bool:
-    return "{mask}" in text
-
-
 def render(text: str, sentence: str, mask_token: str) -> str:
     """The model input of one sentence."""
     return text.format(sentence=sentence, mask=mask_token)
@@ -109,8 +104,6 @@ class Combination:
     postprocess: str
     fit: str
     sweep: bool = False
-
-
 
 
 def check_grid(grid: dict, custom_templates: dict, key: str) -> None:
@@ -167,7 +160,7 @@ def layer_sets(layers: list, sweep: list, n_layers: int,
 
 def aggregations_for(aggregations, template: str, source: str, custom_templates: dict) -> list[str]:
     """The aggregations that mean something for a template and source (encoder + Avg. has only those both share)."""
-    masked = has_mask(template_text(template, custom_templates, "baselines.templates"))
+    masked = "{mask}" in template_text(template, custom_templates, "baselines.templates")
     return [a for a in aggregations
             if (a != "mask" or masked) and (a not in ENCODER_ONLY_AGGREGATIONS or source == ENCODER)]
 
@@ -208,8 +201,7 @@ def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) ->
 
 def post_fits(grid: dict) -> list[tuple[str, str]]:
     """(post-processing, fit) pairs: ``none`` once, every other chain once per fit."""
-    return [(post, NO_FIT) if post == "none" else (post, fit)
-            for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
+    return [(post, fit) for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
 
 
 def extraction_request(grid: dict, template: str, custom_templates: dict) -> dict:

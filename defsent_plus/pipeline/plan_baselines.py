@@ -3,18 +3,9 @@ corpus. Part of :class:`defsent_plus.pipeline.plan.Plan`."""
 
 from __future__ import annotations
 
-from defsent_plus.baselines.spec import (
-    check_grid,
-    extraction_request,
-)
+from defsent_plus.baselines.spec import check_grid, extraction_request
 from defsent_plus.errors import DefSentError
-from defsent_plus.pipeline.dag import (
-    EncoderId,
-    acquired_data,
-    baseline_cache,
-    baselines_file,
-    subset_file,
-)
+from defsent_plus.pipeline.dag import EncoderId, acquired_data, baseline_cache, baselines_file, subset_file
 
 
 class BaselinesPlan:
