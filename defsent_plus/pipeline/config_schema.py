@@ -7,6 +7,7 @@ there. This runs in both, and its errors name the config key.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,14 +27,10 @@ def _with_defaults(validator_class):
         if isinstance(instance, dict):
             for name, subschema in properties.items():
                 if "default" in subschema:
-                    instance.setdefault(name, _copy(subschema["default"]))
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))  # never shared
         yield from check_properties(validator, properties, instance, schema)
 
     return validators.extend(validator_class, {"properties": fill_then_check})
-
-
-def _copy(value):
-    return yaml.safe_load(yaml.safe_dump(value))  # defaults are plain YAML data; never share one between keys
 
 
 DefaultingValidator = _with_defaults(Draft202012Validator)

@@ -325,15 +325,10 @@ def space_plot(encoder: EncoderId | str, dataset: str, space: str) -> str:
     return f"{space_dir(encoder, dataset)}/plots/{space}.png"
 
 
-def candidate_dir(run: str, step: int | str, space: str, seed: int | str) -> str:
-    """One trained candidate of a PST step: its ``model/`` and ``train.json``."""
-    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}"
-
-
 def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
     """``model`` (the trained encoder's directory), ``train.json`` (its training summary) or ``metrics.tsv`` (its
-    per-step metrics) of a candidate."""
-    return f"{candidate_dir(run, step, space, seed)}/{name}"
+    per-step metrics) of one trained candidate of a PST step."""
+    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}/{name}"
 
 
 def trained_model(candidate: EncoderId) -> str:

@@ -56,31 +56,30 @@ def read_holder(workdir: str | Path) -> dict | None:
     return record if isinstance(record, dict) and {"host", "pid"} <= record.keys() else None
 
 
-def snakemake_alive(pid: int, proc: Path = Path("/proc")) -> bool:
-    """Whether process ``pid`` on this host is alive and runs Snakemake (a reused pid runs something else)."""
+def runs_snakemake(process: Path) -> bool:
+    """Whether the process of a ``/proc/<pid>`` folder is alive and runs Snakemake (a reused pid runs something
+    else)."""
     try:
-        command = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
-    except OSError:
+        return any(b"snakemake" in part for part in (process / "cmdline").read_bytes().split(b"\0")[:3])
+    except OSError:  # the process ended, or is not ours to read
         return False
-    return any(b"snakemake" in part for part in command[:3])
+
+
+def snakemake_alive(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether process ``pid`` on this host is alive and runs Snakemake."""
+    return runs_snakemake(proc / str(pid))
 
 
 def snakemake_processes_in(workdir: str | Path, proc: Path = Path("/proc")) -> list[int]:
     """PIDs of live processes (other than this one) running Snakemake with ``workdir`` as working directory."""
-    target = Path(workdir).resolve()
-    found = []
-    for entry in proc.glob("[0-9]*"):
-        pid = int(entry.name)
-        if pid == os.getpid():
-            continue
+    def works_in(process: Path) -> bool:
         try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-            cwd = Path(os.readlink(entry / "cwd")).resolve()
-        except OSError:  # the process ended, or is not ours to read
-            continue
-        if cwd == target and any(b"snakemake" in part for part in command[:3]):
-            found.append(pid)
-    return found
+            return Path(os.readlink(process / "cwd")).resolve() == Path(workdir).resolve()
+        except OSError:
+            return False
+
+    return [int(entry.name) for entry in proc.glob("[0-9]*")
+            if int(entry.name) != os.getpid() and works_in(entry) and runs_snakemake(entry)]
 
 
 @dataclass(frozen=True)
