@@ -215,11 +215,6 @@ def cmd_estimate(args: argparse.Namespace) -> None:
     print(assumptions(args.gpus))
 
 
-def add_sentence_input(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sentences", nargs="*", help="sentences (or use --file)")
-    parser.add_argument("--file", help="a UTF-8 file with one sentence a line")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="defsent-plus", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -228,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)")
     encode.add_argument("--pooling", default="mean", choices=POOLINGS)
     encode.add_argument("--output", "-o", required=True, help="output .npy")
-    add_sentence_input(encode)
+    encode.add_argument("sentences", nargs="*", help="sentences (or use --file)")
+    encode.add_argument("--file", help="a UTF-8 file with one sentence a line")
     encode.set_defaults(func=cmd_encode)
 
     similarity = commands.add_parser("similarity", help="cosine similarity of two sentences")

@@ -55,11 +55,8 @@ def load_schema(schema_path: str | Path, plugins: list[str] | tuple[str, ...] = 
 def validated_config(config: dict, schema_path: str | Path) -> dict:
     """``config`` with the schema's defaults filled in (in place); a violation raises naming its config key.
     Methods of ``method_plugins`` are registered first, so their blocks are checked too."""
-    plugins = config.get("method_plugins") or []
-    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
-        raise DefSentError("config: method_plugins", f"expected a list of module names, got {plugins!r}")
+    schema = load_schema(schema_path, config.get("method_plugins") or [])  # the registry checks the list
     load_evaluators(config.get("evaluator_plugins") or [])
-    schema = load_schema(schema_path, plugins)
     check_top_level_keys(config, schema)
     read_command_line_numbers(config)
     errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))

@@ -152,6 +152,9 @@ class Request:
     steps: float = 0.0
 
 
+UNKNOWN_REQUEST = Request(float("nan"), **UNKNOWN_MODEL_REQUEST)  # not a projection: the rule's fixed request
+
+
 def architecture_of_model(config: dict, model: str) -> Architecture | None:
     """A config model's architecture; None for a hub model without a shipped architecture or a local model not there
     yet (its jobs ask for ``UNKNOWN_MODEL_REQUEST``)."""
@@ -159,10 +162,6 @@ def architecture_of_model(config: dict, model: str) -> Architecture | None:
         return model_architecture(config["models"][model])
     except (DefSentError, OSError):
         return None
-
-
-def unknown_model_request() -> Request:
-    return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
 
 
 def with_margin(config: dict, seconds: float, memory_bytes: float, steps: float = 0.0) -> Request:
@@ -191,7 +190,7 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> Request:
     options = method.resolved_options(plan.method_options(run))
     architecture = architecture_of_model(config, model_of_run(config, run))
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     per_epoch, epochs = training_examples(config, run, method, options)
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)
@@ -221,7 +220,7 @@ def encoding_request(config: dict, model: str, sentences: float, on_gpu: bool,
     unknown architecture: ``UNKNOWN_MODEL_REQUEST``."""
     architecture = architecture_of_model(config, model)
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     c = architecture.config
     flops = sentences * 2.0 * layer_parameters(c) * tokens
     rate = Gpu(**config["costs"]["gpu"]).flops_per_second if on_gpu else cpu_flops_per_second(config)
@@ -236,7 +235,7 @@ def transform_request(config: dict, model: str, entries: int, transform: str, on
     and whitening: their start); memory: a few float64 copies of the rows and the hidden × hidden matrices."""
     architecture = architecture_of_model(config, model)
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     hidden, seconds = architecture.config["hidden_size"], START_SECONDS
     if transform == "ica":
         ica = config["entry_space"]["ica"]
