@@ -208,11 +208,7 @@ def cmd_estimate(args: argparse.Namespace) -> None:
     if args.gpus < 1:
         raise DefSentError("--gpus", f"expected at least 1 GPU, got {args.gpus}")
     estimates = {Path(path).name: estimate(read_config(Path(path))) for path in args.configs}
-    print(markdown_table(estimates))
-    print()
-    print(reservation_table(estimates, args.gpus))
-    print()
-    print(assumptions(args.gpus))
+    print(markdown_table(estimates), reservation_table(estimates, args.gpus), assumptions(args.gpus), sep="\n\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -117,15 +117,6 @@ def lock_verdict(workdir: str | Path) -> Verdict | None:
     return Verdict(True, f"its holder, {describe(record)}, is gone")
 
 
-def remove_lock(workdir: str | Path) -> list[Path]:
-    """Delete the lock files and their record; the lock files removed."""
-    removed = lock_files(workdir)
-    for path in removed:
-        path.unlink(missing_ok=True)
-    (Path(workdir) / HOLDER_FILE).unlink(missing_ok=True)
-    return removed
-
-
 def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
     """What ``bin/run`` does before Snakemake: remove a stale lock, then record ``pid`` as the holder of the lock
     it is about to take (not for a dry run or ``--unlock``, which take none, nor while a lock stays); the message."""
@@ -136,7 +127,9 @@ def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
     verdict = lock_verdict(workdir)
     message = ""
     if verdict is not None and verdict.remove:
-        remove_lock(workdir)
+        for path in lock_files(workdir):  # the lock files and their record
+            path.unlink(missing_ok=True)
+        (workdir / HOLDER_FILE).unlink(missing_ok=True)
         message = f"bin/run: removed a stale Snakemake lock in {lock_dir} ({verdict.reason}); going on"
     elif verdict is not None:
         message = f"bin/run: kept the Snakemake lock in {lock_dir}: {verdict.reason}; {UNLOCK_HINT}"
