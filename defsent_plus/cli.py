@@ -117,15 +117,14 @@ def verbatim_owners(rd, sentence: str) -> list[tuple[str, str]]:
 def require_command(model: str, command: str) -> None:
     """Fail early when the method a model was trained with (its training card) does not support ``command``,
     naming the commands it does support. A model without a card (a base model) is not checked."""
-    from defsent_plus.io import read_json
     from defsent_plus.methods import method_of
     from defsent_plus.names import TRAINING_CARD
+    from defsent_plus.recorded_paths import training_card
 
-    card = Path(model) / TRAINING_CARD
-    trained_with = read_json(card).get("method") if card.is_file() else None
+    trained_with = training_card(model).get("method")
     if trained_with is None:
         return
-    method = method_of(trained_with, f"{card}: method")
+    method = method_of(trained_with, f"{Path(model) / TRAINING_CARD}: method")
     if command not in method.commands:
         raise DefSentError(model, f"a {method.name} model ({method.paper}) does not support `{command}`; its "
                                   f"commands: {', '.join(method.commands)}")
@@ -153,11 +152,9 @@ def untrained_head_warning(model: str) -> str:
     """Why a DefSent model's predicted words are meaningless ('' if they need not be): its training card records a
     masked-LM head that was initialised (or partly initialised), not pretrained. Only the card's ``head`` record is
     read: a model without a card or without that record gets no warning, and the training's fit is not consulted."""
-    from defsent_plus.io import read_json
-    from defsent_plus.names import TRAINING_CARD
+    from defsent_plus.recorded_paths import training_card
 
-    card = Path(model) / TRAINING_CARD
-    head = (read_json(card).get("head") or {}) if card.is_file() else {}
+    head = training_card(model).get("head") or {}
     if head.get("head", "pretrained") == "pretrained":
         return ""
     return (f"this model's masked-LM head was {head['head']} (seed {head.get('seed')}), not pretrained: its words "
@@ -211,16 +208,7 @@ def cmd_estimate(args: argparse.Namespace) -> None:
     if args.gpus < 1:
         raise DefSentError("--gpus", f"expected at least 1 GPU, got {args.gpus}")
     estimates = {Path(path).name: estimate(read_config(Path(path))) for path in args.configs}
-    print(markdown_table(estimates))
-    print()
-    print(reservation_table(estimates, args.gpus))
-    print()
-    print(assumptions(args.gpus))
-
-
-def add_sentence_input(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sentences", nargs="*", help="sentences (or use --file)")
-    parser.add_argument("--file", help="a UTF-8 file with one sentence a line")
+    print(markdown_table(estimates), reservation_table(estimates, args.gpus), assumptions(args.gpus), sep="\n\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)")
     encode.add_argument("--pooling", default="mean", choices=POOLINGS)
     encode.add_argument("--output", "-o", required=True, help="output .npy")
-    add_sentence_input(encode)
+    encode.add_argument("sentences", nargs="*", help="sentences (or use --file)")
+    encode.add_argument("--file", help="a UTF-8 file with one sentence a line")
     encode.set_defaults(func=cmd_encode)
 
     similarity = commands.add_parser("similarity", help="cosine similarity of two sentences")

@@ -36,12 +36,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 hex digest of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """SHA-256 hex digest of a file."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def write_json(path: str | Path, data: dict) -> None:

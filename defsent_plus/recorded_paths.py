@@ -37,14 +37,11 @@ def tried_paths(recorded: str | Path, folders: Iterable[Path]) -> list[Path]:
 
 
 def located(recorded: str | Path, folders: Iterable[Path]) -> Path | None:
-    """The first of :func:`tried_paths` that exists (relative to the current folder when under it), else None."""
+    """The first of :func:`tried_paths` that exists, else None; relative to the current folder when it lies under it
+    (as the workflow's own paths are written)."""
+    here = Path.cwd().resolve()
     found = next((path for path in tried_paths(recorded, folders) if path.exists()), None)
-    return None if found is None else here_relative(found)
-
-
-def here_relative(path: Path) -> Path:
-    """``path`` relative to the current folder when it lies under it (as the workflow's own paths are written)."""
-    return path.relative_to(Path.cwd().resolve()) if path.is_relative_to(Path.cwd().resolve()) else path
+    return found.relative_to(here) if found is not None and found.is_relative_to(here) else found
 
 
 def locate(recorded: str | Path, folders: Iterable[Path], where: str | Path, what: str, remedy: str) -> Path:

@@ -79,8 +79,8 @@ def test_malformed_names_are_refused(name):
 
 def test_path_functions_are_also_the_rules_output_patterns():
     candidate = EncoderId.candidate("tiny", 2, "amp", 1)
-    assert dag.trained_model(candidate) == dag.candidate_dir("{run}", "{step}", "{space}", "{seed}").format(
-        run="tiny", step=2, space="amp", seed=1) + "/model"
+    assert dag.trained_model(candidate) == dag.candidate_file("{run}", "{step}", "{space}", "{seed}", "model").format(
+        run="tiny", step=2, space="amp", seed=1)
     assert dag.score_file(candidate, "sts", "mean") == "results/eval/tiny.step2.amp.seed1/sts_mean.json"
     assert dag.space_file("{encoder}", "{dataset}", "amp").format(encoder="tiny.step1", dataset="a") == \
         dag.space_file(EncoderId.selected("tiny", 1), "a", "amp")

@@ -7,6 +7,7 @@ there. This runs in both, and its errors name the config key.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,14 +27,10 @@ def _with_defaults(validator_class):
         if isinstance(instance, dict):
             for name, subschema in properties.items():
                 if "default" in subschema:
-                    instance.setdefault(name, _copy(subschema["default"]))
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))  # never shared
         yield from check_properties(validator, properties, instance, schema)
 
     return validators.extend(validator_class, {"properties": fill_then_check})
-
-
-def _copy(value):
-    return yaml.safe_load(yaml.safe_dump(value))  # defaults are plain YAML data; never share one between keys
 
 
 DefaultingValidator = _with_defaults(Draft202012Validator)
@@ -58,11 +55,8 @@ def load_schema(schema_path: str | Path, plugins: list[str] | tuple[str, ...] = 
 def validated_config(config: dict, schema_path: str | Path) -> dict:
     """``config`` with the schema's defaults filled in (in place); a violation raises naming its config key.
     Methods of ``method_plugins`` are registered first, so their blocks are checked too."""
-    plugins = config.get("method_plugins") or []
-    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
-        raise DefSentError("config: method_plugins", f"expected a list of module names, got {plugins!r}")
+    schema = load_schema(schema_path, config.get("method_plugins") or [])  # the registry checks the list
     load_evaluators(config.get("evaluator_plugins") or [])
-    schema = load_schema(schema_path, plugins)
     check_top_level_keys(config, schema)
     read_command_line_numbers(config)
     errors = sorted(DefaultingValidator(schema).iter_errors(config), key=lambda e: list(e.absolute_path))

@@ -46,6 +46,9 @@ DEFAULT_RESULTS = "results"  # the results folder of the working directory's con
 DEFAULT_CONFIG = "config.yaml"
 
 
+NAME_FORMATS = {"base": "{model}", "selected": "{run}.step{step}", "candidate": "{run}.step{step}.{space}.seed{seed}"}
+
+
 @dataclass(frozen=True)
 class EncoderId:
     """One encoder of the DAG. Exactly one of: ``model`` (a configured base model); ``run`` + ``step`` (that
@@ -79,11 +82,7 @@ class EncoderId:
     @property
     def name(self) -> str:
         """The name in result paths and wildcards."""
-        if self.kind == "base":
-            return self.model
-        if self.kind == "selected":
-            return f"{self.run}.step{self.step}"
-        return f"{self.run}.step{self.step}.{self.space}.seed{self.seed}"
+        return NAME_FORMATS[self.kind].format(**vars(self))
 
     @classmethod
     def parse(cls, name: str) -> EncoderId:
@@ -95,9 +94,7 @@ class EncoderId:
             raise ValueError(f"not an encoder name: {name!r} (expected <model>, <run>.step<k> or "
                              f"<run>.step<k>.<space>.seed<s>)")
         run, step, space, seed = match.group("run", "step", "space", "seed")
-        if space is None:
-            return cls.selected(run, int(step))
-        return cls.candidate(run, int(step), space, int(seed))
+        return cls(run=run, step=int(step), space=space, seed=None if seed is None else int(seed))
 
     def __str__(self) -> str:
         return self.name
@@ -325,15 +322,10 @@ def space_plot(encoder: EncoderId | str, dataset: str, space: str) -> str:
     return f"{space_dir(encoder, dataset)}/plots/{space}.png"
 
 
-def candidate_dir(run: str, step: int | str, space: str, seed: int | str) -> str:
-    """One trained candidate of a PST step: its ``model/`` and ``train.json``."""
-    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}"
-
-
 def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
     """``model`` (the trained encoder's directory), ``train.json`` (its training summary) or ``metrics.tsv`` (its
-    per-step metrics) of a candidate."""
-    return f"{candidate_dir(run, step, space, seed)}/{name}"
+    per-step metrics) of one trained candidate of a PST step."""
+    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}/{name}"
 
 
 def trained_model(candidate: EncoderId) -> str:

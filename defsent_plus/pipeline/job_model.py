@@ -1,14 +1,10 @@
-"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, from the plan,
-before the DAG exists: :mod:`defsent_plus.pipeline.plan_jobs`), what its work is counted in, what one asks its
-scheduler for where the cost model projects it (the formulas of :mod:`defsent_plus.pipeline.requests` applied to its
-work, with ``costs.margin``), whether it runs on a GPU node when there is one, and what it writes that stays
-(weights, vectors, entry spaces). Snakemake's resources (``projected_request`` in rules/common.smk), the flags of
-requests set too small, ``estimate``, the cost sheet and the SLURM job groups' starts read these declarations; a new
-rule needs its rule, its script and one ``JobKind`` here (a test checks that every rule has one and that its jobs
-are the ones Snakemake runs).
+"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, from the plan:
+:mod:`defsent_plus.pipeline.plan_jobs`), what its work is counted in, what one asks its scheduler for where the cost
+model projects it (:mod:`defsent_plus.pipeline.requests`), whether it runs on a GPU node when there is one, and what
+it writes that stays. Snakemake's resources, ``estimate``, the cost sheet and the SLURM job groups read these; a new
+rule needs one ``JobKind`` here (a test checks that every rule has one and that its jobs are Snakemake's).
 
-A selected encoder is named, not resolved: its work is its run's model's, whichever candidate wins, so no
-checkpoint is asked. Light on purpose (no torch, no pandas): the DAG evaluates it for every job of these rules.
+A selected encoder is named, not resolved: no checkpoint is asked. Light on purpose (no torch, no pandas).
 """
 
 from __future__ import annotations
@@ -89,10 +85,6 @@ class JobKind:
 # ------------------------------------------------------------------------------------- what one job asks and keeps
 
 
-def train_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    return training_request(config, plan, job["run"], on_gpu)
-
-
 def entry_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
     """Every definition and entry of the dataset through the encoder."""
     model = model_of_encoder(config, job["encoder"])
@@ -136,11 +128,6 @@ def space_bytes(config: dict, job: Wildcards) -> float:
     return dataset_size(config, job["dataset"])[1] * hidden_of(config, job["encoder"]) * FLOAT32_BYTES
 
 
-def space_pair_bytes(config: dict, job: Wildcards) -> float:
-    """AMP's and AC's float32 entry vectors."""
-    return SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)
-
-
 JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     # data, models, the dictionary and its subsets
     JobKind("acquire_data", plan_jobs.acquire_data_jobs),
@@ -150,12 +137,13 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("heldout_subset", plan_jobs.subset_jobs(heldout=True)),
     # entry spaces
     JobKind("entry_space", plan_jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, on_gpu=always,
-            keeps=SPACE_PAIR, kept_bytes=space_pair_bytes),
+            keeps=SPACE_PAIR, kept_bytes=lambda config, job: SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)),
     JobKind("transform_space", plan_jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
     JobKind("isotropy", plan_jobs.isotropy_jobs),
     # the training chain
-    JobKind("train", plan_jobs.candidate_jobs, EXAMPLES_TRAINED, train_request, on_gpu=always,
+    JobKind("train", plan_jobs.candidate_jobs, EXAMPLES_TRAINED,
+            lambda config, plan, job, on_gpu: training_request(config, plan, job["run"], on_gpu), on_gpu=always,
             keeps=CANDIDATE_WEIGHTS),
     JobKind("select_best", plan_jobs.step_jobs),
     JobKind("keep_best", plan_jobs.step_jobs, keeps=SELECTED_COPY),

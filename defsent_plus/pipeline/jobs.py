@@ -1,11 +1,9 @@
 """The start of every workflow script: its log file, its GPU slot, its CPU threads and its garbage collector.
 
-Importing torch and transformers creates about 700,000 objects, nearly all of them alive until the job ends. Left
-alone, Python's cyclic collector walks the growing heap again and again while they load, and all of it once more when
-the interpreter exits (docs/results.md). So the package turns the collector off when a script job first imports it
-(``defsent_plus/__init__.py``), and :func:`start_job` freezes what the imports made (``gc.freeze``: never walked again),
-turns the collector back on for the job's work, and freezes whatever exists at exit, which the operating system frees.
-Nothing here touches a result.
+Importing torch and transformers creates objects that live until the job ends, which Python's cyclic collector would
+walk again and again (docs/results.md): the package turns the collector off when a script job first imports it
+(``defsent_plus/__init__.py``), and :func:`start_job` freezes what the imports made, turns the collector back on
+for the job's work and freezes whatever exists at exit. Nothing here touches a result.
 """
 
 from __future__ import annotations

@@ -56,31 +56,30 @@ def read_holder(workdir: str | Path) -> dict | None:
     return record if isinstance(record, dict) and {"host", "pid"} <= record.keys() else None
 
 
-def snakemake_alive(pid: int, proc: Path = Path("/proc")) -> bool:
-    """Whether process ``pid`` on this host is alive and runs Snakemake (a reused pid runs something else)."""
+def runs_snakemake(process: Path) -> bool:
+    """Whether the process of a ``/proc/<pid>`` folder is alive and runs Snakemake (a reused pid runs something
+    else)."""
     try:
-        command = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
-    except OSError:
+        return any(b"snakemake" in part for part in (process / "cmdline").read_bytes().split(b"\0")[:3])
+    except OSError:  # the process ended, or is not ours to read
         return False
-    return any(b"snakemake" in part for part in command[:3])
+
+
+def snakemake_alive(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether process ``pid`` on this host is alive and runs Snakemake."""
+    return runs_snakemake(proc / str(pid))
 
 
 def snakemake_processes_in(workdir: str | Path, proc: Path = Path("/proc")) -> list[int]:
     """PIDs of live processes (other than this one) running Snakemake with ``workdir`` as working directory."""
-    target = Path(workdir).resolve()
-    found = []
-    for entry in proc.glob("[0-9]*"):
-        pid = int(entry.name)
-        if pid == os.getpid():
-            continue
+    def works_in(process: Path) -> bool:
         try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-            cwd = Path(os.readlink(entry / "cwd")).resolve()
-        except OSError:  # the process ended, or is not ours to read
-            continue
-        if cwd == target and any(b"snakemake" in part for part in command[:3]):
-            found.append(pid)
-    return found
+            return Path(os.readlink(process / "cwd")).resolve() == Path(workdir).resolve()
+        except OSError:
+            return False
+
+    return [int(entry.name) for entry in proc.glob("[0-9]*")
+            if int(entry.name) != os.getpid() and works_in(entry) and runs_snakemake(entry)]
 
 
 @dataclass(frozen=True)
@@ -118,15 +117,6 @@ def lock_verdict(workdir: str | Path) -> Verdict | None:
     return Verdict(True, f"its holder, {describe(record)}, is gone")
 
 
-def remove_lock(workdir: str | Path) -> list[Path]:
-    """Delete the lock files and their record; the lock files removed."""
-    removed = lock_files(workdir)
-    for path in removed:
-        path.unlink(missing_ok=True)
-    (Path(workdir) / HOLDER_FILE).unlink(missing_ok=True)
-    return removed
-
-
 def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
     """What ``bin/run`` does before Snakemake: remove a stale lock, then record ``pid`` as the holder of the lock
     it is about to take (not for a dry run or ``--unlock``, which take none, nor while a lock stays); the message."""
@@ -137,7 +127,9 @@ def prepare(workdir: Path, pid: int | None, snakemake_args: list[str]) -> str:
     verdict = lock_verdict(workdir)
     message = ""
     if verdict is not None and verdict.remove:
-        remove_lock(workdir)
+        for path in lock_files(workdir):  # the lock files and their record
+            path.unlink(missing_ok=True)
+        (workdir / HOLDER_FILE).unlink(missing_ok=True)
         message = f"bin/run: removed a stale Snakemake lock in {lock_dir} ({verdict.reason}); going on"
     elif verdict is not None:
         message = f"bin/run: kept the Snakemake lock in {lock_dir}: {verdict.reason}; {UNLOCK_HINT}"

@@ -108,11 +108,9 @@ def directory_checksum(path: Path, cache: Path | None = None) -> str:
 
 
 def _read_cache(cache: Path | None) -> dict:
-    if cache is None or not cache.is_file():
-        return {}
     try:
-        return json.loads(cache.read_text())
-    except (OSError, json.JSONDecodeError):
+        return json.loads(cache.read_text()) if cache is not None else {}
+    except (OSError, json.JSONDecodeError):  # none yet, or unreadable: computed afresh
         return {}
 
 

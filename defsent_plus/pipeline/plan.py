@@ -1,6 +1,7 @@
 """What a validated config implies, planned by stage: the training chain (:mod:`.plan_chain`), the evaluation
-(:mod:`.plan_evaluation`), the baselines (:mod:`.plan_baselines`) and the comparison (:mod:`.plan_comparison`);
-:class:`Plan` joins them, checks the config's references and composes ``rule all`` from the stages' parts.
+(:mod:`.plan_evaluation`) and the baselines (:mod:`.plan_baselines`); :class:`Plan` joins them, checks the config's
+references, compares the runs (the STS and reverse-dictionary comparison tables, the per-pair similarities of their
+intervals and paired tests, the summary's pages) and composes ``rule all`` from the stages' parts.
 :mod:`defsent_plus.pipeline.rule_inputs` turns these into the rules' inputs. Light on purpose (no torch).
 """
 
@@ -8,18 +9,21 @@ from __future__ import annotations
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.evaluators import EVALUATORS, evaluator_of
+from defsent_plus.names import TRANSDUCTIVE_NOTE
 from defsent_plus.pipeline.dag import (
+    EncoderId,
     compare_file,
     dictionary_file,
+    run_file,
+    score_file,
 )
 from defsent_plus.pipeline.plan_baselines import BaselinesPlan
 from defsent_plus.pipeline.plan_chain import ChainPlan, Selection
-from defsent_plus.pipeline.plan_comparison import ComparisonPlan
 from defsent_plus.pipeline.plan_evaluation import EvaluationPlan
 
 
-class Plan(ChainPlan, EvaluationPlan, BaselinesPlan, ComparisonPlan):
-    """What a validated config implies, by stage (chain, evaluation, baselines, comparison: one module each).
+class Plan(ChainPlan, EvaluationPlan, BaselinesPlan):
+    """What a validated config implies, by stage (chain, evaluation, baselines: one module each), and the comparison.
     ``selection`` reads a step's selection; in the workflow it asks the select_best checkpoint, so calling it makes a
     job wait for (and be re-planned after) that selection."""
 
@@ -100,3 +104,53 @@ class Plan(ChainPlan, EvaluationPlan, BaselinesPlan, ComparisonPlan):
             targets += evaluator.targets(self) if evaluator.targets else []
         return [*targets, compare_file("sts.tsv"), *self.baseline_targets(),
                 *self.reverse_dictionary_comparison_targets(), compare_file("summary.md")]
+
+    def comparison_pages(self) -> list[str]:
+        """The comparison tables' markdown pages, in the summary's order."""
+        return [compare_file("sts.md"), *([compare_file("reverse_dictionary.md")] if self.heldout_runs() else [])]
+
+    def run_details(self) -> list[dict]:
+        """Per run, its method and the detail files the summary links to (those ``rule all`` builds for it)."""
+        heldout = set(self.heldout_runs())
+        return [{"run": run, "method": self.method(run).name,
+                 "files": [run_file(run, name) for name in (*self.table_files(), "steps.tsv", "curves.png",
+                                                             *(["reverse_dictionary.md"] if run in heldout else []))]}
+                for run in self.config["runs"]]
+
+    def table_title(self, run: str, title: str) -> str:
+        """A run's table title, marked when its model is transductive."""
+        return f"{title} ({TRANSDUCTIVE_NOTE})" if self.transductive(run) else title
+
+    def sts_comparison(self) -> list[dict]:
+        """Every run's STS table with its method and chain (rule compare_sts); transductive runs are marked."""
+        return [{"run": run, "method": self.method(run).name, "chain": " → ".join(self.chain(run)),
+                 "sts": run_file(run, "sts.tsv"), **({"transductive": True} if self.transductive(run) else {})}
+                for run in self.config["runs"]]
+
+    def comparison_pairs(self) -> list[str]:
+        """The per-pair similarities of the comparison's intervals and paired tests: per run, per pooling, its
+        starting model's and its final dev-selected model's, as the run's table scored them (asks the final
+        selections: with ``evaluation.final: candidates`` the selected model is its winning candidate)."""
+        return [score_file(encoder, "sts", pooling, "pairs.parquet") for run in self.config["runs"]
+                for pooling in self.config["evaluation"]["poolings"]
+                for encoder in (self.start(run), self.scored_final(run))]
+
+    def comparison_scores(self) -> list[str]:
+        """The score records beside :meth:`comparison_pairs`' files, whose provenance the comparison's page cites."""
+        return [path.removesuffix(".pairs.parquet") + ".json" for path in self.comparison_pairs()]
+
+    def scored_final(self, run: str) -> EncoderId:
+        """A run's final dev-selected model under the name its STS table scores it by."""
+        last = self.final_step(run)
+        if self.config["evaluation"]["final"] == "best":
+            return EncoderId.selected(run, last)
+        best = self.selection(run, last)
+        return EncoderId.candidate(run, last, best["space"], best["seed"])
+
+    def reverse_dictionary_comparison(self) -> list[dict]:
+        """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""
+        return [{"run": run, "json": run_file(run, "reverse_dictionary.json")} for run in self.heldout_runs()]
+
+    def reverse_dictionary_comparison_targets(self) -> list[str]:
+        """``rule all``'s reverse-dictionary comparison, where a run has a held-out split."""
+        return [compare_file("reverse_dictionary.tsv")] if self.heldout_runs() else []

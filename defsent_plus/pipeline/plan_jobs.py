@@ -6,8 +6,8 @@ Light on purpose (no torch, no pandas).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from defsent_plus.names import split_space
 from defsent_plus.pipeline.dag import EncoderId, acquired_data, acquired_sources, data_dir
@@ -22,6 +22,16 @@ JobsOfPlan = Callable[["Plan"], list[Wildcards]]
 def one_job(plan: Plan) -> list[Wildcards]:
     """A rule of one job, without wildcards (the dictionary, the comparison, the summary)."""
     return [{}]
+
+
+def each(key: str, names: Callable[[Plan], Iterable]) -> JobsOfPlan:
+    """One job per name (an encoder: its name) that ``names(plan)`` gives, as wildcard ``key``."""
+    return lambda plan: [{key: str(name)} for name in names(plan)]
+
+
+def one_job_if(condition: Callable[[Plan], Any]) -> JobsOfPlan:
+    """A rule of one job, without wildcards, where ``condition(plan)`` holds."""
+    return lambda plan: [{}] if condition(plan) else []
 
 
 def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
@@ -148,8 +158,7 @@ def table_scores(plan: Plan) -> Iterator[tuple]:
                     yield evaluator, row.encoder.name, pooling
 
 
-def dev_score_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder.name} for encoder in plan.dev_scored()]
+dev_score_jobs = each("encoder", lambda plan: plan.dev_scored())
 
 
 def score_jobs(paired: bool) -> JobsOfPlan:
@@ -166,34 +175,24 @@ def score_table_jobs(plan: Plan) -> list[Wildcards]:
             for evaluator in plan.built_tables()]
 
 
-def run_jobs(plan: Plan) -> list[Wildcards]:
-    """One job a run (its steps report)."""
-    return [{"run": run} for run in plan.config["runs"]]
+run_jobs = each("run", lambda plan: plan.config["runs"])  # one job a run (its steps report)
 
 
 def mteb_jobs(plan: Plan) -> list[Wildcards]:
     return [{"encoder": encoder.name, "pooling": pooling} for encoder, pooling in plan.mteb_models()]
 
 
-def reverse_dictionary_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"run": run} for run in plan.heldout_runs()]
-
-
-def reverse_dictionary_comparison_jobs(plan: Plan) -> list[Wildcards]:
-    return [{}] if plan.heldout_runs() else []
+reverse_dictionary_jobs = each("run", lambda plan: plan.heldout_runs())
+reverse_dictionary_comparison_jobs = one_job_if(lambda plan: plan.heldout_runs())
 
 
 # ---------------------------------------------------------------------------------------------------- baselines
 
 
-def fit_corpus_jobs(plan: Plan) -> list[Wildcards]:
-    return [{}] if plan.baseline_encoders() else []
+fit_corpus_jobs = one_job_if(lambda plan: plan.baseline_encoders())
+baseline_grid_jobs = each("encoder", lambda plan: plan.baseline_encoders())
 
 
 def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
     return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
             for template in plan.baseline_grid(encoder)["templates"]]
-
-
-def baseline_grid_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder} for encoder in plan.baseline_encoders()]

@@ -2,14 +2,11 @@
 measured rates, with ``costs.margin``: training in detail, an encoding job (a forward pass of its sentences), a space
 transform (FastICA's iterations). :mod:`defsent_plus.pipeline.job_model` applies them to each rule's jobs.
 
-A fixed request (the train rule asked 240 minutes and 8,000 MB for any model) either kills a long job at its limit or
-queues a short one for resources it never uses. A train job's work is known from the config: examples per epoch
-(000 Table 1's dataset sizes, a subset's share of them, a corpus' sentences: the method's declaration says which)
-× epochs, each a forward and backward pass of the run's architecture at the median definition length. Its runtime is
-that work's FLOPs at ``costs.gpu``'s rate (or, without a GPU, ``costs.cpu``'s measured rate per thread), or the GPU's
-per-step floor, plus a start; its memory is fp32 weights, gradients and Adam's moments, activations and a base. Both
-get ``costs.margin``. Light on purpose (no torch, no pandas): the DAG evaluates it for every job of these rules.
-docs/rehearsal.md compares it with measured jobs.
+A train job's work is its examples per epoch (the method's declaration says which sentences) × epochs, each a forward
+and backward pass at the median definition length: its runtime is their FLOPs at ``costs.gpu``'s rate (or
+``costs.cpu``'s per thread), or the GPU's per-step floor, plus a start; its memory is weights, gradients, Adam's
+moments, activations and a base. Light on purpose (no torch, no pandas). docs/rehearsal.md compares it with measured
+jobs.
 """
 
 from __future__ import annotations
@@ -22,9 +19,8 @@ from defsent_plus.pipeline.model_architectures import Architecture, model_archit
 
 REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}  # 000 Table 1: defs, entries
 MEDIAN_DEFINITION_TOKENS = 12 + 2  # 000 Table 1's median length, with [CLS] and [SEP]
-# A job's fixed part on a cluster node: 13.75 s for Python, torch, transformers and the package, CUDA's initialisation
-# and loading BERT-base onto the GPU (bench/gpu_job_start.py on an H200 node, 2026-11-27, median of 3) and 2 s of
-# Snakemake's own start inside the job (its no-op dry run of this workflow, docs/results.md). Was 60 s, assumed.
+# A job's fixed part on a cluster node: Python and its imports, CUDA, loading the model (bench/gpu_job_start.py) and
+# Snakemake's own start inside the job (docs/results.md)
 START_SECONDS = 16.0
 BASE_MEMORY_BYTES = 1.5e9  # Python, torch and the data beside the model (rehearsals: 0.7-1.4 GB)
 UNKNOWN_MODEL_REQUEST = {"runtime": 240, "mem_mb": 8000}  # the rule's fixed request, for a model of unknown size
@@ -156,6 +152,9 @@ class Request:
     steps: float = 0.0
 
 
+UNKNOWN_REQUEST = Request(float("nan"), **UNKNOWN_MODEL_REQUEST)  # not a projection: the rule's fixed request
+
+
 def architecture_of_model(config: dict, model: str) -> Architecture | None:
     """A config model's architecture; None for a hub model without a shipped architecture or a local model not there
     yet (its jobs ask for ``UNKNOWN_MODEL_REQUEST``)."""
@@ -163,10 +162,6 @@ def architecture_of_model(config: dict, model: str) -> Architecture | None:
         return model_architecture(config["models"][model])
     except (DefSentError, OSError):
         return None
-
-
-def unknown_model_request() -> Request:
-    return Request(float("nan"), **UNKNOWN_MODEL_REQUEST)
 
 
 def with_margin(config: dict, seconds: float, memory_bytes: float, steps: float = 0.0) -> Request:
@@ -184,8 +179,7 @@ def cpu_flops_per_second(config: dict, threads: int | str | None = None) -> floa
 
 def threads_per_job(setting: int | str, cores: int | None) -> int:
     """``resources.threads``: a number, or ``auto``: half the cores Snakemake was given (at least 1), so two jobs run
-    side by side. On 2 cores two 1-thread jobs encode 2x as fast as one, one 2-thread job only 1.45x (measured with
-    all-MiniLM-L6-v2, 2026-11-23), and the DAG has two independent branches most of the time."""
+    side by side (two 1-thread jobs encode faster than one 2-thread job; the DAG mostly has two branches)."""
     return int(setting) if setting != "auto" else max(1, (cores or 2) // 2)
 
 
@@ -196,7 +190,7 @@ def training_request(config: dict, plan, run: str, on_gpu: bool) -> Request:
     options = method.resolved_options(plan.method_options(run))
     architecture = architecture_of_model(config, model_of_run(config, run))
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     per_epoch, epochs = training_examples(config, run, method, options)
     examples = per_epoch * epochs
     classes = output_classes(config, run, method, architecture)
@@ -226,7 +220,7 @@ def encoding_request(config: dict, model: str, sentences: float, on_gpu: bool,
     unknown architecture: ``UNKNOWN_MODEL_REQUEST``."""
     architecture = architecture_of_model(config, model)
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     c = architecture.config
     flops = sentences * 2.0 * layer_parameters(c) * tokens
     rate = Gpu(**config["costs"]["gpu"]).flops_per_second if on_gpu else cpu_flops_per_second(config)
@@ -241,7 +235,7 @@ def transform_request(config: dict, model: str, entries: int, transform: str, on
     and whitening: their start); memory: a few float64 copies of the rows and the hidden × hidden matrices."""
     architecture = architecture_of_model(config, model)
     if architecture is None:
-        return unknown_model_request()
+        return UNKNOWN_REQUEST
     hidden, seconds = architecture.config["hidden_size"], START_SECONDS
     if transform == "ica":
         ica = config["entry_space"]["ica"]
