@@ -60,8 +60,8 @@ def measured_twice(row: dict) -> bool:
 
 def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
     """(start seconds, seconds per unit) of jobs measured at two work sizes: one rate fitted by least squares over
-    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew (STS-B dev's few
-    sentences) weighs little beside one whose work grew much; rate and starts at least 0."""
+    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew weighs little;
+    rate and starts at least 0."""
     import numpy as np
 
     design, seconds = [], []
@@ -268,11 +268,9 @@ def directory_bytes(path: Path) -> int:
 
 
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
-    """The real config's disk: checkpoints (each step's selected copy, and every candidate's unless
-    ``selection.keep_weights: selected`` deletes them: then at most one step's candidates at once), the embeddings,
-    the spaces. A checkpoint's size is a full-size rehearsal's copy of its run's selected model (same
-    architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
-    ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    """The real config's disk (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`), the embeddings, the spaces. A
+    checkpoint's size is a full-size rehearsal's copy of its run's selected model (same architecture), else its
+    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows

@@ -55,9 +55,6 @@ def unit_of(rule: str) -> Unit:
     return UNITS.get(model.kind_of(rule).unit, FIXED)
 
 
-# ------------------------------------------------------------------------------------------------------ training
-
-
 def examples_trained(workdir: Path, job: Job, context: Context) -> float:
     summary = read_json(workdir / job.output("train.json"))
     return summary["examples"] * summary["config"].get("epochs", 1)
@@ -71,9 +68,6 @@ def trained_classes(workdir: Path, job: Job) -> int | None:
 def real_examples(job: Job, context: Context) -> float:
     examples, epochs = context.training_examples(job.wildcards["run"])
     return examples * epochs
-
-
-# ------------------------------------------------------------------------------------------------------ encoding
 
 
 def set_sentences(workdir: Path, job: Job, context: Context) -> float:
@@ -132,9 +126,6 @@ def queries_encoded(job: Job, context: Context) -> float:
                                         None if texts is None else len(texts.queries))
 
 
-# ----------------------------------------------------------------------------------------------------- baselines
-
-
 def baseline_sentences(index: Path) -> float:
     """Sentences of a baselines' forward pass (its cache's index): the evaluation set's and the fit corpus's."""
     record = read_json(index)
@@ -155,9 +146,6 @@ def real_baseline_scores(job: Job, units: float, context: Context) -> tuple[floa
     baselines = context.real["baselines"]
     templates = len(baselines["grids"][baselines["encoders"][job.wildcards["encoder"]]]["templates"])
     return context.real_sets["baselines"][0] * templates, 0
-
-
-# ------------------------------------------------------------------------------------------------- space, scores
 
 
 def dataset_file(job: Job, context: Context) -> str:
