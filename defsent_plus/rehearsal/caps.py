@@ -1,20 +1,17 @@
 """How a rehearsal caps a config's work, and the rehearsal config derived from a real one.
 
 The derived config keeps the real one's runs, methods, steps, spaces, poolings, evaluation and selection, so its DAG
-has the real DAG's rules; it replaces each hub model by a local random model of the same architecture, each dataset
-that must be acquired by a stand-in, and caps the work: seeds, entries (a subset of each dataset a run trains on,
-the one rule the real DAG does not have; the baselines' fit corpus as many sentences), training examples per
-candidate, corpus sentences, epochs, STS pairs per
-file, FastICA iterations, and the encoding batch (a sorted batch of 512 pads to its longest sentence: cheap on a GPU,
-most of a CPU's time); training batches stay the config's. It records what was capped under ``rehearsal``, which
-puts a banner on every table and plot.
+has the real DAG's rules (and one more: the subset of each dataset a run trains on); it replaces each hub model by a
+local random model of the same architecture, each dataset that must be acquired by a stand-in, and caps the work
+(:class:`Caps`); training batches stay the config's. It records what was capped under ``rehearsal``, which puts a
+banner on every table and plot.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from defsent_plus.dictionary.subsets import HeldOut
@@ -39,7 +36,7 @@ class Caps:
     sts_pairs: int  # pairs kept of every STS, STS-B and SICK file
     ica_max_iter: int
     isotropy_pairs: int
-    encoding_batch: int  # sentences a batch when encoding (entry spaces, evaluation, selection); training keeps its own
+    encoding_batch: int  # sentences a batch when encoding (a sorted batch pads to its longest: most of a CPU's time)
     heldout_entries: int = 20  # entries each held-out split of a capped subset keeps at least (keep_heldout_entries)
 
 
@@ -66,9 +63,9 @@ def larger_caps(caps: Caps, factor: int) -> Caps:
     ``factor`` the STS pairs, twice the entries (at most ``factor``) and ``factor`` times the held-out entries (the
     reverse dictionary's queries); everything else the same, so that each job's seconds at the two sizes give its
     start and its rule's rate (defsent_plus.rehearsal.costs)."""
-    return Caps(**{**asdict(caps), "training_examples": caps.training_examples * factor,
-                   "sts_pairs": caps.sts_pairs * factor * LARGER_STS, "heldout_entries": caps.heldout_entries * factor,
-                   "entries": caps.entries * min(factor, LARGER_ENTRIES)})
+    return replace(caps, training_examples=caps.training_examples * factor,
+                   sts_pairs=caps.sts_pairs * factor * LARGER_STS, heldout_entries=caps.heldout_entries * factor,
+                   entries=caps.entries * min(factor, LARGER_ENTRIES))
 
 
 def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None, senteval: Path | None = None) -> Caps:
@@ -78,8 +75,7 @@ def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None, sen
     caps = SIZES[size]
     needed = eval_fit_sentences(config or {}, hidden_sizes)
     pairs = pairs_for_distinct_sentences(senteval, needed, caps.sts_pairs) if needed else caps.sts_pairs
-    return Caps(**{**asdict(caps), "entries": max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN),
-                   "sts_pairs": pairs})
+    return replace(caps, entries=max(caps.entries, max(hidden_sizes, default=0) + ENTRY_MARGIN), sts_pairs=pairs)
 
 
 def pairs_for_distinct_sentences(senteval: Path | None, sentences: int, start: int) -> int:

@@ -24,7 +24,7 @@ from defsent_plus.pipeline.requests import (
     training_examples,
 )
 from defsent_plus.rehearsal import REPO
-from defsent_plus.rehearsal.caps import SUBSET_PREFIX
+from defsent_plus.rehearsal.caps import DATASETS, SUBSET_PREFIX
 from defsent_plus.rehearsal.estimate import read_config
 from defsent_plus.rehearsal.records import Job
 
@@ -60,8 +60,7 @@ SCORING_ALLOCATIONS, SCORING_WARMUP, SCORING_REPEATS = 5, 1, 3
 def entry_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, backward: bool) -> float:
     """Seconds this machine takes, at ``threads``, to score ``rows`` sentence vectors against ``classes`` entries
     (h · Eᵀ and each row's rank of its target; ``backward``: the training objective's cross-entropy and its gradient
-    to h instead): a memory-bound product whose pace depends on where its matrix lands in memory (MiniLM's step
-    over all of dataset a: 160 to 270 ms by allocation, within 10% for one), so the median over
+    to h instead): a memory-bound product whose pace depends on where its matrix lands in memory, so the median over
     ``SCORING_ALLOCATIONS`` fresh matrices of each one's median of ``SCORING_REPEATS`` after ``SCORING_WARMUP``."""
     import torch
 
@@ -150,11 +149,9 @@ class Context:
 
     def seed_scale(self, job: Job) -> float:
         """Real jobs per rehearsal job: the real seeds over the rehearsal's for a per-seed job, else 1."""
-        from defsent_plus.pipeline.dag import EncoderId
-
         run = job.wildcards.get("run") if "seed" in job.wildcards else None
         if run is None and "encoder" in job.wildcards:
-            encoder = EncoderId.parse(job.wildcards["encoder"])
+            encoder = dag.EncoderId.parse(job.wildcards["encoder"])
             run = encoder.run if encoder.kind == "candidate" else None
         if run is None:
             return 1.0
@@ -182,7 +179,6 @@ class Context:
     def training_examples(self, run: str) -> tuple[float, int]:
         """(examples per epoch, epochs) of a real run's training."""
         return training_examples(self.real, run, self.method_of_run(run), self.method_options(run), self.built)
-
 
 
 def real_sentence_sets(senteval: Path, real: dict) -> dict:
@@ -215,8 +211,7 @@ def rehearsal_config(workdir: Path) -> dict:
 
 def build_context(workdir: Path, senteval: Path) -> Context:
     rehearsal = rehearsal_config(workdir)
-    real_path = Path(rehearsal["rehearsal"]["config"])
-    real = read_config(real_path if real_path.is_absolute() else REPO / real_path)
+    real = read_config(REPO / rehearsal["rehearsal"]["config"])  # an absolute path as it is
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
@@ -240,7 +235,7 @@ def built_datasets(workdir: Path, real: dict) -> dict | None:
     if any(source["type"] == "oxford" for source in real["dictionary"]["sources"]):
         return None
     sizes = {}
-    for name in ("a", "b", "c"):
+    for name in DATASETS:
         path = workdir / dag.dictionary_file(f"{name}.parquet")
         if path.is_file():
             definitions = pd.read_parquet(path, columns=["definitions"])["definitions"]
@@ -250,8 +245,7 @@ def built_datasets(workdir: Path, real: dict) -> dict | None:
 
 def built_heldout_texts(workdir: Path, real: dict) -> dict[str, HeldOutTexts]:
     """The queries and the remaining definitions of each held-out subset of the real config, split from the dataset
-    the rehearsal built as the real run's subset stage splits it (only an entry with a definition of its own gives a
-    query: 2,202 of all of dataset a's 8,262 held-out entries)."""
+    the rehearsal built as the real run's subset stage splits it."""
     from defsent_plus.dictionary.subsets import subsample_entries, with_heldout_queries
     from defsent_plus.dictionary.table import read_dataset
 

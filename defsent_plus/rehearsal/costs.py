@@ -1,21 +1,14 @@
 """The cost sheet of a config, from its rehearsal (``<workdir>/results/cost_sheet.{tsv,md}``): per rule, the real
-config's jobs and work, the rehearsal's measured seconds and peak memory per unit of work at full architecture size,
-FLOPs per unit, and the projection for the real config: hours on this CPU, GPU-hours on the stated GPU, peak GPU
-memory of training at the config's batch size and maximum length, and disk.
+config's jobs and work, the rehearsal's seconds and peak memory per unit of work, FLOPs per unit, and the projection
+for the real config: hours on this CPU, GPU-hours on ``costs.gpu``, peak GPU memory of training, and disk.
 
-The model, per job: ``seconds = start + units × seconds_per_unit``. A full-size rehearsal runs twice, at two work
-sizes (``caps.LARGER``): each job has its own ``start`` (Python, imports, loading the model, reading its data),
-and each rule its own ``seconds_per_unit`` per model, fitted by least squares over its jobs' two measurements. With
-one size (``--size tiny``, or a second run past the time budget) ``start`` is the intercept of the embedding jobs and
-``seconds_per_unit`` each rule's median over its jobs. Work units are sentences encoded (definitions, entries,
-evaluation sentences; the baselines' forward pass: its evaluation and corpus sentences, and its grid scores them
-per template), the reverse dictionary's padded tokens (each encoded set batched as the job batches it), STS pairs
-(scores, a run's STS table, the comparison), examples trained (× epochs), entries × FastICA iterations; every other
-rule costs its seconds at the larger size. A job that times its own work (its work clock beside its benchmark: the
-training loop, an entry space's encoding, scoring) gets its rate from that work, not from its wall time.
-FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when training), per FastICA iteration
-4 × entries × hidden². A GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s dense bf16 rate × utilisation,
-training at least its steps' latency floor, FastICA at its float32 rate (defaults measured on an H200).
+Per job, ``seconds = start + units × seconds_per_unit`` (units: :mod:`defsent_plus.rehearsal.units`). A full-size
+rehearsal runs at two work sizes (``caps.LARGER``): each job gets its own ``start`` and each rule one
+``seconds_per_unit`` per model, fitted by least squares over its jobs' two measurements (a job's work clock, where it
+keeps one, in place of its wall time). With one size, ``start`` is the intercept of the embedding jobs and
+``seconds_per_unit`` each rule's median. FLOPs per token: 2 × the encoder's non-embedding parameters (× 3 when
+training), per FastICA iteration 4 × entries × hidden²; a GPU job costs ``start`` plus its FLOPs at ``costs.gpu``'s
+rates, training at least its steps' latency floor.
 """
 
 from __future__ import annotations
@@ -55,14 +48,9 @@ def with_larger_size(rows: list[dict], larger: list[dict]) -> list[dict]:
     """Each job's row with its measurement at the rehearsal's second work size (``larger_units``, ``larger_seconds``,
     ``larger_rss_mb``), matched by its benchmark file; a job the second run lacks keeps its row."""
     by_benchmark = {r["benchmark"]: r for r in larger}
-    paired = []
-    for row in rows:
-        other = by_benchmark.get(row.get("benchmark"))
-        paired.append(row if other is None else {**row, "larger_units": other["units"],
-                                                 "larger_seconds": other["seconds"],
-                                                 "larger_work_seconds": other.get("work_seconds"),
-                                                 "larger_rss_mb": other["max_rss_mb"]})
-    return paired
+    return [row if (other := by_benchmark.get(row.get("benchmark"))) is None else
+            {**row, "larger_units": other["units"], "larger_seconds": other["seconds"],
+             "larger_work_seconds": other.get("work_seconds"), "larger_rss_mb": other["max_rss_mb"]} for row in rows]
 
 
 def measured_twice(row: dict) -> bool:
@@ -72,8 +60,8 @@ def measured_twice(row: dict) -> bool:
 
 def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
     """(start seconds, seconds per unit) of jobs measured at two work sizes: one rate fitted by least squares over
-    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew (STS-B dev's few
-    sentences) weighs little beside one whose work grew much; rate and starts at least 0."""
+    all of them, each job with its own start (fixed effects), so that a job whose work hardly grew weighs little;
+    rate and starts at least 0."""
     import numpy as np
 
     design, seconds = [], []
@@ -100,10 +88,8 @@ def fixed_seconds(row: dict) -> float:
 
 def on_own_clock(row: dict) -> dict:
     """A job measured twice, its work's seconds in place of its wall seconds where its record times its work at both
-    sizes: the rate then comes from the work alone, not from two wall times whose starts (a few seconds each, loading
-    Python and the model) vary by as much as the work grew (the entry space of all of dataset a: a rate from the
-    wall times projected 670 s, from the work's 1,013 s; measured on an idle machine 1,096 s). The start stays the
-    wall time's remainder."""
+    sizes: the rate then comes from the work alone, not from two wall times whose starts vary by as much as the work
+    grew. The start stays the wall time's remainder."""
     if row.get("work_seconds") is None or row.get("larger_work_seconds") is None:
         return row
     rate = (row["larger_work_seconds"] - row["work_seconds"]) / (row["larger_units"] - row["units"])
@@ -196,10 +182,8 @@ def classes_of(context: Context, run: str | None) -> int:
 def entry_scoring_rate(row: dict, context: Context) -> float:
     """Seconds a real job's scored sentence (``real_scored``) costs beyond a rehearsal one: a training example (the
     objective's logits over every entry, its cross-entropy and gradient) or an encoded reverse-dictionary query
-    (scored against every candidate). The rehearsal scores its capped subset's entries (hundreds), the real run every
-    entry of its dataset, a memory-bound product FLOPs undercount (MiniLM on all of dataset a: 220-240 ms a step of
-    32 on 2 threads, 40% of the step): measured on this machine at both sizes, at the job's threads. 0 for other
-    rules and methods."""
+    (scored against every candidate), a memory-bound product FLOPs undercount: the real run's entries against the
+    capped subset's, measured on this machine at the job's threads. 0 for other rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
     if not unit_of(row["rule"]).ranks or architecture is None or not rehearsed:
@@ -284,11 +268,9 @@ def directory_bytes(path: Path) -> int:
 
 
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
-    """The real config's disk: checkpoints (each step's selected copy, and every candidate's unless
-    ``selection.keep_weights: selected`` deletes them: then at most one step's candidates at once), the embeddings,
-    the spaces. A checkpoint's size is a full-size rehearsal's copy of its run's selected model (same
-    architecture), or where there is none (a tiny rehearsal; a sheet re-written from a rehearsal older than rule
-    ``keep_best``) its model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    """The real config's disk (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`), the embeddings, the spaces. A
+    checkpoint's size is a full-size rehearsal's copy of its run's selected model (same architecture), else its
+    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows

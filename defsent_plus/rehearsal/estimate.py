@@ -1,27 +1,16 @@
-"""A config's cost without a rehearsal: ``defsent-plus estimate``. The analytic half of the cost model only (the job
-model, :mod:`defsent_plus.pipeline.job_model`: the same numbers the jobs' SLURM requests come from, without the
-margin):
+"""A config's cost without a rehearsal: ``defsent-plus estimate``, the analytic half of the cost model (the job
+model, :mod:`defsent_plus.pipeline.job_model`, whose numbers the SLURM requests take, without their margin):
 
-* GPU-hours: every job of a projected rule of the job model that runs on a GPU node (training, entry spaces,
-  FastICA, embeddings, reverse dictionaries, baselines' passes), each its start plus its FLOPs at ``costs.gpu``'s
-  rates; the CPU jobs (scores, tables, selection, centring and whitening) are not counted;
+* GPU-hours: each job of a projected rule that runs on a GPU node, its start plus its FLOPs at ``costs.gpu``'s rates
+  (CPU jobs are not counted);
 * peak GPU memory of each run's training job at its batch size and maximum length;
-* disk: checkpoints (fp32 weights of the saved class: the encoder, with the masked-LM head for DefSent's methods),
-  each step's selected copy and every candidate's, or with ``selection.keep_weights: selected`` the most candidates
-  that may exist at once (each run's largest step, all runs at the same time); the embeddings and the entry spaces.
+* disk: checkpoints (fp32 weights of the saved class), each step's selected copy and every candidate's, or with
+  ``selection.keep_weights: selected`` the most candidates that may exist at once; the embeddings and entry spaces.
 
-Beside those figures, :func:`reservation_table` gives what the SLURM requests reserve (each GPU job's runtime with
-``costs.margin`` and ``costs.min_runtime_minutes``, times its GPU), the critical path of the GPU jobs and the wall time
-on N GPUs, and :func:`assumptions` says what all of them assume. The GPU jobs form a DAG: each with its work
-(projected seconds, no margin; the jobs of one SLURM job group pay one start) and its request, after the GPU jobs it
-waits for: an encoder's jobs wait for its training (a step's selected model: every candidate of the step and their
-STS-B dev vectors), a step's training for its builder's entry space and the transformed space it trains against;
-the CPU jobs between them (dev scores, selection, centring) count as instantaneous. The wall time on N GPUs is the
-best greedy list schedule (longest remaining path first) on at most N GPUs: never below the critical path, and never
-longer with more GPUs.
-
-What it cannot know without running the config (this CPU's hours, the jobs' measured starts, the checkpoint files
-as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md compares both).
+:func:`reservation_table` adds what the SLURM requests reserve, the critical path of the GPU jobs' DAG
+(:func:`dependencies`; the CPU jobs between them count as instantaneous) and the wall time on N GPUs (the best greedy
+list schedule on at most N GPUs); :func:`assumptions` says what they assume. What needs the config run (this CPU's
+hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md).
 """
 
 from __future__ import annotations
@@ -45,6 +34,7 @@ SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FLOAT32_BYTES = job_model.FLOAT32_BYTES
 GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
 Key = tuple[str, tuple[tuple[str, str], ...]]
+Modelled = tuple[str, Wildcards, float, float]  # rule, wildcards, seconds, requested minutes
 
 
 @dataclass(frozen=True)
@@ -116,8 +106,7 @@ def key_of(rule: str, job: Wildcards) -> Key:
     return rule, tuple(sorted(job.items()))
 
 
-def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[tuple[str, Wildcards, float,
-                                                                                                   float]]:
+def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[Modelled]:
     """(rule, wildcards, seconds, requested minutes) of each distinct job of a projected rule of the job model that
     runs on a GPU node; the jobs of one SLURM job group (``groups``, the SLURM profile's by default) pay one start
     between them."""
@@ -142,15 +131,17 @@ def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[
     return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
 
 
-def hours_by_rule(modelled: list[tuple[str, Wildcards, float, float]]) -> dict[str, float]:
+def hours_by_rule(modelled: list[Modelled]) -> dict[str, float]:
     seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
     for rule, _, job_seconds, _ in modelled:
         seconds[rule] += job_seconds
     return {rule: total / 3600 for rule, total in seconds.items()}
 
 
-def dependencies(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> dict[Key, list[Key]]:
-    """Key -> the GPU jobs among ``modelled`` that a job waits for (module docstring)."""
+def dependencies(plan, modelled: list[Modelled]) -> dict[Key, list[Key]]:
+    """Key -> the GPU jobs among ``modelled`` that a job waits for: an encoder's jobs wait for its training (a step's
+    selected model: every candidate of the step and their STS-B dev vectors), a step's training for its builder's
+    entry space and the transformed space it trains against."""
     keys = {key_of(rule, job) for rule, job, _, _ in modelled}
     trains: dict[tuple[str, str], list[Key]] = {}
     dev_vectors: dict[str, list[Key]] = {}
@@ -205,7 +196,7 @@ def dependencies(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> d
             for rule, job, _, _ in modelled}
 
 
-def gpu_job_dag(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> list[GpuJob]:
+def gpu_job_dag(plan, modelled: list[Modelled]) -> list[GpuJob]:
     """Every GPU job of a config (:func:`modelled_gpu_jobs`) with its work, its request and the GPU jobs it waits
     for."""
     after = dependencies(plan, modelled)
@@ -213,17 +204,22 @@ def gpu_job_dag(plan, modelled: list[tuple[str, Wildcards, float, float]]) -> li
             for rule, job, seconds, minutes in modelled]
 
 
-def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
-    """Each job's longest path to the end of the DAG, itself included (seconds)."""
-    waiting_on: dict[Key, list[Key]] = {job.key: [] for job in jobs}
+def successors(jobs: list[GpuJob]) -> dict[Key, list[Key]]:
+    """Key -> the jobs that wait for it."""
+    waiting: dict[Key, list[Key]] = {job.key: [] for job in jobs}
     for job in jobs:
         for before in job.after:
-            waiting_on[before].append(job.key)
-    seconds = {job.key: job.seconds for job in jobs}
+            waiting[before].append(job.key)
+    return waiting
+
+
+def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
+    """Each job's longest path to the end of the DAG, itself included (seconds)."""
+    waiting, seconds = successors(jobs), {job.key: job.seconds for job in jobs}
 
     @cache
     def longest(key: Key) -> float:
-        return seconds[key] + max((longest(next_key) for next_key in waiting_on[key]), default=0.0)
+        return seconds[key] + max((longest(next_key) for next_key in waiting[key]), default=0.0)
 
     return {job.key: longest(job.key) for job in jobs}
 
@@ -234,11 +230,7 @@ def list_schedule_seconds(jobs: list[GpuJob], gpus: int) -> float:
     priority = remaining_paths(jobs)
     order = {job.key: index for index, job in enumerate(jobs)}
     by_key = {job.key: job for job in jobs}
-    blocking = {job.key: len(job.after) for job in jobs}
-    unblocks: dict[Key, list[Key]] = {job.key: [] for job in jobs}
-    for job in jobs:
-        for before in job.after:
-            unblocks[before].append(job.key)
+    blocking, unblocks = {job.key: len(job.after) for job in jobs}, successors(jobs)
     ready = [(-priority[key], order[key], key) for key, count in blocking.items() if count == 0]
     heapq.heapify(ready)
     running: list[tuple[float, int, Key]] = []
@@ -320,10 +312,6 @@ def markdown_table(estimates: dict[str, Estimate]) -> str:
     return "\n".join(lines)
 
 
-def hours(value: float) -> str:
-    return f"{value:.1f} h"
-
-
 def reservation_table(estimates: dict[str, Estimate], gpus: int) -> str:
     """One row per config: the work's GPU-hours, what the SLURM requests reserve, the critical path of the GPU jobs
     and the wall time on ``gpus`` GPUs, with the cost model's GPU, margin and minimum runtime."""
@@ -331,7 +319,7 @@ def reservation_table(estimates: dict[str, Estimate], gpus: int) -> str:
              f"{'s' if gpus > 1 else ''} | step times of | margin / min runtime |", "|---|---|---|---|---|---|---|"]
     for name, e in estimates.items():
         lines.append(f"| {name} | {sum(e.gpu_hours.values()):.1f} | {e.requested_gpu_hours:.1f} | "
-                     f"{hours(e.critical_path_hours)} | {hours(e.wall_hours(gpus))} | {e.cost_gpu} | "
+                     f"{e.critical_path_hours:.1f} h | {e.wall_hours(gpus):.1f} h | {e.cost_gpu} | "
                      f"x{e.margin:g} / {e.min_runtime_minutes} min |")
     return "\n".join(lines)
 

@@ -1,11 +1,7 @@
-"""What ran in a workdir, from Snakemake's own records: each job's benchmark in Snakemake's extended format (its rule,
-wildcards, threads and resources; the profiles set ``benchmark-extended``) and its outputs from Snakemake's metadata,
-and the seconds a job's own work took (its work clock beside its benchmark).
-
-No public means gives a finished job's outputs (the extended benchmark names the rule, wildcards, threads and
-resources, not the outputs), so :func:`outputs_by_log` reads the layout of Snakemake's ``.snakemake/metadata``, a
-private one: this module is the only place that reads it, and tests/test_rehearsal_costs.py states the Snakemake
-versions it holds for."""
+"""What ran in a workdir, from Snakemake's own records: each job's extended benchmark (its rule, wildcards, threads
+and resources; the profiles set ``benchmark-extended``), its outputs from Snakemake's metadata, and the seconds its
+own work took (its work clock beside its benchmark). The metadata's layout is private to Snakemake: only
+:func:`outputs_by_log` reads it, and tests/test_rehearsal_costs.py states the Snakemake versions it holds for."""
 
 from __future__ import annotations
 
@@ -47,10 +43,8 @@ class Job:
 
 
 def executed_jobs(workdir: Path) -> list[Job]:
-    """The jobs Snakemake ran in ``workdir``, from its own records: each job's benchmark, in Snakemake's extended
-    format (rule, wildcards, threads, resources: ``--benchmark-extended``, which profiles/workstation and
-    profiles/slurm set), and its outputs from Snakemake's metadata (those recorded with the job's log, which lies
-    beside its benchmark: :func:`~defsent_plus.pipeline.dag.log_beside`)."""
+    """The jobs Snakemake ran in ``workdir``: each job's extended benchmark and the outputs Snakemake's metadata
+    records with its log, which lies beside its benchmark (:func:`~defsent_plus.pipeline.dag.log_beside`)."""
     outputs = outputs_by_log(workdir)
     records = {path: pd.read_csv(path, sep="\t").iloc[-1] for path in sorted((workdir / "benchmarks").rglob("*.tsv"))}
     plain = [path for path, record in records.items() if "rule_name" not in record]
@@ -59,13 +53,10 @@ def executed_jobs(workdir: Path) -> list[Job]:
                                      "Snakemake ran those jobs without --benchmark-extended (profiles/workstation "
                                      "and profiles/slurm set it); run them again with a profile (--forcerun) or "
                                      "remove benchmarks/ and run again")
-    jobs = []
-    for path, record in records.items():
-        benchmark = str(path.relative_to(workdir))
-        jobs.append(Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
-                        sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
-                        int(record["threads"])))
-    return jobs
+    return [Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
+                sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
+                int(record["threads"]))
+            for path, record in records.items() for benchmark in [str(path.relative_to(workdir))]]
 
 
 def literal_dict(text: str) -> dict:
@@ -107,4 +98,4 @@ def work_seconds(workdir: Path, job: Job) -> float | None:
     """The seconds of a job's own work (encoding, the training loop), without its start: its work clock beside its
     benchmark (:func:`~defsent_plus.pipeline.dag.work_clock_file`); None for a job without one."""
     clock = workdir / dag.work_clock_beside(job.benchmark) if job.benchmark else None
-    return read_json(clock)["seconds"] if clock is not None and clock.is_file() else None
+    return read_json(clock)["seconds"] if clock and clock.is_file() else None

@@ -157,9 +157,7 @@ def run(workdir: Path, *args: str) -> int:
         log.warning("no second work size: it would run past the rehearsal's %d-minute budget; the cost sheet "
                     "projects from one size", BUDGET_SECONDS // 60)
         return code
-    config_path = Path(rehearsal["config"])
-    larger = prepare(config_path if config_path.is_absolute() else REPO / config_path, "full",
-                     root=workdir.parent, factor=factor)
+    larger = prepare(REPO / rehearsal["config"], "full", root=workdir.parent, factor=factor)  # an absolute one as it is
     return snakemake(larger, *args)
 
 

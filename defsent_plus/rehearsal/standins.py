@@ -18,13 +18,14 @@ import re
 import shutil
 from collections import defaultdict
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 
 from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.io import atomic_path
 
 POS_OF_FILE = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
-OXFORD_SPLIT_SHARES = (("train.txt", 8), ("valid.txt", 1), ("test.txt", 1))
+OXFORD_SPLITS = ("train.txt",) * 8 + ("valid.txt", "test.txt")  # a headword's split by its hash's last digit
 TRANSFER_FILES = ("MR/rt-polarity.pos", "MR/rt-polarity.neg", "CR/custrev.pos", "CR/custrev.neg",
                   "SUBJ/subj.objective", "SUBJ/subj.subjective", "MPQA/mpqa.pos", "MPQA/mpqa.neg")
 _PUNCT = re.compile(r"([.,;:!?()\"])")
@@ -37,12 +38,7 @@ def moses_like(text: str) -> str:
 
 def split_of(headword: str) -> str:
     """A headword's split, 8:1:1, by a hash of the word (every sense of a word in one split, as Ishiwatari's)."""
-    bucket = int(hashlib.sha256(headword.encode("utf-8")).hexdigest(), 16) % 10
-    for name, share in OXFORD_SPLIT_SHARES:
-        if bucket < share:
-            return name
-        bucket -= share
-    raise AssertionError("shares sum to 10")
+    return OXFORD_SPLITS[int(hashlib.sha256(headword.encode("utf-8")).hexdigest(), 16) % 10]
 
 
 def oxford_lines(nltk_data: Path, max_lines: int | None) -> dict[str, list[str]]:
@@ -50,7 +46,7 @@ def oxford_lines(nltk_data: Path, max_lines: int | None) -> dict[str, list[str]]
     from defsent_plus.dictionary.sources import DropCounts, read_wordnet
 
     senses: dict[str, int] = defaultdict(int)
-    files: dict[str, list[str]] = {name: [] for name, _ in OXFORD_SPLIT_SHARES}
+    files: dict[str, list[str]] = {name: [] for name in dict.fromkeys(OXFORD_SPLITS)}
     for n, definition in enumerate(d for d in read_wordnet(nltk_data, "wordnet", "error", DropCounts())
                                    if " " not in d.entry and "-" not in d.entry):
         if max_lines is not None and n >= max_lines:
@@ -79,18 +75,17 @@ def transfer_sentences(senteval: Path) -> Iterator[str]:
 
 
 def write_wiki1m(out_dir: Path, senteval: Path, max_lines: int) -> Path:
-    sentences = [s for _, s in zip(range(max_lines), transfer_sentences(senteval), strict=False)]
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
-        (tmp / "wiki1m_for_simcse.txt").write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+        text = "".join(s + "\n" for s in islice(transfer_sentences(senteval), max_lines))
+        (tmp / "wiki1m_for_simcse.txt").write_text(text, encoding="utf-8")
     return out_dir
 
 
 def head_lines(source: Path, target: Path, lines: int) -> None:
     """The first ``lines`` lines of a file, bytes unchanged."""
     with open(source, "rb") as handle:
-        kept = [line for _, line in zip(range(lines), handle, strict=False)]
-    target.write_bytes(b"".join(kept))
+        target.write_bytes(b"".join(islice(handle, lines)))
 
 
 def scored_lines(gold: Path, pairs: int) -> list[int]:

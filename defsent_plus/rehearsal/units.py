@@ -55,9 +55,6 @@ def unit_of(rule: str) -> Unit:
     return UNITS.get(model.kind_of(rule).unit, FIXED)
 
 
-# ------------------------------------------------------------------------------------------------------ training
-
-
 def examples_trained(workdir: Path, job: Job, context: Context) -> float:
     summary = read_json(workdir / job.output("train.json"))
     return summary["examples"] * summary["config"].get("epochs", 1)
@@ -71,9 +68,6 @@ def trained_classes(workdir: Path, job: Job) -> int | None:
 def real_examples(job: Job, context: Context) -> float:
     examples, epochs = context.training_examples(job.wildcards["run"])
     return examples * epochs
-
-
-# ------------------------------------------------------------------------------------------------------ encoding
 
 
 def set_sentences(workdir: Path, job: Job, context: Context) -> float:
@@ -132,9 +126,6 @@ def queries_encoded(job: Job, context: Context) -> float:
                                         None if texts is None else len(texts.queries))
 
 
-# ----------------------------------------------------------------------------------------------------- baselines
-
-
 def baseline_sentences(index: Path) -> float:
     """Sentences of a baselines' forward pass (its cache's index): the evaluation set's and the fit corpus's."""
     record = read_json(index)
@@ -143,10 +134,6 @@ def baseline_sentences(index: Path) -> float:
 
 def baseline_pass(workdir: Path, job: Job, context: Context) -> float:
     return baseline_sentences(workdir / job.output(job.wildcards["template"]) / "index.json")
-
-
-def real_baseline_pass(job: Job, units: float, context: Context) -> tuple[float, float]:
-    return context.real_sets["baselines"]
 
 
 def baseline_scores(workdir: Path, job: Job, context: Context) -> float:
@@ -159,9 +146,6 @@ def real_baseline_scores(job: Job, units: float, context: Context) -> tuple[floa
     baselines = context.real["baselines"]
     templates = len(baselines["grids"][baselines["encoders"][job.wildcards["encoder"]]]["templates"])
     return context.real_sets["baselines"][0] * templates, 0
-
-
-# ------------------------------------------------------------------------------------------------- space, scores
 
 
 def dataset_file(job: Job, context: Context) -> str:
@@ -185,18 +169,16 @@ def real_ica_iterations(job: Job, units: float, context: Context) -> tuple[float
     return entries * context.real["entry_space"]["ica"]["max_iter"], 0
 
 
-def scores_sts(job: Job) -> bool:
-    """Whether a job scores STS (its evaluator's; the comparison's has none)."""
-    return job.wildcards.get("evaluator", "sts") == "sts"
-
-
 def sts_pairs_scored(workdir: Path, job: Job, context: Context) -> float:
-    return float(sts_pairs(workdir / dag.data_dir("senteval"))) if scores_sts(job) else 0.0
+    """The stand-in's STS pairs, for a job that scores STS (its evaluator's; the comparison's has none)."""
+    scores_sts = job.wildcards.get("evaluator", "sts") == "sts"
+    return float(sts_pairs(workdir / dag.data_dir("senteval"))) if scores_sts else 0.0
 
 
 def real_sts_pairs(job: Job, units: float, context: Context) -> tuple[float, float]:
-    """Every STS pair of the real data, scored and resampled: no forward pass."""
-    return (context.real_sets["sts-pairs"][0], 0) if scores_sts(job) else (0.0, 0)
+    """Every STS pair of the real data where the rehearsal job scored STS, scored and resampled: no forward
+    pass."""
+    return (context.real_sets["sts-pairs"][0], 0) if units else (0.0, 0)
 
 
 FIXED = Unit()
@@ -208,7 +190,8 @@ UNITS = {
     model.DATASET_TEXTS: Unit(dataset_texts, real_dataset_texts, flops=FORWARD, encodes=True),
     model.PADDED_TOKENS: Unit(padded_tokens_encoded, real_padded_tokens, scored=queries_encoded, flops=FORWARD,
                               classes=ranked_candidates),
-    model.BASELINE_PASS: Unit(baseline_pass, real_baseline_pass, flops=FORWARD),
+    model.BASELINE_PASS: Unit(baseline_pass, lambda job, units, context: context.real_sets["baselines"],
+                              flops=FORWARD),
     model.BASELINE_SCORES: Unit(baseline_scores, real_baseline_scores),
     model.ICA_ITERATIONS: Unit(ica_iterations, real_ica_iterations, flops=ICA),
     model.STS_PAIRS: Unit(sts_pairs_scored, real_sts_pairs),
