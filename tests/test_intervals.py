@@ -12,7 +12,6 @@ from defsent_plus.evaluation.intervals import (
     observed_scores,
     resample,
     resampled_scores,
-    row_ranks,
     row_spearman,
     subset_bounds,
     tasks_pairs,
@@ -45,11 +44,6 @@ def two_subsets(n_small: int = 40, n_large: int = 400, seed: int = 0):
     rng = np.random.default_rng(seed)
     gold = rng.uniform(0, 5, n_small + n_large)
     return gold, ["small"] * n_small + ["large"] * n_large
-
-
-def test_row_ranks_equal_scipy_rankdata_with_ties():
-    x = np.random.default_rng(0).integers(0, 6, size=(4, 30)).astype(float)
-    np.testing.assert_array_equal(row_ranks(x), rankdata(x, axis=1))
 
 
 def test_row_spearman_equals_scipy_with_ties():

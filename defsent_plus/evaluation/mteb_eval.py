@@ -1,12 +1,9 @@
 """MTEB as an evaluator: MTEB's own STS tasks and scoring on the embedding stage's stored vectors.
 
-The seven STS tasks (STS12-16, STSBenchmark, SICK-R) are MTEB's task classes with their data read from the local
-SentEval layout by this project's readers (:func:`~defsent_plus.evaluation.sts.load_sts_task`: an STS12-16 year's
-subsets concatenated, as MTEB's datasets are), never downloaded; their dataset revision says so. The model is
-:class:`StoredVectors`: it serves every sentence the embedding stage already encoded (so STS encodes nothing
-again) and encodes any other with the workflow's encoder and pooling, counting them. Results go to MTEB's
-results-folder layout (``<dir>/results/<model>/<revision>/<task>.json``) with the model's metadata, and
-:func:`cross_check` puts MTEB's main score (Spearman of cosine) beside this project's score per task.
+The seven STS tasks are MTEB's task classes with their data read from the local SentEval layout by this project's
+readers, never downloaded. The model (:func:`stored_vectors_encoder`) serves every sentence the embedding stage
+already encoded and encodes any other with the workflow's encoder and pooling. Results go to MTEB's results-folder
+layout, and :func:`cross_check` puts MTEB's main score beside this project's score per task.
 """
 
 from __future__ import annotations

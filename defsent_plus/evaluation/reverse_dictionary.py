@@ -1,10 +1,7 @@
-"""The reverse dictionary's shared ranking (001, Table 2's task on 000's held-out entries), for every method's
-protocol: ranks of targets and their metrics (MRR, MRR@10, top-k), a run's held-out queries, the like-for-like
-``cosine`` protocol (every model's mean-pooled query against the same AMP entry embeddings), intervals and paired
-tests, provenance, the tables and pages, a run's protocol and every run side by side. Each method's own protocol
-(DefSent+'s entry ranking, DefSent's vocabulary ranking) is beside its method (``defsent_plus.methods.<name>``).
-
-Light at import (no torch): the comparison job reads the tables; the ranking jobs load torch when they rank.
+"""The reverse dictionary's shared ranking (001, Table 2's task on 000's held-out entries): ranks and their metrics
+(MRR, MRR@10, top-k), held-out queries, the like-for-like ``cosine`` protocol, intervals and paired tests, the pages
+and every run side by side. Each method's own protocol is beside its method (``defsent_plus.methods.<name>``).
+Light at import (no torch): the ranking jobs load torch when they rank.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ Method = Any  # a defsent_plus.methods.base.Method (evaluation imports no method
 Protocol = Any  # its ReverseDictionaryProtocol
 CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 in its "MRR"
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
-
 
 
 def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
