@@ -23,7 +23,7 @@ from defsent_plus.io import read_tsv_table, write_page, write_tsv
 from defsent_plus.names import STS_COLUMNS, TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
 
-SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
+SCORE_COLUMNS = tuple(STS_COLUMNS)  # the seven tasks and avg
 
 
 def seed_groups(table: pd.DataFrame) -> pd.Series:

@@ -198,11 +198,6 @@ def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
                      [r["similarity"].to_numpy(np.float64) for r in rows], keys)
 
 
-def tasks_pairs(frames: Sequence[pd.DataFrame], tasks: Sequence[str]) -> dict[str, TaskPairs]:
-    """:func:`task_pairs` of every task, in ``tasks`` order."""
-    return {task: task_pairs(frames, task) for task in tasks}
-
-
 def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples: int,
                      seed: int) -> dict[str, list[np.ndarray]]:
     """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples of the tasks' pairs (one
@@ -282,7 +277,7 @@ class Bootstrap:
     @classmethod
     def of(cls, frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, options: dict) -> Bootstrap:
         """``options``: ``resamples``, ``level``, ``seed`` (config ``evaluation.bootstrap``)."""
-        return cls.of_pairs(tasks_pairs(frames, tasks), aggregation, options)
+        return cls.of_pairs({task: task_pairs(frames, task) for task in tasks}, aggregation, options)
 
     @classmethod
     def of_pairs(cls, pairs: dict[str, TaskPairs], aggregation: str, options: dict) -> Bootstrap:

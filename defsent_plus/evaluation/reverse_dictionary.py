@@ -46,29 +46,23 @@ def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | to
     return (logits >= target_scores).sum(1).cpu().numpy()
 
 
-def ranking_metrics(ranks: np.ndarray, k_list: Sequence[int] = (1, 3, 10), cutoff: int = CUTOFF) -> dict[str, float]:
-    """MRR over the full ranking, ``mrr_at_<cutoff>`` (only hits within the top ``cutoff`` count, DefSent's
-    "MRR"), top-k accuracy in % and the number of queries."""
+def ranking_metrics(ranks: np.ndarray) -> dict[str, float]:
+    """MRR over the full ranking, ``mrr_at_10`` (only hits within the top :data:`CUTOFF` count, DefSent's "MRR"),
+    top-1/3/10 accuracy in % and the number of queries."""
     ranks = np.asarray(ranks, dtype=np.float64)
     if len(ranks) == 0 or ranks.min() < 1:
         raise DefSentError("ranking metrics", "expected at least one 1-based rank")
-    reciprocal = 1.0 / ranks
-    return {
-        "mrr": float(reciprocal.mean()),
-        f"mrr_at_{cutoff}": float(np.where(ranks <= cutoff, reciprocal, 0.0).mean()),
-        **{f"top{k}": float(np.mean(ranks <= k) * 100) for k in k_list},
-        "queries": int(len(ranks)),
-    }
+    once = resampled_metrics(ranks, np.arange(len(ranks))[None, :])
+    return {**{metric: float(values[0]) for metric, values in once.items()}, "queries": len(ranks)}
 
 
-def resampled_metrics(ranks: np.ndarray, index: np.ndarray, k_list: Sequence[int] = (1, 3, 10),
-                      cutoff: int = CUTOFF) -> dict[str, np.ndarray]:
+def resampled_metrics(ranks: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`ranking_metrics` (without ``queries``) on every resample ``index`` [B, n] of the queries at once."""
     resampled = np.asarray(ranks, dtype=np.float64)[index]
     reciprocal = 1.0 / resampled
     return {"mrr": reciprocal.mean(axis=1),
-            f"mrr_at_{cutoff}": np.where(resampled <= cutoff, reciprocal, 0.0).mean(axis=1),
-            **{f"top{k}": (resampled <= k).mean(axis=1) * 100 for k in k_list}}
+            f"mrr_at_{CUTOFF}": np.where(resampled <= CUTOFF, reciprocal, 0.0).mean(axis=1),
+            **{f"top{k}": (resampled <= k).mean(axis=1) * 100 for k in (1, 3, 10)}}
 
 
 def ranking_bootstrap(ranks: Sequence[np.ndarray], options: dict) -> Bootstrap:
@@ -276,17 +270,14 @@ def interval_columns(results: dict, label: str, protocol: str, split: str) -> di
 
 def paired_table(results: dict) -> pd.DataFrame:
     """Trained − base per like-for-like protocol and split: MRR and top-10 differences with interval and p."""
-    rows = []
-    for protocol, splits in results.get("paired", {}).items():
-        for split, tests in splits.items():
-            row = {"protocol": protocol, "split": split}
-            for metric in ("mrr", "top10"):
-                t = tests[metric]
-                mark = "" if t["low"] > 0 or t["high"] < 0 else " n.s."
-                row[metric] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
-                row[f"p ({metric})"] = f"{t['p']:.3f}"
-            rows.append(row)
-    return pd.DataFrame(rows)
+    rows: dict[tuple[str, str], dict] = {}
+    for t in paired_records(results):
+        if t["metric"] in ("mrr", "top10"):
+            row = rows.setdefault((t["protocol"], t["split"]), {"protocol": t["protocol"], "split": t["split"]})
+            mark = "" if t["distinguishable"] else " n.s."
+            row[t["metric"]] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
+            row[f"p ({t['metric']})"] = f"{t['p']:.3f}"
+    return pd.DataFrame(list(rows.values()))
 
 
 def paired_records(results: dict) -> list[dict]:

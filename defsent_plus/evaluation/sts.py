@@ -102,15 +102,6 @@ def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
     return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64), skipped)
 
 
-def concatenate(parts: Sequence[StsPairs]) -> StsPairs:
-    return StsPairs(
-        [s for p in parts for s in p.sentences1],
-        [s for p in parts for s in p.sentences2],
-        np.concatenate([p.gold for p in parts]),
-        sum(p.skipped for p in parts),
-    )
-
-
 def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = False) -> StsPairs:
     """Pairs from a tab-separated file given 0-based (score, sentence 1, sentence 2) columns."""
     score_col, col1, col2 = columns
@@ -139,7 +130,9 @@ def load_sickr(senteval_dir: str | Path) -> StsPairs:
 
 def load_sts_task(senteval_dir: str | Path, task: str) -> StsPairs:
     """Any task of :data:`KNOWN_STS_TASKS` (STS12-16: the year's subsets concatenated)."""
-    return concatenate(load_sts_parts(senteval_dir, task))
+    parts = load_sts_parts(senteval_dir, task)
+    return StsPairs([s for p in parts for s in p.sentences1], [s for p in parts for s in p.sentences2],
+                    np.concatenate([p.gold for p in parts]), sum(p.skipped for p in parts))
 
 
 def subset_names(task: str) -> tuple[str, ...]:
