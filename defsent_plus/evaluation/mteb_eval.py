@@ -114,9 +114,7 @@ def without_timings(results_dir: Path) -> dict[str, float]:
 def cross_check(mteb_scores: Mapping[str, float], project: Mapping[str, float],
                 project_float32: Mapping[str, float]) -> pd.DataFrame:
     """Per task: MTEB's main score, this project's (Spearman x 100 of cosine, STS12-16 ``all``) and the same with
-    its cosines rounded to float32, as MTEB computes them, and the differences. Rounding is the one cause of a
-    difference: pairs of identical sentences have cosine 1, which float64 scatters by 1e-16 (ranked apart) and
-    float32 keeps exactly (tied)."""
+    its cosines rounded to float32, as MTEB computes them (docs/evaluation.md, "Cross-check"), and the differences."""
     rows = [{"task": task, "mteb_task": MTEB_NAMES[task], "mteb": mteb_scores[task], "project": project[task],
              "difference": mteb_scores[task] - project[task], "project_float32": project_float32[task],
              "difference_float32": mteb_scores[task] - project_float32[task]}

@@ -179,12 +179,15 @@ def cosine_protocol(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, 
     return ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)
 
 
-def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_like: Sequence[str],
-                options: dict) -> tuple[dict[str, dict], dict[str, dict]]:
-    """``ranks[label][protocol][split]``: ranks of the same queries by ``trained`` and ``base``. Per label the
-    percentile intervals of every metric, ``{protocol: {split: {metric: [low, high]}}}``, and for the protocols
-    both models are scored by alike (``like_for_like``) the paired test trained − base, ``{protocol: {split:
-    {metric: {difference, low, high, p}}}}`` (queries resampled together: :func:`ranking_bootstrap`)."""
+def with_uncertainty(results: dict[str, dict], ranks: dict[str, dict[str, dict[str, np.ndarray]]],
+                     like_for_like: Sequence[str], options: dict | None) -> dict:
+    """The results with their ``intervals`` and the ``paired`` tests (none without ``options``). ``ranks[label]
+    [protocol][split]``: ranks of the same queries by ``trained`` and ``base``. Per label the percentile intervals of
+    every metric, ``{protocol: {split: {metric: [low, high]}}}``, and for the protocols both models are scored by
+    alike (``like_for_like``) the paired test trained − base, ``{protocol: {split: {metric: {difference, low, high,
+    p}}}}`` (queries resampled together: :func:`ranking_bootstrap`)."""
+    if options is None:
+        return results
     intervals: dict[str, dict] = {label: {} for label in ranks}
     paired: dict[str, dict] = {}
     for protocol, splits in ranks["trained"].items():
@@ -197,15 +200,6 @@ def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_lik
                 paired.setdefault(protocol, {})[split] = {
                     metric: {"difference": t.difference.value, "low": t.difference.low, "high": t.difference.high,
                              "p": t.p_value} for metric, t in resampled.paired(0, 1).items()}
-    return intervals, paired
-
-
-def with_uncertainty(results: dict[str, dict], ranks: dict, like_for_like: Sequence[str],
-                     options: dict | None) -> dict:
-    """The results with their ``intervals`` and the ``paired`` tests (none without ``options``)."""
-    if options is None:
-        return results
-    intervals, paired = uncertainty(ranks, like_for_like, options)
     return {**{label: {**model, "intervals": intervals[label]} for label, model in results.items()},
             "paired": paired, "bootstrap": dict(options)}
 
