@@ -59,7 +59,7 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
     if rd.note:
         print(f"note: {rd.note}", file=sys.stderr)
     hint = "" if search else "; --search a ranks every entry of dataset a"
-    print(f"candidates: {rd.candidates()}{hint}", file=sys.stderr)
+    print(f"candidates: {rd.searched}{hint}", file=sys.stderr)
     scores = rd.scores(args.sentences)  # encoded once, for the top-k and the expected headwords alike
     for i, (sentence, ranked) in enumerate(zip(args.sentences, rd.top(scores, args.top_k), strict=True)):
         print(sentence)

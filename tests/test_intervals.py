@@ -12,10 +12,9 @@ from defsent_plus.evaluation.intervals import (
     observed_scores,
     resample,
     resampled_scores,
-    row_ranks,
     row_spearman,
     subset_bounds,
-    tasks_pairs,
+    task_pairs,
 )
 from defsent_plus.evaluation.sts import aggregate_spearman
 
@@ -47,11 +46,6 @@ def two_subsets(n_small: int = 40, n_large: int = 400, seed: int = 0):
     return gold, ["small"] * n_small + ["large"] * n_large
 
 
-def test_row_ranks_equal_scipy_rankdata_with_ties():
-    x = np.random.default_rng(0).integers(0, 6, size=(4, 30)).astype(float)
-    np.testing.assert_array_equal(row_ranks(x), rankdata(x, axis=1))
-
-
 def test_row_spearman_equals_scipy_with_ties():
     rng = np.random.default_rng(1)
     predicted = rng.integers(0, 5, size=(3, 50)).astype(float)
@@ -66,7 +60,7 @@ def test_point_scores_equal_the_evaluator(aggregation):
     similarity = noisy(gold, 1.0, 2)
     cut = subsets.count("small")
     expected = aggregate_spearman([similarity[:cut], similarity[cut:]], [gold[:cut], gold[cut:]], aggregation)
-    observed = observed_scores(tasks_pairs([frame(gold, similarity, subsets)], ["T"]), aggregation)
+    observed = observed_scores({"T": task_pairs([frame(gold, similarity, subsets)], "T")}, aggregation)
     assert observed["T"][0] == pytest.approx(expected, abs=1e-9)
 
 
@@ -114,7 +108,7 @@ def test_bootstrap_scores_equal_the_evaluator_on_the_same_resamples(aggregation)
     gold, subsets = two_subsets(7, 300, seed=8)
     gold = gold.round(1)
     similarity = noisy(gold, 1.5, 9)
-    pairs = tasks_pairs([frame(gold, similarity, subsets)], ["T"])
+    pairs = {"T": task_pairs([frame(gold, similarity, subsets)], "T")}
     resampled = resampled_scores(pairs, aggregation, 60, seed=4)["T"][0]
     index = resample(subset_bounds(subsets), 60, np.random.default_rng(4))
     expected = [aggregate_spearman([similarity[drawn[:7]], similarity[drawn[7:]]], [gold[drawn[:7]], gold[drawn[7:]]],

@@ -23,7 +23,7 @@ from defsent_plus.io import read_tsv_table, write_page, write_tsv
 from defsent_plus.names import STS_COLUMNS, TRANSDUCTIVE_NOTE
 from defsent_plus.provenance import provenance_footer
 
-SCORE_COLUMNS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
+SCORE_COLUMNS = tuple(STS_COLUMNS)  # the seven tasks and avg
 
 
 def seed_groups(table: pd.DataFrame) -> pd.Series:
@@ -44,20 +44,16 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
     ``seeds`` cell as :data:`SEEDS_NOTE` reads it."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
     method = f"{method} †" if transductive else method
-    rows = []
-    for record in table[table["step"] == 0].itertuples():
-        rows.append({"model": record.model, "run": "", "chain": "", "method": "", "seeds": UNTRAINED,
-                     **{c: f"{getattr(record, c):.2f}" for c in scores}})
+    rows = [{"model": record.model, "run": "", "chain": "", "method": "", "seeds": UNTRAINED,
+             **{c: f"{getattr(record, c):.2f}" for c in scores}} for record in table[table["step"] == 0].itertuples()]
     final = table[seed_groups(table) != ""]
     for group, seeds in final.groupby("group", sort=False):
         rows.append({"model": f"{run} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
                      "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
-    for record in table[table["dev_selected"]].itertuples():
-        rows.append({"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method,
-                     "seeds": 1,
-                     **{c: f"{getattr(record, c):.2f}" for c in scores}})
-    return rows
+    return rows + [{"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": 1,
+                    **{c: f"{getattr(record, c):.2f}" for c in scores}}
+                   for record in table[table["dev_selected"]].itertuples()]
 
 
 Pairs = dict[str, dict[str, dict[str, str]]]  # run -> pooling -> "start" / "final" -> per-pair similarities file
@@ -74,15 +70,10 @@ def pairs_by_run(runs: Sequence[dict], poolings: Sequence[str], files: Sequence[
 def compared_models(pairs: Pairs, pooling: str) -> tuple[list[str], list[str], list[tuple[str, int, int]]]:
     """The distinct models of one pooling's comparison (per-pair files and labels) and the paired tests: each run's
     dev-selected model against its starting model, then every two runs' dev-selected models."""
-    paths: list[str] = []
-
-    def index(path: str) -> int:
-        if path not in paths:
-            paths.append(path)
-        return paths.index(path)
-
-    start = {run: index(files[pooling]["start"]) for run, files in pairs.items()}
-    final = {run: index(files[pooling]["final"]) for run, files in pairs.items()}
+    index: dict[str, int] = {}  # each distinct file's number, in first-seen order
+    start = {run: index.setdefault(files[pooling]["start"], len(index)) for run, files in pairs.items()}
+    final = {run: index.setdefault(files[pooling]["final"], len(index)) for run, files in pairs.items()}
+    paths = list(index)
     names = {i: Path(path).parent.name for i, path in enumerate(paths)}
     labels = {**{i: names[i] for i in start.values()}, **{i: f"{run}, dev-selected" for run, i in final.items()}}
     tests = [(f"{run} − its start ({names[start[run]]})", final[run], start[run]) for run in final]

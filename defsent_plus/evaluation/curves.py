@@ -40,22 +40,12 @@ def loss_axis_label(windows: Sequence[int]) -> str:
     return f"training loss (running mean over {span} steps)"
 
 
-def candidate_label(train_json: str | Path) -> str:
-    """``<space> seed<s>`` of a candidate's ``results/<run>/step<k>/<space>/seed<s>/train.json``."""
-    parts = Path(train_json).parts
-    return f"{parts[-3]} {parts[-2]}"
-
-
-def candidate_space(train_json: str | Path) -> str:
-    """``<space>`` of a candidate's ``results/<run>/step<k>/<space>/seed<s>/train.json``."""
-    return Path(train_json).parts[-3]
-
-
 def step_panels(record: dict) -> dict[str, list[tuple[str, str]]]:
-    """A PST step's candidates (train.json, metrics.tsv) by entry space, in config order."""
+    """A PST step's candidates (train.json, metrics.tsv) by entry space (``<space>`` of a candidate's
+    ``results/<run>/step<k>/<space>/seed<s>/train.json``), in config order."""
     panels: dict[str, list[tuple[str, str]]] = {}
     for train_json, metrics_tsv in zip(record["train"], record["metrics"], strict=True):
-        panels.setdefault(candidate_space(train_json), []).append((train_json, metrics_tsv))
+        panels.setdefault(Path(train_json).parts[-3], []).append((train_json, metrics_tsv))
     return panels
 
 
@@ -88,7 +78,7 @@ def plot_panel(ax, title: str, candidates: Sequence[tuple[str, str]]) -> None:
     dev_ax, chances, windows, losses = None, set(), [], []
     for train_json, metrics_tsv in candidates:
         table = pd.read_csv(metrics_tsv, sep="\t", comment="#")
-        label = candidate_label(train_json)
+        label = " ".join(Path(train_json).parts[-3:-1])  # <space> seed<s>
         curve = running_mean(table["loss"])
         windows.append(smoothing_window(len(table)))
         losses.append(curve)

@@ -1,13 +1,9 @@
 """Stored sentence embeddings: the named sentence sets the evaluators read, the ``embed`` job that encodes one set with
 one encoder and pooling (float32 npy beside a JSON record of the sentences' count and fingerprint, the model and the
-options), and the ``score`` and ``dev_score`` jobs, which score those vectors with one evaluator instead of encoding
-again.
+options), and the ``score`` jobs, which score those vectors with one evaluator instead of encoding again.
 
-A set is every distinct sentence of its benchmark in first-seen order, normalised as its loader reads it, so the
-evaluator that loads the benchmark finds each of its sentences in the set. Reading checks the record against the
-sentences the reader loads, so vectors never meet the wrong sentences. Paired evaluators (STS) also store their
-per-pair similarities (task, subset, pair, gold, similarity; parquet), so intervals and paired tests read them
-without encoding again. Writing needs torch; reading and scoring do not.
+A set is every distinct sentence of its benchmark in first-seen order, normalised as its loader reads it; reading
+checks the record against the sentences the reader loads. Writing needs torch; reading and scoring do not.
 """
 
 from __future__ import annotations

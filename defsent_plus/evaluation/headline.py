@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.io import read_tsv_table
+from defsent_plus.names import STS_COLUMNS
 
-TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
-HEADER = ("model", "STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Avg.")
+TASKS = tuple(STS_COLUMNS)
+HEADER = ("model", *STS_COLUMNS.values())
 
 
 def score_rows(scores: pd.DataFrame) -> list[list[str]]:

@@ -1,33 +1,11 @@
-"""Confidence intervals and paired significance tests for STS scores, from stored per-pair similarities.
+"""Confidence intervals and paired significance tests for STS scores, from stored per-pair similarities
+(docs/evaluation.md, "Intervals and paired tests", says how they are computed and read).
 
-Test-set noise, not training noise: the pairs of a test set are a sample, and a score computed on another sample of
-the same size would differ. The percentile bootstrap resamples each task's pairs with replacement WITHIN each subset
-(STS12-16's subsets keep their sizes, so the ``all``/``mean``/``wmean`` aggregation means what it means on the real
-data), recomputes the task's Spearman x 100 on every resample, and reads the interval off the resampled scores'
-percentiles (Efron & Tibshirani 1993, ch. 13).
-
-The 7-set average is resampled over distinct sentence pairs: the sets share pairs (17,416 of the 18,850 scored pairs
-are distinct; 1,005 of STS-B's 1,378 distinct test pairs are pairs of STS12-16), and a shared pair must weigh the same
-in every set it is in, or the average's interval comes out too narrow. Each distinct pair (``key`` in the per-pair
-files) gets one Poisson(1) count per resample, used by every task holding it (the Poisson bootstrap: Hanley &
-MacGibbon 2006; Chamandy et al. 2012), from a generator of its own; a subset's size then varies from resample to
-resample, the price of sharing. Two tasks that are copies of each other give the average exactly the interval of one
-of them. Per-task intervals keep the multinomial resampling within each subset.
-
-Two models scored on the same test set are compared by the paired bootstrap (Koehn 2004; Berg-Kirkpatrick et al.
-2012): both are scored on the SAME resampled pairs, so the interval of their difference reflects only how they differ
-on the pairs, not how hard the sample is. The two-sided p-value is twice the smaller share of resampled differences on
-either side of 0 (with the +1 correction of Davison & Hinkley 1997, so it is never 0). Steiger's or Williams' test
-for dependent correlations would be the analytic alternative for Pearson; for Spearman they hold only approximately,
-and the bootstrap needs no distributional assumption, handles the subset aggregations and the 7-set average the same
-way, and reads the same stored pairs.
-
-A resample is ranked without sorting it: drawing with replacement gives each pair a count, and each pair's average
-rank in the resample follows from the counts of the values below and equal to its own (one sort of the pairs per
-task, :func:`doubled_ranks`, in integers: a doubled average rank is whole); the Spearman is the count-weighted
-Pearson of those ranks, its gold side computed once for all models (:class:`CountedGold`). It equals ranking every
-resample (scipy's average ranks) to round-off; counts are stored pair by resample, so every running sum adds
-contiguous rows.
+Percentile bootstrap of test-set noise: each task's pairs are resampled with replacement within each subset; the
+7-set average over distinct sentence pairs (``key``), each with one Poisson(1) count per resample shared by every
+task holding it. Two models are compared on the same resamples (the paired bootstrap), with a two-sided,
++1-corrected p-value. A resample is ranked without sorting it: each pair's draw count gives its average rank
+(:func:`doubled_ranks`), and the Spearman is the count-weighted Pearson of those ranks (:class:`CountedGold`).
 """
 
 from __future__ import annotations
@@ -66,40 +44,15 @@ class PairedTest:
         return not self.difference.covers(0.0)
 
 
-def row_ranks(x: np.ndarray) -> np.ndarray:
-    """1-based average ranks within every row of ``x`` [B, n] (ties share their mean rank, as scipy's rankdata),
-    vectorised over rows."""
-    order = np.argsort(x, axis=1, kind="stable")
-    ordered = np.take_along_axis(x, order, axis=1)
-    positions = np.broadcast_to(np.arange(x.shape[1]), x.shape)
-    starts = np.ones(x.shape, dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    ends = np.ones(x.shape, dtype=bool)
-    ends[:, :-1] = starts[:, 1:]
-    first = np.maximum.accumulate(np.where(starts, positions, 0), axis=1)
-    last = np.minimum.accumulate(np.where(ends, positions, x.shape[1] - 1)[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty(x.shape, dtype=np.float64)
-    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=1)
-    return ranks
-
-
-def centred_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's ranks minus their mean, and the rows' norms (the pieces of a Pearson correlation of ranks)."""
-    ranks = row_ranks(x)
-    ranks -= ranks.mean(axis=1, keepdims=True)
-    return ranks, np.sqrt((ranks * ranks).sum(axis=1))
-
-
-def spearman_of_ranks(predicted: tuple[np.ndarray, np.ndarray], gold: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    (rp, norm_p), (rg, norm_g) = predicted, gold
-    denominator = norm_p * norm_g
-    return 100 * (rp * rg).sum(axis=1) / np.where(denominator > 0, denominator, np.nan)
-
-
 def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of every row of ``predicted`` [B, n] with the same row of ``gold`` [B, n] (average ranks for
-    ties, as scipy's spearmanr)."""
-    return spearman_of_ranks(centred_ranks(predicted), centred_ranks(gold))
+    """Spearman x 100 of every row of ``predicted`` [B, n] with the same row of ``gold`` [B, n], each row ranked by
+    scipy's average ranks (the reference :class:`CountedGold` is checked and timed against)."""
+    from scipy.stats import rankdata
+
+    rp, rg = (ranks - ranks.mean(axis=1, keepdims=True) for ranks in (rankdata(predicted, axis=1),
+                                                                      rankdata(gold, axis=1)))
+    denominator = np.sqrt((rp * rp).sum(axis=1)) * np.sqrt((rg * rg).sum(axis=1))
+    return 100 * (rp * rg).sum(axis=1) / np.where(denominator > 0, denominator, np.nan)
 
 
 WIDE_ROWS = 32
@@ -217,10 +170,6 @@ class TaskPairs:
     similarities: list[np.ndarray]
     keys: np.ndarray | None = None
 
-    def scores(self, aggregation: str, index: np.ndarray) -> list[np.ndarray]:
-        """Every model's score on each resample ``index`` [B, n] under the STS aggregation."""
-        return self.scores_of_counts(aggregation, task_counts(self.bounds, index))
-
     def scores_of_counts(self, aggregation: str, counts: np.ndarray) -> list[np.ndarray]:
         """Every model's score on resamples given as each pair's count [n, B] (the gold ranks of a resample
         computed once for all models)."""
@@ -231,10 +180,6 @@ class TaskPairs:
             for scores, similarity in zip(per_model, self.similarities, strict=True):
                 scores.append(gold.spearman(similarity[start:end]))
         return [np.average(np.stack(scores, axis=1), axis=1, weights=weights) for scores in per_model]
-
-
-def identity_index(bounds: list[tuple[int, int]]) -> np.ndarray:
-    return np.arange(bounds[-1][1])[None, :]
 
 
 def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
@@ -253,19 +198,16 @@ def task_pairs(frames: Sequence[pd.DataFrame], task: str) -> TaskPairs:
                      [r["similarity"].to_numpy(np.float64) for r in rows], keys)
 
 
-def tasks_pairs(frames: Sequence[pd.DataFrame], tasks: Sequence[str]) -> dict[str, TaskPairs]:
-    """:func:`task_pairs` of every task, in ``tasks`` order."""
-    return {task: task_pairs(frames, task) for task in tasks}
-
-
 def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples: int,
                      seed: int) -> dict[str, list[np.ndarray]]:
     """Per task and ``avg``: every model's score on the same ``n_resamples`` resamples of the tasks' pairs (one
     generator, seeded; tasks drawn in ``pairs`` order, so a task's resamples do not depend on which models are
     compared): each task within its subsets, the average over distinct pairs."""
     rng = np.random.default_rng(seed)  # tasks drawn in order
-    per_task = {name: task.scores(aggregation, resample(task.bounds, n_resamples, rng))
-                for name, task in pairs.items()}
+    per_task = {}
+    for name, task in pairs.items():
+        counts = task_counts(task.bounds, resample(task.bounds, n_resamples, rng))
+        per_task[name] = task.scores_of_counts(aggregation, counts)
     shared = shared_counts(pairs, n_resamples, seed)
     averaged = with_average({name: task.scores_of_counts(aggregation, shared[name]) for name, task in pairs.items()})
     return {**per_task, "avg": averaged["avg"]}
@@ -296,7 +238,8 @@ def shared_counts(pairs: dict[str, TaskPairs], n_resamples: int, seed: int) -> d
 
 def observed_scores(pairs: dict[str, TaskPairs], aggregation: str) -> dict[str, list[float]]:
     """Per task and ``avg``: every model's score on the tasks' pairs themselves."""
-    out = with_average({name: [float(s[0]) for s in task.scores(aggregation, identity_index(task.bounds))]
+    once = {name: np.ones((len(task.gold), 1), dtype=np.int32) for name, task in pairs.items()}
+    out = with_average({name: [float(s[0]) for s in task.scores_of_counts(aggregation, once[name])]
                         for name, task in pairs.items()})
     return {**out, "avg": [float(value) for value in out["avg"]]}
 
@@ -334,7 +277,7 @@ class Bootstrap:
     @classmethod
     def of(cls, frames: Sequence[pd.DataFrame], tasks: Sequence[str], aggregation: str, options: dict) -> Bootstrap:
         """``options``: ``resamples``, ``level``, ``seed`` (config ``evaluation.bootstrap``)."""
-        return cls.of_pairs(tasks_pairs(frames, tasks), aggregation, options)
+        return cls.of_pairs({task: task_pairs(frames, task) for task in tasks}, aggregation, options)
 
     @classmethod
     def of_pairs(cls, pairs: dict[str, TaskPairs], aggregation: str, options: dict) -> Bootstrap:

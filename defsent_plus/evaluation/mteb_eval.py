@@ -1,12 +1,9 @@
 """MTEB as an evaluator: MTEB's own STS tasks and scoring on the embedding stage's stored vectors.
 
-The seven STS tasks (STS12-16, STSBenchmark, SICK-R) are MTEB's task classes with their data read from the local
-SentEval layout by this project's readers (:func:`~defsent_plus.evaluation.sts.load_sts_task`: an STS12-16 year's
-subsets concatenated, as MTEB's datasets are), never downloaded; their dataset revision says so. The model is
-:class:`StoredVectors`: it serves every sentence the embedding stage already encoded (so STS encodes nothing
-again) and encodes any other with the workflow's encoder and pooling, counting them. Results go to MTEB's
-results-folder layout (``<dir>/results/<model>/<revision>/<task>.json``) with the model's metadata, and
-:func:`cross_check` puts MTEB's main score (Spearman of cosine) beside this project's score per task.
+The seven STS tasks are MTEB's task classes with their data read from the local SentEval layout by this project's
+readers, never downloaded. The model (:func:`stored_vectors_encoder`) serves every sentence the embedding stage
+already encoded and encodes any other with the workflow's encoder and pooling. Results go to MTEB's results-folder
+layout, and :func:`cross_check` puts MTEB's main score beside this project's score per task.
 """
 
 from __future__ import annotations
@@ -117,9 +114,7 @@ def without_timings(results_dir: Path) -> dict[str, float]:
 def cross_check(mteb_scores: Mapping[str, float], project: Mapping[str, float],
                 project_float32: Mapping[str, float]) -> pd.DataFrame:
     """Per task: MTEB's main score, this project's (Spearman x 100 of cosine, STS12-16 ``all``) and the same with
-    its cosines rounded to float32, as MTEB computes them, and the differences. Rounding is the one cause of a
-    difference: pairs of identical sentences have cosine 1, which float64 scatters by 1e-16 (ranked apart) and
-    float32 keeps exactly (tied)."""
+    its cosines rounded to float32, as MTEB computes them (docs/evaluation.md, "Cross-check"), and the differences."""
     rows = [{"task": task, "mteb_task": MTEB_NAMES[task], "mteb": mteb_scores[task], "project": project[task],
              "difference": mteb_scores[task] - project[task], "project_float32": project_float32[task],
              "difference_float32": mteb_scores[task] - project_float32[task]}

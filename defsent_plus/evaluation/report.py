@@ -104,7 +104,7 @@ def write_score_tables(
     text += provenance_footer(score_provenance([row["scores"] for row in rows]))
     write_page(out_md, text)
     if out_png is not None:
-        plot_average_by_step(grouped, out_png, title, axis, unshown)
+        write_png(average_by_step_figure(grouped, title, axis, unshown), out_png)
     return table
 
 
@@ -147,19 +147,6 @@ def uncertainty_sections(table: pd.DataFrame, steps: list[int], resampled, optio
 POOLING_NAMES = {"cls": "CLS-token"}  # a pooling's name in words where its key is an abbreviation
 
 
-def pooling_name(pooling: str) -> str:
-    """A pooling as a legend says it: ``mean`` → "mean pooling"."""
-    return f"{POOLING_NAMES.get(pooling, pooling)} pooling"
-
-
-def plot_average_by_step(data: pd.DataFrame, out_png: str | Path, title: str,
-                         axis: str = "average Spearman × 100", unshown: str = "") -> None:
-    """:func:`average_by_step_figure` written as PNG."""
-    fig = average_by_step_figure(data, title, axis, unshown)
-    save_figure(out_png, fig, 120)
-    plt.close(fig)
-
-
 def average_by_step_figure(data: pd.DataFrame, title: str, axis: str = "average Spearman × 100",
                            unshown: str = ""):
     """Average score per PST step (0 = the run's starting model): every evaluated model as a point, a line in
@@ -167,7 +154,7 @@ def average_by_step_figure(data: pd.DataFrame, title: str, axis: str = "average 
     (ddof 0, as in the markdown table); ``unshown``: a line under the plot naming the steps not evaluated."""
     fig, ax = plt.subplots(figsize=(6, 4.4 if unshown else 4))
     for pooling, rows in data.groupby("pooling", sort=False):
-        name = pooling_name(pooling)
+        name = f"{POOLING_NAMES.get(pooling, pooling)} pooling"
         points = ax.scatter(rows["step"], rows["avg"], alpha=0.6, label=name)
         if "avg_low" in rows:  # each model's test-set interval (evaluation.bootstrap)
             ax.errorbar(rows["step"] - 0.04, rows["avg"], fmt="none", ecolor="grey", capsize=3, alpha=0.6,
@@ -200,13 +187,18 @@ def honest_ylim(ax, values: pd.Series, min_range: float = MIN_SCORE_RANGE) -> No
     ax.set_ylim(low, high)
 
 
+def write_png(fig, out_png: str | Path) -> None:
+    """The figure written as PNG atomically, then closed."""
+    save_figure(out_png, fig, 120)
+    plt.close(fig)
+
+
 def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
     """Title and legend, then the figure written as PNG atomically and closed."""
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    save_figure(out_png, fig, 120)
-    plt.close(fig)
+    write_png(fig, out_png)
 
 
 def label_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
@@ -219,16 +211,9 @@ def label_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: 
     fig.tight_layout()
 
 
-def save_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str, out_png: str | Path) -> None:
-    """Label a per-step plot (:func:`label_step_plot`) and write it as PNG atomically."""
-    label_step_plot(fig, ax, steps, xlabel, ylabel, title)
-    save_figure(out_png, fig, 120)
-    plt.close(fig)
-
-
 def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
-    """Per PST step and candidate: space, seed, dev score, chosen or not, final loss, whether it left chance
-    level (``fitted``: final loss below 98% of ln(classes)); no timing (each job's work clock has its seconds).
+    """Per PST step and candidate: space, seed, dev score, chosen or not, first and final loss, classes, the
+    chance-level loss ln(classes) and whether the final loss left it (train.json's ``fit``).
     ``steps``: one record per step with its selection file (``best``) and its candidates' training summaries
     (``train``)."""
     rows = []
@@ -239,16 +224,10 @@ def steps_table(steps: Sequence[dict]) -> pd.DataFrame:
             rows.append({
                 "step": record["step"], "space": candidate["space"], "seed": candidate["seed"],
                 "dev_score": candidate["dev_score"], "chosen": candidate["model"] == best["best"]["model"],
-                "loss_first": train["loss_first"], "loss_last": train["loss_last"],
-                **fit_columns(train),
+                "loss_first": train["loss_first"], "loss_last": train["loss_last"], "classes": train.get("classes"),
+                **{key: train.get("fit", {}).get(key) for key in ("chance_loss", "fitted")},
             })
     return pd.DataFrame(rows)
-
-
-def fit_columns(train: dict) -> dict:
-    """Classes, the chance-level loss ln(classes) and whether the final loss left it (train.json's ``fit``)."""
-    fit = train.get("fit", {})
-    return {"classes": train.get("classes"), "chance_loss": fit.get("chance_loss"), "fitted": fit.get("fitted")}
 
 
 def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title: str) -> None:
@@ -260,7 +239,8 @@ def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title:
     chosen = steps[steps["chosen"]].sort_values("step")
     ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
     honest_ylim(ax, pd.concat([steps["dev_score"], pd.Series([base_dev])]))
-    save_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title, out_png)
+    label_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title)
+    write_png(fig, out_png)
 
 
 def write_steps_report(

@@ -1,10 +1,7 @@
-"""The reverse dictionary's shared ranking (001, Table 2's task on 000's held-out entries), for every method's
-protocol: ranks of targets and their metrics (MRR, MRR@10, top-k), a run's held-out queries, the like-for-like
-``cosine`` protocol (every model's mean-pooled query against the same AMP entry embeddings), intervals and paired
-tests, provenance, the tables and pages, a run's protocol and every run side by side. Each method's own protocol
-(DefSent+'s entry ranking, DefSent's vocabulary ranking) is beside its method (``defsent_plus.methods.<name>``).
-
-Light at import (no torch): the comparison job reads the tables; the ranking jobs load torch when they rank.
+"""The reverse dictionary's shared ranking (001, Table 2's task on 000's held-out entries): ranks and their metrics
+(MRR, MRR@10, top-k), held-out queries, the like-for-like ``cosine`` protocol, intervals and paired tests, the pages
+and every run side by side. Each method's own protocol is beside its method (``defsent_plus.methods.<name>``).
+Light at import (no torch): the ranking jobs load torch when they rank.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 
 QUERY_COLUMNS = ("entry_id", "entry", "definition", "split")
 
 
-
 def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor) -> np.ndarray:
     """1-based rank of each row's target among all columns; ties count against the target (pessimistic)."""
     if isinstance(logits, np.ndarray):  # on the host: no copy (a 128 x 206,546 chunk is 106 MB)
@@ -50,29 +46,23 @@ def ranks_of_targets(logits: np.ndarray | torch.Tensor, targets: np.ndarray | to
     return (logits >= target_scores).sum(1).cpu().numpy()
 
 
-def ranking_metrics(ranks: np.ndarray, k_list: Sequence[int] = (1, 3, 10), cutoff: int = CUTOFF) -> dict[str, float]:
-    """MRR over the full ranking, ``mrr_at_<cutoff>`` (only hits within the top ``cutoff`` count, DefSent's
-    "MRR"), top-k accuracy in % and the number of queries."""
+def ranking_metrics(ranks: np.ndarray) -> dict[str, float]:
+    """MRR over the full ranking, ``mrr_at_10`` (only hits within the top :data:`CUTOFF` count, DefSent's "MRR"),
+    top-1/3/10 accuracy in % and the number of queries."""
     ranks = np.asarray(ranks, dtype=np.float64)
     if len(ranks) == 0 or ranks.min() < 1:
         raise DefSentError("ranking metrics", "expected at least one 1-based rank")
-    reciprocal = 1.0 / ranks
-    return {
-        "mrr": float(reciprocal.mean()),
-        f"mrr_at_{cutoff}": float(np.where(ranks <= cutoff, reciprocal, 0.0).mean()),
-        **{f"top{k}": float(np.mean(ranks <= k) * 100) for k in k_list},
-        "queries": int(len(ranks)),
-    }
+    once = resampled_metrics(ranks, np.arange(len(ranks))[None, :])
+    return {**{metric: float(values[0]) for metric, values in once.items()}, "queries": len(ranks)}
 
 
-def resampled_metrics(ranks: np.ndarray, index: np.ndarray, k_list: Sequence[int] = (1, 3, 10),
-                      cutoff: int = CUTOFF) -> dict[str, np.ndarray]:
+def resampled_metrics(ranks: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`ranking_metrics` (without ``queries``) on every resample ``index`` [B, n] of the queries at once."""
     resampled = np.asarray(ranks, dtype=np.float64)[index]
     reciprocal = 1.0 / resampled
     return {"mrr": reciprocal.mean(axis=1),
-            f"mrr_at_{cutoff}": np.where(resampled <= cutoff, reciprocal, 0.0).mean(axis=1),
-            **{f"top{k}": (resampled <= k).mean(axis=1) * 100 for k in k_list}}
+            f"mrr_at_{CUTOFF}": np.where(resampled <= CUTOFF, reciprocal, 0.0).mean(axis=1),
+            **{f"top{k}": (resampled <= k).mean(axis=1) * 100 for k in (1, 3, 10)}}
 
 
 def ranking_bootstrap(ranks: Sequence[np.ndarray], options: dict) -> Bootstrap:
@@ -189,12 +179,15 @@ def cosine_protocol(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, 
     return ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)
 
 
-def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_like: Sequence[str],
-                options: dict) -> tuple[dict[str, dict], dict[str, dict]]:
-    """``ranks[label][protocol][split]``: ranks of the same queries by ``trained`` and ``base``. Per label the
-    percentile intervals of every metric, ``{protocol: {split: {metric: [low, high]}}}``, and for the protocols
-    both models are scored by alike (``like_for_like``) the paired test trained − base, ``{protocol: {split:
-    {metric: {difference, low, high, p}}}}`` (queries resampled together: :func:`ranking_bootstrap`)."""
+def with_uncertainty(results: dict[str, dict], ranks: dict[str, dict[str, dict[str, np.ndarray]]],
+                     like_for_like: Sequence[str], options: dict | None) -> dict:
+    """The results with their ``intervals`` and the ``paired`` tests (none without ``options``). ``ranks[label]
+    [protocol][split]``: ranks of the same queries by ``trained`` and ``base``. Per label the percentile intervals of
+    every metric, ``{protocol: {split: {metric: [low, high]}}}``, and for the protocols both models are scored by
+    alike (``like_for_like``) the paired test trained − base, ``{protocol: {split: {metric: {difference, low, high,
+    p}}}}`` (queries resampled together: :func:`ranking_bootstrap`)."""
+    if options is None:
+        return results
     intervals: dict[str, dict] = {label: {} for label in ranks}
     paired: dict[str, dict] = {}
     for protocol, splits in ranks["trained"].items():
@@ -207,15 +200,6 @@ def uncertainty(ranks: dict[str, dict[str, dict[str, np.ndarray]]], like_for_lik
                 paired.setdefault(protocol, {})[split] = {
                     metric: {"difference": t.difference.value, "low": t.difference.low, "high": t.difference.high,
                              "p": t.p_value} for metric, t in resampled.paired(0, 1).items()}
-    return intervals, paired
-
-
-def with_uncertainty(results: dict[str, dict], ranks: dict, like_for_like: Sequence[str],
-                     options: dict | None) -> dict:
-    """The results with their ``intervals`` and the ``paired`` tests (none without ``options``)."""
-    if options is None:
-        return results
-    intervals, paired = uncertainty(ranks, like_for_like, options)
     return {**{label: {**model, "intervals": intervals[label]} for label, model in results.items()},
             "paired": paired, "bootstrap": dict(options)}
 
@@ -280,17 +264,14 @@ def interval_columns(results: dict, label: str, protocol: str, split: str) -> di
 
 def paired_table(results: dict) -> pd.DataFrame:
     """Trained − base per like-for-like protocol and split: MRR and top-10 differences with interval and p."""
-    rows = []
-    for protocol, splits in results.get("paired", {}).items():
-        for split, tests in splits.items():
-            row = {"protocol": protocol, "split": split}
-            for metric in ("mrr", "top10"):
-                t = tests[metric]
-                mark = "" if t["low"] > 0 or t["high"] < 0 else " n.s."
-                row[metric] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
-                row[f"p ({metric})"] = f"{t['p']:.3f}"
-            rows.append(row)
-    return pd.DataFrame(rows)
+    rows: dict[tuple[str, str], dict] = {}
+    for t in paired_records(results):
+        if t["metric"] in ("mrr", "top10"):
+            row = rows.setdefault((t["protocol"], t["split"]), {"protocol": t["protocol"], "split": t["split"]})
+            mark = "" if t["distinguishable"] else " n.s."
+            row[t["metric"]] = f"{t['difference']:+.3f} [{t['low']:+.3f}, {t['high']:+.3f}]{mark}"
+            row[f"p ({t['metric']})"] = f"{t['p']:.3f}"
+    return pd.DataFrame(list(rows.values()))
 
 
 def paired_records(results: dict) -> list[dict]:

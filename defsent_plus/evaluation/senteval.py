@@ -1,28 +1,14 @@
 """SentEval transfer tasks (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC) with frozen embeddings and logistic regression.
 
-Follows SentEval's scikit-learn protocol (``usepytorch=False``, ``kfold=10``, seed 1111) as its code runs it:
+SentEval's protocol as its code runs it (``kfold=10``, seed 1111; docs/evaluation.md, "SentEval transfer"): every
+task's examples in SentEval's order (:func:`senteval_order`), which decides the seeded folds; MR, CR, SUBJ, MPQA by
+nested 10-fold CV (``InnerKFoldClassifier``: the score is the mean of the outer folds' accuracies); SST2 with C chosen
+on dev (``SplitClassifier``); TREC and MRPC with C chosen by 10-fold CV on train (``KFoldClassifier``), MRPC's
+features ``[|u - v|; u * v]``. C is the first of the best mean accuracies rounded to two decimals in %, every accuracy
+is rounded as SentEval's, and features are not standardised. The classifiers: :mod:`.senteval_classifiers`.
 
-* every task's examples in SentEval's order (:func:`senteval_order`: by word count, then label), which decides the
-  seeded folds;
-* MR, CR, SUBJ, MPQA (``InnerKFoldClassifier``): 10-fold stratified, shuffled CV (random_state 1111); in every
-  outer fold C in 2^-2 .. 2^3 is chosen by an inner 10-fold CV on the training part, then refit on it; the score is
-  the mean of the fold accuracies, each rounded to two decimals.
-* SST2 (``SplitClassifier``): C in 2^-2 .. 2^3 chosen on dev, trained on train only, scored on test.
-* TREC (6 coarse classes) and MRPC (``KFoldClassifier``): C in 2^-1 .. 2^5 chosen by 10-fold CV on train (seeded),
-  refit on train, scored on test. MRPC features are ``[|u - v|; u * v]``, exactly SentEval's ``mrpc.py``
-  (SICK-E/SNLI use ``[u; v; |u - v|; u * v]``, MRPC does not).
-* C is the first of the best mean accuracies rounded to two decimals in % (SentEval's ``round(100*mean, 2)``
-  then ``argmax``); every accuracy is rounded as SentEval's.
-* Features are not standardised: SentEval feeds raw embeddings to ``LogisticRegression``.
-
-Classifier: SentEval's ``LogisticRegression(C=reg, random_state=seed)`` ran on scikit-learn < 0.22, whose
-default was the ``liblinear`` solver with one-vs-rest for multi-class (TREC). Current scikit-learn refuses
-multi-class liblinear, so :func:`make_classifier` wraps it in ``OneVsRestClassifier`` (the same model;
-for two classes it is a single binary liblinear fit).
-
-Deliberate differences: files are read as UTF-8 (SentEval reads MR/CR/SUBJ/MPQA as Latin-1, which garbles
-MR's few non-ASCII characters); the TREC files are Latin-1 as in SentEval. Empty lines in CR and MPQA are
-kept as (empty) sentences, as SentEval does, so the sizes match its paper (CR 3775, MPQA 10606).
+Deliberate difference: files are read as UTF-8 (SentEval reads MR/CR/SUBJ/MPQA as Latin-1); TREC is Latin-1 as in
+SentEval. Empty lines in CR and MPQA are kept as (empty) sentences, as SentEval does.
 """
 
 from __future__ import annotations
@@ -69,6 +55,10 @@ class Labelled:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def take(self, index: Sequence[int] | np.ndarray) -> Labelled:
+        """The examples at ``index``, in its order."""
+        return Labelled([self.sentences[i] for i in index], self.labels[index])
+
 
 @dataclass(frozen=True)
 class LabelledPairs:
@@ -80,6 +70,11 @@ class LabelledPairs:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def take(self, index: Sequence[int] | np.ndarray) -> LabelledPairs:
+        """The examples at ``index``, in its order."""
+        return LabelledPairs([self.sentences1[i] for i in index], [self.sentences2[i] for i in index],
+                             self.labels[index])
 
 
 # ---------------------------------------------------------------- loaders
@@ -151,17 +146,18 @@ def load_mrpc(senteval_dir: str | Path, split: str) -> LabelledPairs:
     return LabelledPairs(s1, s2, np.array(labels))
 
 
+SPLIT_LOADERS = {"SST2": (load_sst2, ("train", "dev", "test")), "TREC": (load_trec, ("train", "test")),
+                 "MRPC": (load_mrpc, ("train", "test"))}  # the tasks with splits: their loader and splits
+
+
 def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelled | LabelledPairs]:
     """The splits of one task: ``{"all"}`` for the CV tasks, else ``train`` / (``dev``) / ``test``."""
     if task in BINARY_FILES:
         return {"all": load_binary(senteval_dir, task)}
-    if task == "SST2":
-        return {split: load_sst2(senteval_dir, split) for split in ("train", "dev", "test")}
-    if task == "TREC":
-        return {split: load_trec(senteval_dir, split) for split in ("train", "test")}
-    if task == "MRPC":
-        return {split: load_mrpc(senteval_dir, split) for split in ("train", "test")}
-    raise DefSentError("tasks", f"unknown transfer task {task!r}; expected one of {list(TRANSFER_TASKS)}")
+    if task not in SPLIT_LOADERS:
+        raise DefSentError("tasks", f"unknown transfer task {task!r}; expected one of {list(TRANSFER_TASKS)}")
+    load, splits = SPLIT_LOADERS[task]
+    return {split: load(senteval_dir, split) for split in splits}
 
 
 def words(text: str) -> int:
@@ -183,21 +179,14 @@ def senteval_order(data: Labelled | LabelledPairs, count=words) -> Labelled | La
                 zip(data.sentences1, data.sentences2, data.labels, strict=True)]
     else:
         keys = [(count(text), int(y)) for text, y in zip(data.sentences, data.labels, strict=True)]
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    if isinstance(data, LabelledPairs):
-        return LabelledPairs([data.sentences1[i] for i in order], [data.sentences2[i] for i in order],
-                             data.labels[order])
-    return Labelled([data.sentences[i] for i in order], data.labels[order])
+    return data.take(sorted(range(len(keys)), key=keys.__getitem__))
 
 
 def subsample(data: Labelled | LabelledPairs, size: int | None, seed: int) -> Labelled | LabelledPairs:
     """At most ``size`` examples, drawn without replacement with a seeded generator (order kept)."""
     if size is None or len(data) <= size:
         return data
-    keep = np.sort(np.random.default_rng(seed).choice(len(data), size, replace=False))
-    if isinstance(data, LabelledPairs):
-        return LabelledPairs([data.sentences1[i] for i in keep], [data.sentences2[i] for i in keep], data.labels[keep])
-    return Labelled([data.sentences[i] for i in keep], data.labels[keep])
+    return data.take(np.sort(np.random.default_rng(seed).choice(len(data), size, replace=False)))
 
 
 # ---------------------------------------------------------------- features and classifiers

@@ -1,12 +1,7 @@
-"""SentEval's two classifier protocols for the transfer tasks (senteval/tools/validation.py and classifier.py).
-
-* ``sklearn`` (``usepytorch=False``): scikit-learn's ``LogisticRegression(C=reg, random_state=seed)`` as SentEval
-  ran it on scikit-learn < 0.22 (liblinear, one-vs-rest), C from 2^-2 .. 2^3 (2^-1 .. 2^5 for TREC and MRPC).
-* ``pytorch`` (SentEval's README "default configuration", which SimCSE and the DefSent+ paper report): a linear layer
-  (``nhid: 0``) trained with Adam (lr 1e-3) and L2 weight decay from 1e-5 .. 1e-2, batches of 64, ``epoch_size`` 4
-  passes per epoch, at most 200 epochs, early stopping on a validation set after ``tenacity`` 5 epochs without a
-  better accuracy (the best epoch's weights kept). Validation: the scored fold while a regularisation is chosen, 5%
-  of the training examples (seeded) when the chosen one is refitted, SST-2's dev set for SST-2.
+"""SentEval's two classifier protocols for the transfer tasks (senteval/tools/validation.py and classifier.py;
+docs/evaluation.md, "SentEval transfer"): ``sklearn`` (``usepytorch=False``: liblinear logistic regression, one-vs-rest)
+and ``pytorch`` (SentEval's README "default configuration": one linear layer trained with Adam, early stopping on a
+validation set).
 
 A protocol fits with ``fit(x, y, reg, seed, validation)``: ``validation`` is ``(x_dev, y_dev)`` or the share of the
 training examples held out (only the PyTorch protocol uses it); the result answers ``score(x, y)`` and ``predict(x)``.

@@ -8,10 +8,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from defsent_plus.evaluation.intervals import Bootstrap, Interval, PairedTest
+from defsent_plus.evaluation.sts import STS_TASKS
 from defsent_plus.io import read_parquet_file
-
-TASK_KEYS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
-STS_TASK_KEYS = TASK_KEYS[:-1]
 
 
 def reading_note(options: dict) -> str:
@@ -33,7 +31,7 @@ def reading_note(options: dict) -> str:
 
 def bootstrap_of(pairs_files: Sequence[str], aggregation: str, options: dict) -> Bootstrap:
     """One resampling shared by every model of a table (same test pairs, same resamples)."""
-    return Bootstrap.of([read_parquet_file(path) for path in pairs_files], STS_TASK_KEYS, aggregation, options)
+    return Bootstrap.of([read_parquet_file(path) for path in pairs_files], STS_TASKS, aggregation, options)
 
 
 def interval_text(interval: Interval) -> str:

@@ -75,12 +75,6 @@ def parse_score(text: str, path: Path, line: int) -> float:
         raise DefSentError(path, f"expected a numeric similarity score, got {text!r}", line=line) from None
 
 
-def fields_at_least(fields: list[str], count: int, path: Path, line: int) -> list[str]:
-    if len(fields) < count:
-        raise DefSentError(path, f"expected at least {count} tab-separated fields, got {len(fields)}", line=line)
-    return fields
-
-
 MIN_SCORED_PAIRS = 1  # with none, the subset has no similarity to score (and scoring failed inside numpy)
 
 
@@ -108,22 +102,6 @@ def load_sts_subset(input_path: str | Path, gold_path: str | Path) -> StsPairs:
     return StsPairs(s1, s2, np.asarray(gold, dtype=np.float64), skipped)
 
 
-def concatenate(parts: Sequence[StsPairs]) -> StsPairs:
-    return StsPairs(
-        [s for p in parts for s in p.sentences1],
-        [s for p in parts for s in p.sentences2],
-        np.concatenate([p.gold for p in parts]),
-        sum(p.skipped for p in parts),
-    )
-
-
-def load_sts_year_subsets(senteval_dir: str | Path, task: str) -> list[StsPairs]:
-    """The subsets of an STS12-16 year, in SentEval's order."""
-    folder = Path(senteval_dir) / "STS" / f"{task}-en-test"
-    return [load_sts_subset(folder / f"STS.input.{name}.txt", folder / f"STS.gs.{name}.txt")
-            for name in STS_YEAR_SUBSETS[task]]
-
-
 def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = False) -> StsPairs:
     """Pairs from a tab-separated file given 0-based (score, sentence 1, sentence 2) columns."""
     score_col, col1, col2 = columns
@@ -131,7 +109,9 @@ def load_scored_pairs(path: Path, columns: tuple[int, int, int], header: bool = 
     for line, fields in read_tsv(path):
         if header and line == 1:
             continue
-        fields = fields_at_least(fields, max(columns) + 1, path, line)
+        if len(fields) < max(columns) + 1:
+            raise DefSentError(path, f"expected at least {max(columns) + 1} tab-separated fields, got {len(fields)}",
+                               line=line)
         gold.append(parse_score(fields[score_col].strip(), path, line))
         s1.append(normalise_space(fields[col1]))
         s2.append(normalise_space(fields[col2]))
@@ -150,7 +130,9 @@ def load_sickr(senteval_dir: str | Path) -> StsPairs:
 
 def load_sts_task(senteval_dir: str | Path, task: str) -> StsPairs:
     """Any task of :data:`KNOWN_STS_TASKS` (STS12-16: the year's subsets concatenated)."""
-    return concatenate(load_sts_parts(senteval_dir, task))
+    parts = load_sts_parts(senteval_dir, task)
+    return StsPairs([s for p in parts for s in p.sentences1], [s for p in parts for s in p.sentences2],
+                    np.concatenate([p.gold for p in parts]), sum(p.skipped for p in parts))
 
 
 def subset_names(task: str) -> tuple[str, ...]:
@@ -159,9 +141,12 @@ def subset_names(task: str) -> tuple[str, ...]:
 
 
 def load_sts_parts(senteval_dir: str | Path, task: str) -> list[StsPairs]:
-    """A task's datasets: the subsets of an STS12-16 year, or the one dataset of STS-B and SICK-R."""
+    """A task's datasets: the subsets of an STS12-16 year (in SentEval's order), or the one dataset of STS-B and
+    SICK-R."""
     if task in STS_YEAR_SUBSETS:
-        return load_sts_year_subsets(senteval_dir, task)
+        folder = Path(senteval_dir) / "STS" / f"{task}-en-test"
+        return [load_sts_subset(folder / f"STS.input.{name}.txt", folder / f"STS.gs.{name}.txt")
+                for name in STS_YEAR_SUBSETS[task]]
     if task in STSB_SPLITS:
         return [load_stsb(senteval_dir, STSB_SPLITS[task])]
     if task == "SICKR":
@@ -263,11 +248,7 @@ def sts_scores(embed: Embed, senteval_dir: str | Path, tasks: Sequence[str] = ST
 def encoder_embed(
     encoder: Encoder, pooling: str = "mean", batch_size: int = 128, max_length: int = 128, progress: bool = False
 ) -> Embed:
-    """An ``embed`` callable: sentences -> float32 ``[n, hidden]`` with one pooling of ``encoder``.
-
-    ``max_length=128`` truncates nothing that matters here: all-MiniLM-L6-v2 scores identically at 128,
-    256 and 512 tokens on all seven STS tasks.
-    """
+    """An ``embed`` callable: sentences -> float32 ``[n, hidden]`` with one pooling of ``encoder``."""
 
     def embed(sentences: list[str]) -> np.ndarray:
         return encoder.encode(sentences, pooling, batch_size=batch_size, max_length=max_length, progress=progress)

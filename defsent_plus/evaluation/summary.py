@@ -54,10 +54,8 @@ def embedded_images(html: str, plots: Sequence[tuple[str, str]], base: Path) -> 
     return html
 
 
-# Snakemake's report shows this page in a panel that centres its content on both axes (a scrolling flex box with
-# items-center): a page taller than the window starts above the scroll origin, where no scrolling reaches (the
-# default run's page: 3,829 px, its first 2,800 px cut off in a 1,000 px window). While the page is shown, the panel
-# aligns it to the top instead, and its text gets a readable width. tests/test_workflow.py checks it in chromium.
+# Snakemake's report centres this page in a scrolling flex box, so a page taller than the window starts above the
+# scroll origin, out of reach: the panel aligns it to the top instead, and its text gets a readable width.
 LANDING_STYLE = """<style>
 div.h-screen.overflow-auto.items-center { align-items: flex-start; }
 div.prose.max-w-lg { max-width: min(64rem, 92vw); }

@@ -11,10 +11,8 @@ import numpy as np
 from defsent_plus.evaluation.evaluators import Evaluator, Scored, Table
 
 SENTEVAL_RUNTIME_MINUTES = {"sklearn": 60, "pytorch": 180}
-"""The job's time limit per classifier protocol (``evaluation.senteval_protocol``). The PyTorch protocol's nested
-cross-validation fits 41 classifiers per outer fold: CR took 8 CPU minutes on one thread (2026-11-24), MR, SUBJ and
-MPQA are each about three times CR, so the seven tasks need about 90 minutes on one core; 180 leaves room for a
-slower core."""
+"""The job's time limit per classifier protocol (``evaluation.senteval_protocol``; the PyTorch protocol's nested
+cross-validation fits 41 classifiers per outer fold)."""
 
 
 def transfer_score(vectors: Mapping[str, np.ndarray], senteval_dir: Path, options: dict, threads: int) -> Scored:

@@ -194,10 +194,6 @@ class ReverseDictionary:
         best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
         return [[(self.entries[i], float(row[i])) for i in idx] for row, idx in zip(scores, best, strict=True)]
 
-    def candidates(self) -> str:
-        """What a query ranks: the number of entries and the dataset they come from."""
-        return self.searched
-
     def expected_ranks(self, scores: np.ndarray, entry: str) -> list[int] | None:
         """The rank (1 = first) of ``entry`` in each row of :meth:`scores`; None when it is not a candidate."""
         if entry not in self.entries:
@@ -268,25 +264,11 @@ def results_page(results: dict[str, dict], table: pd.DataFrame, title: str, desc
     return ranking_page(title, measured, table, results, shown, BASE_NOTE)
 
 
-def write_entry_ranking(
-    *,
-    method: str,
-    model_dir: str | Path,
-    spaces: Sequence[str | Path],
-    dataset: str | Path,
-    queries: str | Path,
-    base_model: str | Path,
-    base_space: Sequence[str | Path],
-    out_json: str | Path,
-    out_tsv: str | Path,
-    out_md: str | Path,
-    batch_size: int = 128,
-    max_length: int = 128,
-    title: str = "Reverse dictionary on held-out entries",
-    bootstrap: dict | None = None,
-    description: str = "",
-    **_unused,
-) -> dict:
+def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[str | Path], dataset: str | Path,
+                        queries: str | Path, base_model: str | Path, base_space: Sequence[str | Path],
+                        out_json: str | Path, out_tsv: str | Path, out_md: str | Path, batch_size: int = 128,
+                        max_length: int = 128, title: str = "Reverse dictionary on held-out entries",
+                        bootstrap: dict | None = None, description: str = "", **_unused) -> dict:
     """The ``entries`` protocol: score a run's final model against the space it was trained on (one of
     ``spaces``), and the untrained ``base_model`` against its AMP space (``base_space``, one file) by cosine, on the
     held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
