@@ -311,7 +311,7 @@ def examples(task, count: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
 def measure(spec: RunSpec, model_dir: Path, carry: Path, device: torch.device, warmup: int, steps: int) -> dict:
     """Warm-up steps, then ``steps`` timed steps of the run's task; ms a step and peak memory of the timed ones."""
     encoder = load_encoder(model_dir).to(device)
-    task = spec.method.task(task_inputs(spec, encoder, carry, device))
+    task = spec.method.build_task(task_inputs(spec, encoder, carry, device))
     batch = spec.cfg.batch_size
     texts, targets = examples(task, (warmup + steps) * batch)
     cut = warmup * batch

@@ -135,7 +135,7 @@ def job_step_row(encoder, frame: pd.DataFrame, texts: list[str], entry_ids: np.n
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}
     cfg = replace(TrainConfig(lr=5e-5, batch_size=32, seed=0, pooling="cls", **chosen), log_every=50)
     space = torch.randn(len(frame), encoder.hidden_size, generator=torch.Generator().manual_seed(0))
-    task = declared.task(TaskInputs(encoder, frame, list(texts), entry_ids, "cls", 0, "bench",
+    task = declared.build_task(TaskInputs(encoder, frame, list(texts), entry_ids, "cls", 0, "bench",
                                     {k: v for k, v in options.items() if k not in optimisation}, cfg.batch_size, space,
                                     declared.config_key()))
     pick = np.random.default_rng(0).permutation(len(task.texts))[: (warmup + steps) * cfg.batch_size]

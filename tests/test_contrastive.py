@@ -299,12 +299,12 @@ def test_trains_in_the_training_loop(tiny_bert):
 @pytest.mark.parametrize("method", ["simcse", "slt_fai"])
 def test_bad_options_name_the_config_key_of_the_method_that_has_them(tiny_bert, method, kwargs, key, shown):
     declared = method_of(method)
-    options = {name: value for name, value in declared.default_options().items() if name not in OPTIMISATION_OPTIONS}
+    options = {name: value for name, value in declared.options_in_force({}).items() if name not in OPTIMISATION_OPTIONS}
     options.update({name: value for name, value in kwargs.items() if name != "pooling"})
     inputs = TaskInputs(load_encoder(tiny_bert), None, TEXTS, np.zeros(len(TEXTS), dtype=np.int64),
                         kwargs.get("pooling", "cls"), 0, "toy", options, 4, None, declared.config_key())
     with pytest.raises(DefSentError) as err:
-        declared.task(inputs)
+        declared.build_task(inputs)
     # a run's pooling is its own key (runs.<run>.training_pooling), not one of the method's
     assert err.value.where == (TRAINING_POOLING_KEY if key == "pooling" else f"config: methods.{method}.{key}")
     assert shown in err.value.message

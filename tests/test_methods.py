@@ -286,7 +286,7 @@ def test_an_entry_space_method_without_a_space_is_refused_naming_the_dataset():
 def test_a_card_lists_an_option_deviation_only_where_the_options_in_force_have_it():
     defsent = method_of("defsent")
     rounded = [text for (name, value), text in defsent.option_deviations if name == "warmup_rounding"]
-    assert rounded and defsent.default_options()["warmup_rounding"] == "none"
+    assert rounded and defsent.options_in_force({})["warmup_rounding"] == "none"
     assert not set(rounded) & set(defsent.training_card({})["deviations"])  # DefSent's own unrounded warm-up
     assert set(rounded) <= set(defsent.training_card({"warmup_rounding": "up"})["deviations"])
 

@@ -229,7 +229,7 @@ def test_the_consert_variant_keeps_as_many_word_pieces_as_the_released_code(enco
 def test_the_consert_variant_shuffles_positions_from_zero_as_the_released_modeling_roberta(tiny_roberta):
     roberta = load_encoder(tiny_roberta)
     consert = method_of("slt_fai").resolved_options({"variant": "consert"})
-    simcse = method_of("simcse").default_options()
+    simcse = method_of("simcse").options_in_force({})
     assert (consert["shuffled_positions"], simcse["shuffled_positions"]) == ("zero", "model")
     batch = roberta.tokenizer(TEXTS, padding=True, return_tensors="pt")
     for option, first in (("zero", 0), ("model", roberta.model.config.pad_token_id + 1)):

@@ -109,9 +109,6 @@ def acquire(spec: DataSpec, out_dir: str | Path, mirror: str | Path | None, link
     return record
 
 
-# ------------------------------------------------------------------------------------------- mirror
-
-
 def from_mirror(layout: Layout, mirror: Path, out: Path, link: str) -> dict:
     """Copy (or symlink) every layout file from a local copy of the layout, checking each one."""
     if link not in LINKS:
@@ -143,9 +140,6 @@ def place(source: Path, dest: Path, link: str) -> None:
         os.symlink(source.resolve(), dest)
     else:
         shutil.copyfile(source, dest)
-
-
-# ------------------------------------------------------------------------------------------- archives
 
 
 def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path, out: Path, retry: Retry) -> dict:

@@ -28,9 +28,6 @@ DATASETS = ("a", "b", "c")
 SOURCES_KEY = "config: dictionary.sources"
 
 
-# ------------------------------------------------------------------------------------------- sources
-
-
 @dataclass(frozen=True)
 class SourceSpec:
     """One configured source: its name (used in tables), reader type and path."""
@@ -71,15 +68,10 @@ def primary_source(specs: list[SourceSpec], configured: str | None) -> str:
     return oxford[0] if oxford else names[0]
 
 
-# ---------------------------------------------------------------------------------------------- merge
-
-
 _WHITESPACE = re.compile(r"\s+")
 
 
-def normalise_records(
-    records: Iterable[Definition], lowercase: bool, drops: DropCounts
-) -> Iterator[Definition]:
+def normalise_records(records: Iterable[Definition], lowercase: bool, drops: DropCounts) -> Iterator[Definition]:
     """Headwords stripped (and lower-cased), definitions whitespace-normalised; empty ones dropped and counted."""
     for record in records:
         entry = _WHITESPACE.sub(" ", record.entry).strip()
@@ -103,16 +95,9 @@ def merge_by_entry(records: Iterable[Definition], drops: DropCounts) -> pd.DataF
         else:
             seen[record.text] = record.source
     entries = sorted(definitions)
-    return pd.DataFrame(
-        {
-            "entry": pd.Series(entries, dtype="string"),
-            "definitions": [list(definitions[e]) for e in entries],
-            "sources": [list(definitions[e].values()) for e in entries],
-        }
-    )
-
-
-# ------------------------------------------------------------------------------------------ tokens
+    return pd.DataFrame({"entry": pd.Series(entries, dtype="string"),
+                         "definitions": [list(definitions[e]) for e in entries],
+                         "sources": [list(definitions[e].values()) for e in entries]})
 
 
 def backend_encodings(tokenizer, texts: Sequence[str], add_special_tokens: bool) -> list | None:
@@ -167,9 +152,6 @@ def single_token_entries(frame: pd.DataFrame, tokenizer) -> pd.DataFrame:
     return frame[keep].reset_index(drop=True)
 
 
-# ---------------------------------------------------------------------------------------------- build
-
-
 @dataclass
 class Datasets:
     """The merged datasets and what was dropped while building them."""
@@ -187,13 +169,8 @@ def read_source(spec: SourceSpec, index: int, on_malformed: str, drops: DropCoun
         raise DefSentError(f"{SOURCES_KEY}[{index}].path ({spec.name})", err.message) from err
 
 
-def build_datasets(
-    sources: list[dict],
-    tokenizer,
-    primary: str | None = None,
-    lowercase: bool = True,
-    on_malformed: str = "error",
-) -> Datasets:
+def build_datasets(sources: list[dict], tokenizer, primary: str | None = None, lowercase: bool = True,
+                   on_malformed: str = "error") -> Datasets:
     """Read, normalise and merge the configured sources into datasets a, b and c."""
     specs = parse_sources(sources)
     b_source = primary_source(specs, primary)
@@ -245,11 +222,8 @@ def dataset_stats(datasets: Datasets, tokenizer) -> pd.DataFrame:
         definitions = [d for defs in frame["definitions"] for d in defs]
         lengths = np.fromiter(map(token_counts.__getitem__, definitions), dtype=np.int64, count=len(definitions))
         used = sorted({s for sources in frame["sources"] for s in sources})
-        rows += [
-            (f"dataset:{name}", "sources", "+".join(used)),
-            (f"dataset:{name}", "definitions", len(definitions)),
-            (f"dataset:{name}", "entries", len(frame)),
-        ]
+        rows += [(f"dataset:{name}", "sources", "+".join(used)), (f"dataset:{name}", "definitions", len(definitions)),
+                 (f"dataset:{name}", "entries", len(frame))]
         if len(lengths):  # an empty dataset (c without a single-token entry) has no lengths
             rows += [(f"dataset:{name}", "max_length_tokens", int(lengths.max())),
                      (f"dataset:{name}", "median_length_tokens", float(np.median(lengths)))]
@@ -263,8 +237,7 @@ def dataset_stats(datasets: Datasets, tokenizer) -> pd.DataFrame:
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Python's cyclic garbage collector paused: reading and merging the sources makes millions of objects that
-    live to the end of the stage, and the collector would scan them all again and again as their number grows
-    (a sixth of the stage's CPU time) to find next to no garbage."""
+    live to the end of the stage, which the collector would scan again and again to find next to no garbage."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -274,15 +247,9 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def write_dictionary_stage(
-    sources: list[dict],
-    tokenizer_path: str | Path,
-    outputs: dict[str, str | Path],
-    stats_path: str | Path,
-    primary: str | None = None,
-    lowercase: bool = True,
-    on_malformed: str = "error",
-) -> pd.DataFrame:
+def write_dictionary_stage(sources: list[dict], tokenizer_path: str | Path, outputs: dict[str, str | Path],
+                           stats_path: str | Path, primary: str | None = None, lowercase: bool = True,
+                           on_malformed: str = "error") -> pd.DataFrame:
     """Build datasets a, b, c and write them and their stats; outputs appear only when all succeeded."""
     from defsent_plus.encoders.models import load_tokenizer  # torch + transformers: only when the stage runs
 

@@ -21,9 +21,6 @@ from typing import BinaryIO
 from defsent_plus.errors import DefSentError
 from defsent_plus.names import OXFORD_SPLITS, WORDNET_DATA_FILES
 
-# ------------------------------------------------------------------------------------------- records
-
-
 FIRST_PLACES = 5  # how many places (file:line) of each kind of skipped input a warning names
 
 
@@ -57,9 +54,6 @@ class DropCounts:
     def first_places(self, source: str, reason: str) -> list[str]:
         """The first places (``file:line``) where ``source`` dropped input for ``reason``."""
         return list(self.places.get((source, reason), []))
-
-
-# ------------------------------------------------------------------------------------------- lines
 
 
 BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -137,9 +131,6 @@ def tab_separated_rows(
             yield number, columns
 
 
-# ------------------------------------------------------------------------------------------ Oxford
-
-
 _OXFORD_QUOTED = re.compile(r"`` (.+?) ''")
 _SPACE_BEFORE = re.compile(r" ([.,;)']|n't\b)")
 _SPACE_AFTER_PAREN = re.compile(r"\( ")
@@ -167,9 +158,6 @@ def read_oxford(path: str | Path, name: str, on_malformed: str, drops: DropCount
             yield Definition(headword, detokenize_oxford(columns[3]), name, f"{file}:{number}")
 
 
-# --------------------------------------------------------------------------------------------- TSV
-
-
 TSV_COLUMNS = ("entry", "definition")
 
 
@@ -179,8 +167,6 @@ def read_tsv(path: str | Path, name: str, on_malformed: str, drops: DropCounts) 
     for number, columns in tab_separated_rows(file, TSV_COLUMNS, name, on_malformed, drops):
         yield Definition(columns[0], columns[1], name, f"{file}:{number}")
 
-
-# --------------------------------------------------------------------- DefSent+ reference (Ox+WN.csv)
 
 LIST_MORE_DEF = "<|list_more_def|>"  # the reference's separator of an entry's definitions
 DEFSENTPLUS_COLUMNS = ("entry", "definitions")
@@ -194,9 +180,6 @@ def read_defsentplus(path: str | Path, name: str, on_malformed: str, drops: Drop
     for number, columns in tab_separated_rows(file, DEFSENTPLUS_COLUMNS, name, on_malformed, drops):
         for definition in columns[1].split(LIST_MORE_DEF):
             yield Definition(columns[0], definition, name, f"{file}:{number}")
-
-
-# ------------------------------------------------------------------------------------------- GCIDE
 
 
 def default_gcide_dir() -> Path:
@@ -246,9 +229,6 @@ def gcide_definitions(file: Path, key: str, record: dict, name: str, drops: Drop
                 drops.add(name, "definition_without_text", where=f"{file}:{key}")
                 continue
             yield Definition(headword, text, name, f"{file}:{key}")
-
-
-# ----------------------------------------------------------------------------------------- WordNet
 
 
 _WORDNET_EXAMPLE = re.compile(r"[\"].*?[\"]")  # the patterns of nltk's parser: a quoted example in a gloss,
@@ -345,9 +325,6 @@ def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: D
                 continue
             for lemma in lemmas:
                 yield Definition(lemma.replace("_", " "), definition, name, f"{file}:{number}")
-
-
-# ------------------------------------------------- installing WordNet 3.0 for nltk (``defsent-plus setup-wordnet``)
 
 
 WORDNET_SYSTEM_DIR = Path("/usr/share/wordnet")

@@ -45,11 +45,6 @@ def device_ids() -> list[int]:
     return list(range(_nvidia_smi_count()))
 
 
-def device_count() -> int:
-    """Number of GPUs on this machine (see :func:`device_ids`)."""
-    return len(device_ids())
-
-
 def _parse_ids(text: str) -> list[int]:
     if "," in text:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -64,6 +59,11 @@ def _nvidia_smi_count() -> int:
     except (OSError, subprocess.SubprocessError):
         return 0
     return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def device_count() -> int:
+    """Number of GPUs on this machine (see :func:`device_ids`; the workstation profile's ``gpu`` resource)."""
+    return len(device_ids())
 
 
 @contextmanager
@@ -85,14 +85,18 @@ def gpu_slot(
         yield previous
         return
     with ExitStack() as held:
-        devices = _claim(requested, Path(lock_dir), _pool(n_devices), poll_seconds, held) if requested else []
+        pool = device_ids() if n_devices is None else list(range(n_devices))
+        devices = _claim(requested, Path(lock_dir), pool, poll_seconds, held) if requested else []
         visible = ",".join(str(device) for device in devices)
         os.environ[VISIBLE_ENV] = visible
         log.info("%s=%r (%d GPU(s) requested)", VISIBLE_ENV, visible, requested)
         try:
             yield visible
         finally:
-            _restore(previous)
+            if previous is None:
+                os.environ.pop(VISIBLE_ENV, None)
+            else:
+                os.environ[VISIBLE_ENV] = previous
 
 
 _HELD = ExitStack()
@@ -102,17 +106,6 @@ atexit.register(_HELD.close)
 def hold_gpus(requested: int, lock_dir: str | Path = ".snakemake/gpu-slots") -> str:
     """:func:`gpu_slot` for the rest of the process (a job script's first line, before CUDA is used)."""
     return _HELD.enter_context(gpu_slot(requested, lock_dir))
-
-
-def _pool(n_devices: int | None) -> list[int]:
-    return device_ids() if n_devices is None else list(range(n_devices))
-
-
-def _restore(previous: str | None) -> None:
-    if previous is None:
-        os.environ.pop(VISIBLE_ENV, None)
-    else:
-        os.environ[VISIBLE_ENV] = previous
 
 
 def _claim(requested: int, lock_dir: Path, pool: list[int], poll_seconds: float, held: ExitStack) -> list[int]:

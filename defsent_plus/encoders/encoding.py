@@ -95,9 +95,7 @@ class Batching:
     max_tokens: int | None = None
 
 
-# The one place to change encoding batches by device type; a device type not listed keeps the caller's batch_size
-# without a budget (on CPU the batches encode has always made). CUDA's default encodes dataset a's entry space in
-# 61.5 s on an H200 (docs/results.md, "GPU measurements").
+# Encoding batches by device type; a device type not listed keeps the caller's batch_size without a budget.
 DEVICE_BATCHING: dict[str, Batching] = {"cuda": Batching(batch_size=1024, max_tokens=65_536)}
 HOST_CHUNK_ROWS = 16_384  # pooled rows gathered on the device before one copy to the host
 TOKENISE_CHUNK = 8_192  # texts tokenised per tokenizer call (bounds the Python lists alive at once)
@@ -180,8 +178,7 @@ def batch_bounds(sorted_lengths: np.ndarray, batch_size: int, max_tokens: int | 
 
 def padded_tokens(lengths: Sequence[int] | np.ndarray, batch_size: int, max_tokens: int | None = None) -> int:
     """Tokens the encoder computes, padding included, for texts of ``lengths`` batched as :func:`encode` batches
-    them (longest first, each batch padded to its first row): a few texts pad to their longest (a hundred
-    held-out queries 2.4-7x their tokens), thousands hardly at all (1.05-1.24x)."""
+    them (longest first, each batch padded to its first row)."""
     ordered = np.sort(np.asarray(lengths, dtype=np.int64))[::-1]
     return int(sum((stop - start) * ordered[start] for start, stop in batch_bounds(ordered, batch_size, max_tokens)))
 

@@ -13,7 +13,6 @@ from defsent_plus.io import atomic_path
 from defsent_plus.names import POOLINGS
 
 log = logging.getLogger(__name__)
-ST_POOLING_MODES = {"cls": "cls", "mean": "mean", "max": "max"}  # sentence-transformers' names of ours
 PROMPT_MODULE = "defsent_prompt"  # the exported file of the prompt pooling's modules
 
 
@@ -47,12 +46,13 @@ def export_sentence_transformers(model_dir: str | Path, out_dir: str | Path, poo
 
 
 def pooled_modules(model_dir: Path, pooling: str, max_length: int) -> list:
-    """sentence-transformers' own Transformer and Pooling: its cls, mean and max equal this workflow's."""
+    """sentence-transformers' own Transformer and Pooling: its cls, mean and max (same names) equal this
+    workflow's."""
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     transformer = Transformer(str(model_dir), max_seq_length=max_length)
-    return [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=ST_POOLING_MODES[pooling])]
+    return [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)]
 
 
 def prompt_modules(model_dir: Path, max_length: int) -> list:

@@ -94,25 +94,25 @@ def sts_section(rows: pd.DataFrame | None, pooling: str) -> list[str]:
                  f"{', '.join(rows['pooling'])} pooling, not {pooling} (export with that pooling to get them).", ""]
     shown = rows if matching.empty else matching
     tasks = [t for t in STS_TASKS if t in shown.columns]
-    lines += [f"Spearman × 100 with 95% bootstrap intervals, STS12-16 aggregated "
-              f"`{shown['sts_aggregation'].iloc[0]}` (the workflow's `results/<run>/eval/sts.tsv`):", "",
-              "| pooling | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
-    lines += ["| " + " | ".join([row["pooling"]] + [interval_cell(row, t) for t in tasks]) + " |"
-              for _, row in shown.iterrows()]
-    return lines
+    return lines + [f"Spearman × 100 with 95% bootstrap intervals, STS12-16 aggregated "
+                     f"`{shown['sts_aggregation'].iloc[0]}` (the workflow's `results/<run>/eval/sts.tsv`):", "",
+                     *table(["pooling", *tasks], [[row["pooling"]] + [interval_cell(row, t) for t in tasks]
+                                                  for _, row in shown.iterrows()])]
 
 
 def ranking_section(rows: pd.DataFrame | None) -> list[str]:
     if rows is None or rows.empty:
         return []
-    lines = ["", "Reverse dictionary on held-out entries (MRR, top-1 and top-10 accuracy in %, 95% intervals):", "",
-             "| protocol | split | scoring | candidates | queries | " + " | ".join(RANKING_METRICS) + " |",
-             "|---|---|---|---|---|" + "---|" * len(RANKING_METRICS)]
-    for _, row in rows.iterrows():
-        cells = [str(row[c]) for c in ("protocol", "split", "scoring", "candidates", "queries")]
-        lines.append("| " + " | ".join(cells + [interval_cell(row, m, 4 if m == "mrr" else 2)
-                                               for m in RANKING_METRICS]) + " |")
-    return lines
+    columns = ("protocol", "split", "scoring", "candidates", "queries")
+    cells = [[str(row[c]) for c in columns] + [interval_cell(row, m, 4 if m == "mrr" else 2) for m in RANKING_METRICS]
+             for _, row in rows.iterrows()]
+    return ["", "Reverse dictionary on held-out entries (MRR, top-1 and top-10 accuracy in %, 95% intervals):", "",
+            *table([*columns, *RANKING_METRICS], cells)]
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
 def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
 
 import numpy as np
 import torch
@@ -132,20 +131,13 @@ class Encoder:
         self.pooler.to(device)
         return self
 
-    @overload
-    def encode(self, texts: Sequence[str], pooling: str, *, batch_size: int = ..., max_length: int = ...,
-               progress: bool = ..., desc: str | None = ..., max_tokens: int | None = ...) -> np.ndarray: ...
-
-    @overload
-    def encode(self, texts: Sequence[str], pooling: Sequence[str], *, batch_size: int = ..., max_length: int = ...,
-               progress: bool = ..., desc: str | None = ..., max_tokens: int | None = ...) -> dict[str, np.ndarray]: ...
-
-    def encode(self, texts, pooling, *, batch_size=128, max_length=128, progress=False, desc=None, max_tokens=None):
+    def encode(self, texts: Sequence[str], pooling: str | Sequence[str], *, batch_size: int = 128,
+               max_length: int = 128, progress: bool = False, desc: str | None = None,
+               max_tokens: int | None = None) -> np.ndarray | dict[str, np.ndarray]:
         """Embed ``texts`` on the model's device: one pooling name gives float32 ``[n, hidden]``, a list of names a
         dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass. A batch holds
         at most ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens
         (:func:`defsent_plus.encoders.encoding.batching_for` picks both for a device)."""
-
         poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
         vectors = encode(self.model, self.tokenizer, texts, poolings, batch_size, max_length, progress,
                          desc or "+".join(poolings), max_tokens=max_tokens)

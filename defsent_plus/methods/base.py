@@ -46,7 +46,6 @@ class TrainingCosts:
             raise ValueError(f"training costs: classes {self.classes!r}, expected one of {CLASSES}")
 
 
-
 @dataclass(frozen=True)
 class Lazy:
     """The function ``"module:function"``, imported when called: a declaration names its objective and its
@@ -151,10 +150,6 @@ class Method:
         """The candidate targets of a run's step: its entry spaces, or the method's fixed target."""
         return list(step["spaces"]) if self.uses_entry_space else [self.target]
 
-    def task(self, inputs):
-        """This method's training task for ``inputs`` (a :class:`defsent_plus.training.task.TaskInputs`)."""
-        return self.build_task(inputs)
-
     def config_key(self, option: str = "") -> str:
         """The config key users set for this method (``config: methods.<name>[.<option>]``)."""
         return f"config: methods.{self.name}" + (f".{option}" if option else "")
@@ -189,10 +184,6 @@ class Method:
             raise DefSentError(self.config_key("variant"), f"unknown variant {name!r}; expected one of "
                                                           f"{list(self.variants)}")
         return self.variants[name]
-
-    def default_options(self) -> dict:
-        """The block a config that sets nothing gets: the schema's defaults, completed by the default variant's."""
-        return self.options_in_force({})
 
     def options_in_force(self, options: dict) -> dict:
         """A ``methods.<name>`` block completed by the schema's defaults and its variant's."""

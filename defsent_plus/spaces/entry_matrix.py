@@ -42,10 +42,8 @@ def require_finite(E: np.ndarray, where: str | Path) -> None:
         row = int(bad_rows[0])
         col = int(np.flatnonzero(~np.isfinite(E[row]))[0])
         kind = "NaN" if np.isnan(E[row, col]) else "inf"
-        raise DefSentError(
-            where,
-            f"entry space contains {kind} at row {row} (column {col}); {bad_rows.size} row(s) have non-finite values",
-        )
+        raise DefSentError(where, f"entry space contains {kind} at row {row} (column {col}); {bad_rows.size} row(s) "
+                                  "have non-finite values")
 
 
 def load_space(path: str | Path, n_entries: int | None = None) -> np.ndarray:

@@ -20,16 +20,9 @@ TORCH_NONLINEARITIES = ("logcosh", "exp", "cube")
 TORCH_CPU_BLOCK_ROWS = 4096  # rows per block on CPU: keeps the [block, hidden] intermediate in cache (GPU: all)
 
 
-def torch_parallel_fastica(
-    whitened: np.ndarray,
-    w_init: np.ndarray,
-    *,
-    fun: str = "logcosh",
-    alpha: float = 1.0,
-    max_iter: int = 1000,
-    tol: float = 1e-4,
-    device: str = "cpu",
-) -> tuple[np.ndarray, int, bool]:
+def torch_parallel_fastica(whitened: np.ndarray, w_init: np.ndarray, *, fun: str = "logcosh", alpha: float = 1.0,
+                           max_iter: int = 1000, tol: float = 1e-4, device: str = "cpu"
+                           ) -> tuple[np.ndarray, int, bool]:
     """Parallel FastICA fixed-point iterations on whitened data [n, k]; returns (W, n_iter, converged).
 
     Same update and stopping rule as scikit-learn's ``_ica_par``:
@@ -82,9 +75,8 @@ def _torch_nonlinearity(fun: str, alpha: float) -> Callable:
     raise DefSentError("transform 'ica'", f"unknown fun {fun!r}")
 
 
-def _nonlinearity_moments(
-    X: torch.Tensor, W: torch.Tensor, nonlinearity: Callable, block_rows: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _nonlinearity_moments(X: torch.Tensor, W: torch.Tensor, nonlinearity: Callable, block_rows: int
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
     """E[g(W x) x^T] [k, k] and E[g'(W x)] [k] over the rows x of X, accumulated block by block."""
     n_samples, k = X.shape
     g_x = torch.zeros((W.shape[0], k), dtype=X.dtype, device=X.device)

@@ -44,11 +44,6 @@ def descending_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, vectors * np.where(signs == 0, 1.0, signs)
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Metrics
-# ----------------------------------------------------------------------------------------------------------
-
-
 def mean_pair_cosine(E: np.ndarray, seed: int = 0, n_pairs: int = 100_000) -> float:
     """Mean cosine similarity of ``n_pairs`` random pairs of distinct entries (seeded)."""
     n = E.shape[0]
@@ -155,11 +150,6 @@ def isotropy_metrics(E: np.ndarray, seed: int = 0, n_pairs: int = 100_000) -> di
         "n_pairs": int(n_pairs),
         "seed": int(seed),
     }
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Plot
-# ----------------------------------------------------------------------------------------------------------
 
 
 def svd_projection(E: np.ndarray, gram: np.ndarray, rows: np.ndarray) -> np.ndarray:

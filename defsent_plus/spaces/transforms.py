@@ -12,20 +12,12 @@ describing what was done. Transforms:
 
 ICA backends: ``sklearn`` is the reference; ``torch`` runs the same parallel FastICA (same whitening, same
 initial matrix ``w_init`` drawn from ``random_state``, same update, same stopping rule) with PyTorch, on the
-GPU when there is one; the tests check it against sklearn. ``auto`` (the default) picks torch when CUDA is
-available and sklearn otherwise: on CPU both are bound by the same two float64 GEMMs per iteration and
-torch was not faster (1000 iterations at 20,000 x 384, one thread: 374 s vs 309 s CPU), so the reference runs.
+GPU when there is one. ``auto`` (the default) picks torch when CUDA is available and sklearn otherwise.
 
-Precision: float32 by default, because that is what the reference computes (its ICA-transform.py hands
-StandardScaler and FastICA the numpy view of a float32 tensor); ``float64`` is available. The two are not
-result-preserving on realistic spaces: on a 400 x 384 MiniLM AMP space float64 converged in 90 iterations while the
-reference's float32 run stopped at max_iter without converging, in a different solution; on the synthetic bench
-space the float32 components were far less non-Gaussian (see bench/bench_ica.py). FastICA on spaces with
-near-Gaussian directions is sensitive to rounding: even the BLAS thread count changes the solution
-(bench/bench_ica.py, 5,000 x 384 synthetic, float64: 280 iterations on one thread, 242 on two, outputs up to 1.2e3
-apart). So the CPU path runs on ONE BLAS thread by default: reproducible on any machine, and at the sizes a CPU
-run uses also the fastest (idle 2-core machine: 1,000 x 384 MiniLM space 5.8 s on one thread vs 15 s on
-two; 5,000 x 384 25.7 s vs 37.8 s). ``threads`` is recorded in the info dict.
+Precision: float32 by default, as the reference computes it; ``float64`` is available, and the two may converge
+to different solutions. FastICA on near-Gaussian directions is sensitive to rounding, even to the BLAS thread
+count, so the CPU path runs on ONE BLAS thread by default (reproducible on any machine; measurements:
+bench/bench_ica.py). ``threads`` is recorded in the info dict.
 """
 
 from __future__ import annotations
@@ -60,31 +52,17 @@ ICA_PRECISIONS = ("float64", "float32")
 TORCH_WHITEN_MODES = ("unit-variance", "arbitrary-variance")
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Input checks (the entry space itself: entry_matrix.check_entry_space)
-# ----------------------------------------------------------------------------------------------------------
-
-
-def require_at_least_as_many_rows_as_columns(E: np.ndarray, where: str) -> None:
-    """Whitening and ICA of all ``hidden`` components need n_entries >= hidden."""
+def require_whitenable(E: np.ndarray, where: str) -> None:
+    """Whitening and ICA of all ``hidden`` components need n_entries >= hidden and no constant dimension (zero
+    variance: whitening it would divide by zero)."""
     n_rows, n_cols = E.shape
     if n_rows < n_cols:
-        raise DefSentError(
-            where,
-            f"needs at least as many entries as dimensions for a full-rank transform; "
-            f"got {n_rows} entries x {n_cols} dimensions",
-        )
-
-
-def require_no_constant_columns(E: np.ndarray, where: str) -> None:
-    """A constant dimension has zero variance: whitening it would divide by zero."""
+        raise DefSentError(where, f"needs at least as many entries as dimensions for a full-rank transform; "
+                                  f"got {n_rows} entries x {n_cols} dimensions")
     constant = np.flatnonzero(np.ptp(E, axis=0) == 0)
     if constant.size:
-        raise DefSentError(
-            where,
-            f"entry space has {constant.size} constant dimension(s) (first: column {int(constant[0])}); "
-            "whitening/ICA cannot scale a zero-variance dimension",
-        )
+        raise DefSentError(where, f"entry space has {constant.size} constant dimension(s) (first: column "
+                                  f"{int(constant[0])}); whitening/ICA cannot scale a zero-variance dimension")
 
 
 def numerical_rank(variances: np.ndarray) -> int:
@@ -97,21 +75,14 @@ def rank_deficiency_warning(rank: int, dim: int) -> str | None:
     """Explain a numerically rank-deficient space (e.g. LayerNorm outputs: rank hidden - 1)."""
     if rank >= dim:
         return None
-    return (
-        f"entry space has numerical rank {rank} < {dim} dimensions (LayerNorm outputs lie in a hyperplane, "
-        f"so encoder spaces usually have rank {dim - 1}); whitening scales the {dim - rank} missing "
-        f"direction(s) of rounding noise to unit variance (n_components={rank} would drop them)"
-    )
+    return (f"entry space has numerical rank {rank} < {dim} dimensions (LayerNorm outputs lie in a hyperplane, "
+            f"so encoder spaces usually have rank {dim - 1}); whitening scales the {dim - rank} missing "
+            f"direction(s) of rounding noise to unit variance (n_components={rank} would drop them)")
 
 
 def require_finite_output(out: np.ndarray, where: str) -> None:
     if not np.isfinite(out).all():
         raise DefSentError(where, "result contains NaN/inf: the entry space is too rank-deficient to whiten")
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Simple transforms
-# ----------------------------------------------------------------------------------------------------------
 
 
 def identity(E: np.ndarray) -> tuple[np.ndarray, dict]:
@@ -129,8 +100,7 @@ def center(E: np.ndarray) -> tuple[np.ndarray, dict]:
 def whiten(E: np.ndarray) -> tuple[np.ndarray, dict]:
     """PCA whitening with all ``hidden`` components: centered, decorrelated, unit variance per component."""
     where = "transform 'whiten'"
-    require_at_least_as_many_rows_as_columns(E, where)
-    require_no_constant_columns(E, where)
+    require_whitenable(E, where)
     started = time.perf_counter()
     pca = PCA(n_components=E.shape[1], whiten=True, svd_solver="full")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -149,11 +119,6 @@ def whiten(E: np.ndarray) -> tuple[np.ndarray, dict]:
         "seconds": round(time.perf_counter() - started, 3),
         "warnings": messages,
     }
-
-
-# ----------------------------------------------------------------------------------------------------------
-# ICA
-# ----------------------------------------------------------------------------------------------------------
 
 
 def available_threads() -> int:
@@ -185,12 +150,10 @@ def resolve_backend(backend: str, whiten: Any, fun: Any, algorithm: str) -> str:
     if backend == "torch" and not supported:
         from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
 
-        raise DefSentError(
-            "transform 'ica'",
-            f"backend 'torch' implements algorithm='parallel', whiten in {list(TORCH_WHITEN_MODES)}, "
-            f"fun in {list(TORCH_NONLINEARITIES)}; got algorithm={algorithm!r}, whiten={whiten!r}, "
-            f"fun={fun!r} (use backend 'sklearn')",
-        )
+        raise DefSentError("transform 'ica'", f"backend 'torch' implements algorithm='parallel', whiten in "
+                                              f"{list(TORCH_WHITEN_MODES)}, fun in {list(TORCH_NONLINEARITIES)}; got "
+                                              f"algorithm={algorithm!r}, whiten={whiten!r}, fun={fun!r} (use "
+                                              "backend 'sklearn')")
     if backend == "auto":
         return "torch" if supported and cuda_available() else "sklearn"
     return backend
@@ -246,27 +209,18 @@ def ica(
     cores for torch; ``device`` (torch only) defaults to cuda when present.
     """
     where = "transform 'ica'"
-    require_at_least_as_many_rows_as_columns(E, where)
+    require_whitenable(E, where)
     if precision not in ICA_PRECISIONS:
         raise DefSentError(where, f"precision must be one of {list(ICA_PRECISIONS)}, got {precision!r}")
     chosen = resolve_backend(backend, whiten, fun, algorithm)
-    require_no_constant_columns(E, where)
     threads = threads or (1 if chosen == "sklearn" else available_threads())
     # float32 as the reference computes it: StandardScaler and FastICA both on the float32 matrix (ICA-transform.py
     # passes the numpy view of a float32 tensor), not a float64 standardisation cast down afterwards
     scaled = StandardScaler().fit_transform(E.astype(precision))
     rank = numerical_rank(np.linalg.eigvalsh(covariance(scaled)))
-    fastica_options = {
-        "n_components": n_components or E.shape[1],
-        "whiten": whiten,
-        "fun": fun,
-        "fun_args": fun_args,
-        "algorithm": algorithm,
-        "whiten_solver": whiten_solver,
-        "max_iter": max_iter,
-        "tol": tol,
-        "random_state": random_state,
-    }
+    fastica_options = {"n_components": n_components or E.shape[1], "whiten": whiten, "fun": fun,
+                       "fun_args": fun_args, "algorithm": algorithm, "whiten_solver": whiten_solver,
+                       "max_iter": max_iter, "tol": tol, "random_state": random_state}
     started = time.perf_counter()
     with limited_threads(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
@@ -311,14 +265,9 @@ def _convergence_messages(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 def _log_ica_result(info: dict) -> None:
-    summary = (
-        f"ICA ({info['backend']}, {info['precision']}): {info['n_iter']}/{info['max_iter']} iterations, "
-        f"{'converged' if info['converged'] else 'NOT converged'} (tol {info['tol']}), {info['seconds']} s"
-    )
-    if info["converged"]:
-        log.info(summary)
-    else:
-        log.warning(summary)
+    summary = (f"ICA ({info['backend']}, {info['precision']}): {info['n_iter']}/{info['max_iter']} iterations, "
+               f"{'converged' if info['converged'] else 'NOT converged'} (tol {info['tol']}), {info['seconds']} s")
+    log.log(logging.INFO if info["converged"] else logging.WARNING, summary)
     for message in info["warnings"]:
         log.warning(message)
 
@@ -328,9 +277,6 @@ def _ica_sklearn(scaled: np.ndarray, options: dict) -> tuple[np.ndarray, int, st
     model = FastICA(**options)
     sources = model.fit_transform(scaled)
     return sources, model.n_iter_, "cpu"
-
-
-# --- torch backend: the same parallel FastICA as sklearn.decomposition._fastica._ica_par ------------------
 
 
 def sklearn_whitening(scaled: np.ndarray, n_components: int, solver: str) -> tuple[np.ndarray, np.ndarray]:
@@ -372,30 +318,17 @@ def _ica_torch(scaled: np.ndarray, options: dict, device: str | None) -> tuple[n
     whitened = np.dot(K, XT).T  # [n, k]: FastICA's X1.T
     whitened *= np.sqrt(n_samples)
     w_init = sklearn_initial_unmixing(options["random_state"], n_components, whitened.dtype)
-    W, n_iter, converged = torch_parallel_fastica(
-        whitened,
-        w_init,
-        fun=options["fun"],
-        alpha=(options["fun_args"] or {}).get("alpha", 1.0),
-        max_iter=options["max_iter"],
-        tol=options["tol"],
-        device=device,
-    )
+    W, n_iter, converged = torch_parallel_fastica(whitened, w_init, fun=options["fun"],
+                                                  alpha=(options["fun_args"] or {}).get("alpha", 1.0),
+                                                  max_iter=options["max_iter"], tol=options["tol"], device=device)
     if not converged:
-        warnings.warn(
-            "FastICA did not converge. Consider increasing tolerance or the maximum number of iterations.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        warnings.warn("FastICA did not converge. Consider increasing tolerance or the maximum number of iterations.",
+                      ConvergenceWarning, stacklevel=2)
     sources = np.linalg.multi_dot([W.astype(XT.dtype), K, XT]).T
     if options["whiten"] == "unit-variance":
         sources /= np.std(sources, axis=0, keepdims=True)
     return sources, n_iter, device
 
-
-# ----------------------------------------------------------------------------------------------------------
-# Registry
-# ----------------------------------------------------------------------------------------------------------
 
 # The candidate-space transforms of names.TRANSFORMS (the ``<base>.<transform>`` spaces), and ``none``.
 CANDIDATE_TRANSFORMS: dict[str, Callable[..., tuple[np.ndarray, dict]]] = {

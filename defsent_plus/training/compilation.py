@@ -4,8 +4,7 @@
 step also records CUDA graphs (mode ``reduce-overhead``), one per batch shape. A compiled run pads every batch to
 the run's longest kept sentence (``max_length`` + ``extra_tokens``), so an epoch has one sequence length: one
 compilation, and a second only where the batch size changes (an epoch's last, smaller batch makes the batch size
-dynamic). Varying lengths recompiled once per new length and took longer than a 5-minute device call for BERT-base
-(docs/gpu.md). Padded positions are masked: results move at round-off only. The weights a run saves are the same
+dynamic). Padded positions are masked: results move at round-off only. The weights a run saves are the same
 module's, compiled or not.
 """
 

@@ -184,7 +184,6 @@ class Checkpointer:
     def enabled(self) -> bool:
         return self.directory is not None
 
-    # --- signals ---------------------------------------------------------------------------------------------
     @contextmanager
     def signals(self) -> Iterator[None]:
         """SIGTERM and SIGUSR1 ask for a save and a stop after the current step (main thread only)."""
@@ -204,7 +203,6 @@ class Checkpointer:
             for s, handler in previous.items():
                 signal.signal(s, handler)
 
-    # --- saving ----------------------------------------------------------------------------------------------
     def due(self, steps_done: int) -> bool:
         if not self.enabled:
             return False
@@ -256,7 +254,6 @@ class Checkpointer:
         log.info("saved the training state after step %d (%.1f s, %.0f MB) in %s", len(position.losses),
                  time.perf_counter() - started, (self.directory / name).stat().st_size / 1e6, self.directory)
 
-    # --- resuming --------------------------------------------------------------------------------------------
     def valid_state(self) -> tuple[dict, dict[str, torch.Tensor]] | None:
         """The saved state of this identity, or None (none there, or damaged: ignored with a warning)."""
         if not self.enabled or not (self.directory / STATE_FILE).exists():

@@ -27,9 +27,8 @@ def select_best(candidates: Sequence[dict]) -> dict:
 def write_selection(dev_jsons: Sequence[str | Path], candidates: Sequence[dict], best_json: str | Path) -> dict:
     """Pick the step's best (space, seed) by dev score; ``candidates`` are the labels of the dev files, each with the
     candidate's ``model`` directory."""
-    scored = []
-    for dev_json, label in zip(dev_jsons, candidates, strict=True):
-        scored.append({**label, "dev_score": read_json(dev_json)["dev_score"], "dev_json": str(dev_json)})
+    scored = [{**label, "dev_score": read_json(dev_json)["dev_score"], "dev_json": str(dev_json)}
+              for dev_json, label in zip(dev_jsons, candidates, strict=True)]
     best = select_best(scored)
     result = {"best": best, "candidates": scored}
     write_json(best_json, result)

@@ -72,8 +72,7 @@ class TrainingMethod(Protocol):
     resolves and passes in: the trainer never imports the methods registry."""
 
     name: str
-
-    def task(self, inputs: TaskInputs) -> TrainingTask: ...
+    build_task: Callable[[TaskInputs], TrainingTask]
 
     def config_key(self) -> str: ...
 

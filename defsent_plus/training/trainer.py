@@ -283,10 +283,13 @@ class BestWeights:
                               "best_dev": best_score, "stopped_early": self.stopped}}
 
 
-SCHEDULES = ("linear", "constant")
+SCHEDULES = {  # name -> (optimizer, warm-up steps, steps) -> the schedule
+    "linear": lambda optimizer, warmup, steps: get_linear_schedule_with_warmup(optimizer, warmup, steps),
+    "constant": lambda optimizer, warmup, steps: get_constant_schedule_with_warmup(optimizer, warmup),
+}
 WARMUP_ROUNDINGS = {"up": math.ceil, "none": float}
 OPTIMIZERS = {  # name -> (class, its own arguments besides lr, eps and weight decay)
-    # fused: one kernel for all parameters (CPU and CUDA): 14 ms instead of ~90 ms per step for MiniLM on 2 cores
+    # fused: one kernel for all parameters (CPU and CUDA)
     "adamw": (torch.optim.AdamW, {"fused": True}),
     "adam": (torch.optim.Adam, {"fused": True}),
     "adamw_transformers": (TransformersAdamW, {}),  # as DefSent+'s TrainEncoder.py (eps before the bias correction)
@@ -328,13 +331,10 @@ def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, s
     """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate. The warm-up
     length is rounded up to whole steps or, with ``warmup_rounding: none``, left as ``warmup_ratio x steps``:
     transformers' schedules divide the step by it as a float, as DefSent's own LambdaLR does."""
-    warmup = warmup_steps(cfg, steps)
-    if cfg.schedule == "linear":
-        return get_linear_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=steps)
-    if cfg.schedule == "constant":
-        return get_constant_schedule_with_warmup(optimizer, num_warmup_steps=warmup)
-    raise DefSentError("config: methods.*.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
-                                                       f"{list(SCHEDULES)}")
+    if cfg.schedule not in SCHEDULES:
+        raise DefSentError("config: methods.*.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
+                                                           f"{list(SCHEDULES)}")
+    return SCHEDULES[cfg.schedule](optimizer, warmup_steps(cfg, steps), steps)
 
 
 class TrainStep:
@@ -380,11 +380,6 @@ def summarise(losses: list[float], examples: int, seconds: float, cfg: TrainConf
     }
 
 
-def check_entry_ids(entry_ids: np.ndarray, n_entries: int, where: str) -> None:
-    if len(entry_ids) and (entry_ids.min() < 0 or entry_ids.max() >= n_entries):
-        raise DefSentError(where, f"entry id out of range [0, {n_entries}): {int(entry_ids.max())}")
-
-
 def train_on_space(
     base_model: str | Path,
     dataset_path: str | Path,
@@ -421,7 +416,7 @@ def train_on_space(
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     encoder.to(device)
-    task = method.task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
+    task = method.build_task(TaskInputs(encoder, frame, texts, entry_ids, cfg.pooling, cfg.seed, str(dataset_path),
                                   options or {}, cfg.batch_size, space, method.config_key(),
                                   None if senteval_dir is None else str(senteval_dir)))
     if max_examples is not None and len(task.texts) > max_examples:
@@ -501,7 +496,8 @@ def frozen_space(space_path: str | Path, frame, entry_ids: np.ndarray, encoder: 
                  dataset_path: str | Path) -> np.ndarray:
     """The entry space a method trains against, checked against the dataset's entries and the encoder's width."""
     space = load_space(space_path, len(frame))
-    check_entry_ids(entry_ids, len(space), str(dataset_path))
+    if len(entry_ids) and (entry_ids.min() < 0 or entry_ids.max() >= len(space)):
+        raise DefSentError(str(dataset_path), f"entry id out of range [0, {len(space)}): {int(entry_ids.max())}")
     if space.shape[1] != encoder.hidden_size:
         raise DefSentError(space_path, f"entry space has width {space.shape[1]}, encoder hidden size is "
                                        f"{encoder.hidden_size}")

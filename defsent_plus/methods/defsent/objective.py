@@ -40,9 +40,6 @@ log = logging.getLogger(__name__)
 HEAD_FILE = "defsent_head.safetensors"  # saved next to a DefSent-trained encoder: the head it was trained with
 
 
-# ------------------------------------------------------------------------------------------ head layouts
-
-
 @dataclass(frozen=True)
 class HeadLayout:
     """Where a family's masked-LM head lives in a checkpoint and which transformers class builds it."""
@@ -76,10 +73,6 @@ def layout_of(head: nn.Module) -> HeadLayout:
     raise TypeError(f"{type(head).__name__} is not a masked-LM head of {[lay.name for lay in HEAD_LAYOUTS]}")
 
 
-def _decoder_owner(head: nn.Module, layout: HeadLayout) -> nn.Module:
-    return head.get_submodule(layout.decoder_owner)
-
-
 def _owner_prefix(layout: HeadLayout) -> str:
     return f"{layout.decoder_owner}." if layout.decoder_owner else ""
 
@@ -93,9 +86,6 @@ def _tied_keys(layout: HeadLayout) -> set[str]:
 def own_keys(head: nn.Module, layout: HeadLayout) -> list[str]:
     """The head's own state-dict keys (transform and output bias), without the tied decoder."""
     return [key for key in head.state_dict() if key not in _tied_keys(layout)]
-
-
-# ------------------------------------------------------------------------------------------ building the head
 
 
 def masked_lm_head(encoder: Encoder, seed: int) -> tuple[nn.Module, dict]:
@@ -181,7 +171,7 @@ def _tied_head(layout: HeadLayout, encoder: Encoder) -> nn.Module:
         raise DefSentError(encoder.path, f"cannot build the {layout.name} masked-LM head from this model's config "
                                          f"({config.model_type})")
     head.to_empty(device=embeddings.device)
-    owner = _decoder_owner(head, layout)
+    owner = head.get_submodule(layout.decoder_owner)
     if owner.decoder.weight.shape != embeddings.shape:
         raise DefSentError(encoder.path, f"input word embeddings have shape {tuple(embeddings.shape)}, the masked-LM "
                                          f"head expects {tuple(owner.decoder.weight.shape)} (vocab_size x hidden_size)")
@@ -195,7 +185,7 @@ def initialise_head(head: nn.Module, layout: HeadLayout, seed: int, config) -> N
     ``initializer_range`` and zero bias, LayerNorm 1/0, output bias 0; the tied decoder is left alone."""
     generator = torch.Generator().manual_seed(seed)
     std = getattr(config, "initializer_range", 0.02)
-    owner = _decoder_owner(head, layout)
+    owner = head.get_submodule(layout.decoder_owner)
     with torch.no_grad():
         for module in head.modules():
             if isinstance(module, nn.Linear) and module is not owner.decoder:
@@ -219,17 +209,10 @@ def _fill(head: nn.Module, tensors: dict[str, torch.Tensor], where: str | Path, 
             state[key].copy_(tensor)
 
 
-def freeze(module: nn.Module) -> None:
-    module.requires_grad_(False)
-
-
 def embedding_block(model: nn.Module) -> nn.Module:
     """The model's embedding block (word, position, token-type embeddings, LayerNorm), else its word embeddings."""
     block = getattr(model, "embeddings", None)
     return block if isinstance(block, nn.Module) else model.get_input_embeddings()
-
-
-# ------------------------------------------------------------------------------------------ saving and loading
 
 
 def save_head(head: nn.Module, out_dir: str | Path, info: dict | None = None) -> Path:
@@ -268,11 +251,7 @@ def load_head(encoder: Encoder) -> nn.Module:
     if missing:
         raise DefSentError(path, f"incomplete masked-LM head: missing {[layout.prefix + k for k in missing]}")
     _fill(head, {key: saved[key] for key in own_keys(head, layout)}, path, layout.prefix)
-    freeze(head)
-    return head.eval()
-
-
-# ------------------------------------------------------------------------------------------ the objective
+    return head.requires_grad_(False).eval()
 
 
 def check_pooling(pooling: str) -> None:
@@ -289,8 +268,7 @@ class HeadwordPrediction(nn.Module):
     def __init__(self, head: nn.Module, pooling: str, info: dict | None = None):
         super().__init__()
         check_pooling(pooling)
-        self.head = head
-        freeze(self.head)
+        self.head = head.requires_grad_(False)
         self.pooling = get_pooling(pooling)
         self.head_info = dict(info or {})
 
@@ -313,7 +291,7 @@ def defsent_objective(encoder: Encoder, pooling: str, seed: int, freeze_embeddin
     """
     head, info = masked_lm_head(encoder, seed)
     if freeze_embedding_block:
-        freeze(embedding_block(encoder.model))
+        embedding_block(encoder.model).requires_grad_(False)
     return HeadwordPrediction(head, pooling, info)
 
 
@@ -340,16 +318,10 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
                         save=lambda out_dir: save_head(objective.head, out_dir, objective.head_info))
 
 
-# ------------------------------------------------------------------------------------------ headwords
-
-
 def headword_token_ids(tokenizer, words: Sequence[str]) -> list[int | None]:
     """Each headword's target token id (None: not one token), by dataset c's own rule, so DefSent trains on
     exactly dataset c's entries."""
     return single_token_ids(tokenizer, words)
-
-
-# ------------------------------------------------------------------------------------------ prediction
 
 
 def load_defsent_model(model_dir: str | Path) -> tuple[Encoder, nn.Module]:

@@ -10,34 +10,24 @@ The objective adds two discriminators to any unsupervised sentence objective ``R
 
 Readings of paper and public code (github.com/wangbing1416/SLT-FAI) that this module commits to:
 
-* frequency labels (§3.5) count the tokenizer's tokens of a corpus (the paper: BookCorpus, the PLM's pre-training
-  corpus; here whatever corpus the caller passes) without special tokens; among the token types that occur, the
-  least frequent ``rate`` share is low-frequency. Token types that never occur are low-frequency too, as in the
-  public code (count 0 is below its threshold); they are left out when the share is computed, as there.
-  The code's threshold ``count < count_at_rank`` leaves ties on the high side; here ties are broken by token id
-  so the low share is exactly ``floor(rate * seen)`` types.
-* incomplete sentences (§3.3): the paper masks "its low-frequency words at a sampling ratio of ε"; here each
-  sentence masks ``max(1, round(ε · n))`` of its ``n`` low-frequency tokens (0 when ``n = 0``), chosen uniformly
-  at random, never special or padding tokens. The public code instead masks each *high*-frequency token
-  (label 0) with probability 0.5 (its ``--mask_rate`` is unused); we follow the paper. Sentences with no
-  low-frequency token have no incomplete version and are left out of L_ISF (their "pair" would be identical).
-* the sentence discriminator sees the pooled original from the loop's forward pass (``batch.hidden``: the code
-  uses its first augmented view's sentence embedding) and the pooled incomplete sentence from a second forward
-  pass in train mode; L_ISF is the sum of the two cross-entropies (Eq. 6).
+* frequency labels (§3.5) count the tokenizer's tokens of a corpus (the paper: BookCorpus; here whatever corpus the
+  caller passes) without special tokens (:func:`frequency_labels`). The code's threshold ``count < count_at_rank``
+  leaves ties on the high side; here ties are broken by token id so the low share is exactly ``floor(rate * seen)``.
+* incomplete sentences (§3.3) mask low-frequency tokens at the paper's sampling ratio ε
+  (:func:`incomplete_input_ids`). The public code instead masks each *high*-frequency token with probability 0.5
+  (its ``--mask_rate`` is unused); we follow the paper. Sentences with no low-frequency token have no incomplete
+  version and are left out of L_ISF (their "pair" would be identical).
+* the sentence discriminator sees the pooled original from the loop's forward pass (the code: its first augmented
+  view's sentence embedding) and the pooled incomplete sentence from a second forward pass in train mode; L_ISF is
+  the sum of the two cross-entropies (Eq. 6).
 * the gradient reversal coefficient is a constant 1 (the code's GRL is never given a schedule); α = β = 1.
-* L_AT (Eq. 4) averages cross-entropy over each sentence's non-padding, non-special tokens, then over sentences
-  (the code averages over all positions, padding included).
-* discriminators (``discriminators``): by default as the released code builds them (token: width → 2·width →
-  2·width → width → 2, its ``--high_rank 2`` default; sentence: width → width → 2; no activation between the layers
-  and a ReLU after the last), or the paper's "two linear layers and a ReLU" (Linear → ReLU → Linear) with
-  ``paper``; both at the model's width (the code hard-codes 768).
-* L_AT (``at_views``): by default averaged over both views' token states, as the released code does, or over the
-  first view only (``one``).
-* warm-up: the discriminators join the loss as the released code's ``fit`` sets its flag: from epoch
-  ``floor(warmup)`` on, once ``warmup - floor(warmup)`` of that epoch is done (so with a fractional warm-up the first
-  part of every later epoch is R_USRL alone again, as there). Until then the loss is R_USRL alone and neither
-  discriminator is run (so they get no gradient and the forward pass is saved); their sub-losses are logged as 0.0.
-  The code computes them and drops them from the loss.
+* L_AT (Eq. 4) averages over each sentence's non-padding, non-special tokens, then over sentences (the code averages
+  over all positions, padding included); ``at_views`` picks both views, as the released code, or the first only.
+* discriminators (``discriminators``): the released code's or the paper's (:data:`DISCRIMINATORS`), both at the
+  model's width (the code hard-codes 768).
+* warm-up: the discriminators join the loss as the released code's ``fit`` sets its flag
+  (:func:`discriminators_on`); until then the loss is R_USRL alone and neither discriminator is run (their
+  sub-losses are logged as 0.0), where the code computes them and drops them from the loss.
 * R_USRL is weighted by ``usrl_weight`` (ConSERT's ``--cl_rate``: 0.15 in the ConSERT variant's scripts).
 """
 
@@ -55,7 +45,7 @@ from torch import nn
 from defsent_plus.encoders.encoding import autocast_for, get_pooling
 from defsent_plus.encoders.models import Encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.methods.simcse.objective import contrastive_corpus, contrastive_objective, corpus_card
+from defsent_plus.methods.simcse.objective import contrastive_corpus, contrastive_objective, corpus_card, random_pick
 from defsent_plus.names import TRAINING_POOLING_KEY
 from defsent_plus.training.corpus import read_corpus_file
 from defsent_plus.training.task import TaskInputs, TrainingTask, unused_targets
@@ -169,10 +159,7 @@ def incomplete_input_ids(input_ids: torch.Tensor, attention_mask: torch.Tensor, 
         eligible &= ~special.to(input_ids.device)[input_ids]
     n = eligible.sum(1)
     k = torch.minimum(torch.floor(ratio * n + 0.5).long().clamp(min=1), n)  # n = 0 gives k = 0
-    scores = torch.rand(input_ids.shape, generator=generator).to(input_ids.device)
-    scores = scores.masked_fill(~eligible, 2.0)  # ineligible tokens rank after every eligible one
-    ranks = scores.argsort(1).argsort(1)
-    return input_ids.masked_fill(eligible & (ranks < k.unsqueeze(1)), mask_token_id)
+    return input_ids.masked_fill(eligible & random_pick(eligible, k, generator), mask_token_id)
 
 
 def special_token_mask(tokenizer, size: int) -> torch.Tensor:
@@ -268,15 +255,13 @@ class SltFai(nn.Module):
         if not rows.any():
             return batch.hidden.sum() * 0.0
         original = self.pooling.pool(batch.hidden[rows].float(), batch.attention_mask[rows], None)
-        incomplete = self._pooled(masked_ids[rows], batch.attention_mask[rows])
+        mask = batch.attention_mask[rows]
+        with autocast_for(masked_ids.device):
+            hidden = self.encoder_model[0](input_ids=masked_ids[rows], attention_mask=mask).last_hidden_state
+        incomplete = self.pooling.pool(hidden.float(), mask, None)
         zeros = torch.zeros(len(original), dtype=torch.long, device=original.device)
         return (F.cross_entropy(self.sentence_discriminator(original), zeros)
                 + F.cross_entropy(self.sentence_discriminator(incomplete), zeros + 1))
-
-    def _pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        with autocast_for(input_ids.device):
-            hidden = self.encoder_model[0](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.pooling.pool(hidden.float(), attention_mask, None)
 
     def first_view(self, attention_mask: torch.Tensor) -> tuple[dict, AbstractContextManager]:
         """The training loop's forward pass is R_USRL's first view (augmented as it says)."""
