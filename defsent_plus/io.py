@@ -36,9 +36,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 hex digest of a file."""
+    """SHA-256 hex digest of a file, read in 1 MiB blocks (``hashlib.file_digest`` needs Python 3.11)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_json(path: str | Path, data: dict) -> None:
