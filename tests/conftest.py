@@ -22,10 +22,11 @@ TINY_RUN_JOBS = "tiny_run_jobs"  # the folder of the session's temporary folder 
 
 # bin/test runs the suite on pytest-xdist workers (``--dist loadgroup``). The background workflows (the SLURM
 # scenarios, the shipped configs' DAGs) run in threads of one worker: the tests that read them form the group
-# ``BACKGROUND``, run by that worker. The shared DAGs (the tiny DAG, the methods DAG) and the tiny models are built
-# once, by the first worker that asks (``built_once``), and read by any.
+# ``BACKGROUND``, run by that worker (``pytest_xdist_make_scheduler``). The shared DAGs (the tiny DAG, the methods DAG)
+# and the tiny models are built once, by the first worker that asks (``built_once``), and read by any.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # None outside pytest-xdist
 BACKGROUND = "background"
+BACKGROUND_IDS = "background.ids"  # the group's test ids, as the workers collected them, in the run's shared folder
 BACKGROUND_FIXTURES = ("slurm_scenarios", "shipped_dags")  # started at the first test of their group (``background``)
 SHARED_DAGS = {"tiny_run", "methods_run", "tiny_rehearsal", *BACKGROUND_FIXTURES}
 
@@ -56,14 +57,39 @@ def worker_order(item) -> tuple[bool, bool, bool, int]:
             waits_for_background_dags(item))
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist names each test's group
+@pytest.hookimpl(tryfirst=True)  # before the deselection by markers
 def pytest_collection_modifyitems(session, config, items) -> None:
     for item in items:
         if dag_fixtures(item):
             item.add_marker(pytest.mark.workflow)  # ``bin/test --fast`` (``-m "not workflow"``) builds no DAG
-        if in_background_group(item):
-            item.add_marker(pytest.mark.xdist_group(BACKGROUND))
     items.sort(key=worker_order if WORKER else waits_for_background_dags)  # stable: each group keeps its order
+    if WORKER:  # the background group's test ids, for the scheduler (every worker writes the same)
+        path = shared_root(config._tmp_path_factory) / BACKGROUND_IDS
+        partial = path.with_suffix(f".{WORKER}")
+        partial.write_text("".join(f"{item.nodeid}\n" for item in items if in_background_group(item)))
+        partial.replace(path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` as pytest-xdist schedules it (each test a unit, the tests of a group one unit sent to one
+    worker, ``--no-loadscope-reorder``: in the collection's order), with the background group read from the ids the
+    workers wrote: pytest-xdist marks a group in the test ids, which pytest 9.2 no longer lets it change
+    (pytest-dev/pytest-xdist#1386)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    ids_path = config._tmp_path_factory.getbasetemp() / BACKGROUND_IDS  # the workers' folders' folder
+
+    class BackgroundGroupScheduling(LoadScopeScheduling):
+        background: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.background is None:  # first called once every worker has collected
+                self.background = set(ids_path.read_text().splitlines()) if ids_path.exists() else set()
+            return BACKGROUND if nodeid in self.background else nodeid
+
+    return BackgroundGroupScheduling(config, log)
 
 
 def shared_root(tmp_path_factory) -> Path:
@@ -133,8 +159,22 @@ def background(request) -> None:
     """Starts the session's background workflows at its first test; on a pytest-xdist worker, at its first test of
     the background group (the worker that runs the tests reading them)."""
     if WORKER is None or in_background_group(request.node):
+        request.getfixturevalue("background_worker")
         for name in BACKGROUND_FIXTURES:
             request.getfixturevalue(name)
+
+
+@pytest.fixture(scope="session")
+def background_worker(tmp_path_factory) -> None:
+    """Claims the background workflows for this worker: a second worker that would start them (a SLURM cluster is
+    one per machine) fails instead, naming the first."""
+    if WORKER:
+        try:
+            with open(shared_root(tmp_path_factory) / "background.worker", "x") as claim:
+                claim.write(WORKER)
+        except FileExistsError:
+            first = (shared_root(tmp_path_factory) / "background.worker").read_text()
+            raise AssertionError(f"the background group runs on {first} and {WORKER}: pytest-xdist split it") from None
 
 
 @pytest.fixture(scope="session")
