@@ -11,7 +11,7 @@ from grid_reference import apply_chain, score_combination, uniformity
 from scipy import stats
 from sklearn.preprocessing import QuantileTransformer
 
-from defsent_plus.baselines.aggregation import DeviceTables, aggregate, idf_table, most_frequent
+from defsent_plus.baselines.aggregation import aggregate, idf_table, most_frequent
 from defsent_plus.baselines.extract import StaticAccumulator, batches, layer_vectors, random_table, token_tables
 from defsent_plus.baselines.grid import (
     CachedEmbeddings,
@@ -144,24 +144,23 @@ def tiny_batch(encoder, texts, max_length=32):
 
 
 def tables_for(encoder, corpus, biases=BIASES_ON, frequent_tokens=2, texts=None) -> tuple:
-    options = {"frequent_tokens": frequent_tokens}
-    tables = token_tables(encoder.tokenizer, corpus, texts or corpus, options, 32)
-    device = DeviceTables(torch.from_numpy(tables.idf), torch.from_numpy(tables.frequent),
-                          torch.from_numpy(tables.punctuation), biases)
-    return tables, device
+    """(the idf as numpy, the tables)."""
+    tables = token_tables(encoder.tokenizer, corpus, texts or corpus,
+                          {"frequent_tokens": frequent_tokens, "biases": biases}, 32, CPU)
+    return tables.idf.numpy(), tables
 
 
 def test_idf_follows_hand_computed_document_frequencies_and_weights_sum_to_one(tiny_bert):
     encoder = load_encoder(tiny_bert)
     corpus = ["the dog is a dog", "the cat", "the dog runs", "a bird"]
-    tables, device = tables_for(encoder, corpus)
+    idf, device = tables_for(encoder, corpus)
     ids = encoder.tokenizer.convert_tokens_to_ids
     n = len(corpus)
-    assert tables.idf[ids("the")] == pytest.approx(np.log(n / 3))
-    assert tables.idf[ids("dog")] == pytest.approx(np.log(n / 2))  # twice in one document counts once
-    assert tables.idf[ids("cat")] == pytest.approx(np.log(n / 1))
-    assert tables.idf[ids("[CLS]")] == pytest.approx(0.0)  # in every document
-    assert tables.idf[ids("giraffe")] == pytest.approx(np.log(n / 1))  # unseen: df taken as 1
+    assert idf[ids("the")] == pytest.approx(np.log(n / 3))
+    assert idf[ids("dog")] == pytest.approx(np.log(n / 2))  # twice in one document counts once
+    assert idf[ids("cat")] == pytest.approx(np.log(n / 1))
+    assert idf[ids("[CLS]")] == pytest.approx(0.0)  # in every document
+    assert idf[ids("giraffe")] == pytest.approx(np.log(n / 1))  # unseen: df taken as 1
     rows, _, tokens = tiny_batch(encoder, ["the dog", "the cat and the dog"])
     weights, _ = aggregate("idf", one_hot_positions(tokens), tokens, device)
     np.testing.assert_allclose(weights.sum(1).numpy(), 1.0, atol=1e-6)

@@ -88,15 +88,6 @@ def most_frequent(documents: Sequence[Sequence[int]], vocab_size: int, n: int,
     return order[:n][counts[order[:n]] > 0]
 
 
-@dataclass(frozen=True)
-class TokenTables:
-    """Per-vocabulary facts used by the aggregations: idf (fit corpus), the -biases classes."""
-
-    idf: np.ndarray
-    frequent: np.ndarray  # bool per id: among the fit corpus' top-N
-    punctuation: np.ndarray  # bool per id
-
-
 @dataclass
 class BatchTokens:
     """One batch's token facts, as tensors on the batch's device ([B, T] each)."""
@@ -126,11 +117,11 @@ def batch_tokens(encoding, tokenizer: PreTrainedTokenizerBase, device: torch.dev
 
 @dataclass(frozen=True)
 class DeviceTables:
-    """The token tables on the batch's device; ``idf`` may be replaced by a task's own table."""
+    """Per-vocabulary facts on the batch's device: idf (the fit corpus', or a task's own), the -biases classes."""
 
     idf: torch.Tensor
-    frequent: torch.Tensor
-    punctuation: torch.Tensor
+    frequent: torch.Tensor  # bool per id: among the fit corpus' top-N
+    punctuation: torch.Tensor  # bool per id
     biases: dict  # {"frequent": bool, "punctuation": bool, "subword": bool}
 
 

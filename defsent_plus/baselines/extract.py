@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,6 @@ from tqdm.auto import tqdm
 from defsent_plus.baselines.aggregation import (
     BatchTokens,
     DeviceTables,
-    TokenTables,
     aggregate,
     batch_tokens,
     idf_table,
@@ -116,8 +115,8 @@ class Cache:
         self.arrays.clear()
 
 
-def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], options: dict,
-                 max_length: int) -> TokenTables:
+def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], options: dict, max_length: int,
+                 device: torch.device) -> DeviceTables:
     """idf over the fit corpus as the model reads it (template and special tokens included, so both get idf ~0);
     the most frequent tokens over the plain corpus."""
     size = len(tokenizer)
@@ -126,7 +125,8 @@ def token_tables(tokenizer, corpus: Sequence[str], corpus_texts: Sequence[str], 
     top = options.get("frequent_tokens", 0)
     frequent[most_frequent(token_ids(tokenizer, corpus, max_length), size, top, special)] = True
     idf = idf_table(token_ids(tokenizer, corpus_texts, max_length), size, "config: baselines.fit_corpus")
-    return TokenTables(idf, frequent, punctuation_table(tokenizer))
+    tables = (idf, frequent, punctuation_table(tokenizer))
+    return DeviceTables(*(torch.from_numpy(table).to(device) for table in tables), options.get("biases", NO_BIASES))
 
 
 def batches(tokenizer, texts: Sequence[str], blocks: Sequence[tuple[int, int]], max_length: int,
@@ -187,10 +187,9 @@ class Extraction:
         tokenizer = self.encoder.tokenizer
         eval_texts = self.texts(evaluation, max_length, "eval")
         corpus_texts = self.texts(corpus, max_length, "corpus")
-        tables = token_tables(tokenizer, corpus, corpus_texts, self.options, max_length)
-        corpus_tables = self.device_tables(tables, tables.idf)
-        splits = [Split("corpus", corpus_texts, split_blocks(len(corpus_texts), batch_size, None), corpus_tables, {}),
-                  Split("eval", eval_texts, split_blocks(len(eval_texts), batch_size, leading), corpus_tables,
+        tables = token_tables(tokenizer, corpus, corpus_texts, self.options, max_length, self.device)
+        splits = [Split("corpus", corpus_texts, split_blocks(len(corpus_texts), batch_size, None), tables, {}),
+                  Split("eval", eval_texts, split_blocks(len(eval_texts), batch_size, leading), tables,
                         self.task_tables(tables, task_rows, eval_texts, max_length))]
         cache = Cache(out_dir)
         if AVG in self.request["aggregations"]:
@@ -209,7 +208,7 @@ class Extraction:
                  "n_layers": self.encoder.model.config.num_hidden_layers, "hidden": self.encoder.hidden_size,
                  "eval_sentences": len(evaluation), "eval_digest": sentences_digest(evaluation),
                  "corpus_sentences": len(corpus), "corpus_digest": sentences_digest(corpus),
-                 "frequent_tokens": tokenizer.convert_ids_to_tokens(np.flatnonzero(tables.frequent).tolist()),
+                 "frequent_tokens": tokenizer.convert_ids_to_tokens(tables.frequent.nonzero().flatten().tolist()),
                  "fallbacks": cache.fallbacks, **({"provenance": record} if record else {})}
         log.info("forward pass seconds: %s", seconds)
         for name, count in cache.fallbacks.items():
@@ -217,11 +216,7 @@ class Extraction:
         write_json(out_dir / INDEX, index)
         return index
 
-    def device_tables(self, tables: TokenTables, idf: np.ndarray) -> DeviceTables:
-        return DeviceTables(torch.from_numpy(idf).to(self.device), torch.from_numpy(tables.frequent).to(self.device),
-                            torch.from_numpy(tables.punctuation).to(self.device), self.options.get("biases", NO_BIASES))
-
-    def task_tables(self, tables: TokenTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
+    def task_tables(self, tables: DeviceTables, task_rows: dict[str, np.ndarray], eval_texts: list[str],
                     max_length: int) -> dict[str, tuple[np.ndarray, int, DeviceTables]]:
         """Where a request asks for ``idf_task``, each task's (every evaluation row's position among the task's rows,
         -1 outside; its number of rows; its own-idf tables), else none."""
@@ -235,7 +230,7 @@ class Extraction:
             positions[rows] = np.arange(len(rows))
             idf = idf_table(token_ids(tokenizer, [eval_texts[i] for i in rows], max_length), len(tokenizer),
                             f"STS task {task}")
-            tasks[task] = (positions, len(rows), self.device_tables(tables, idf))
+            tasks[task] = (positions, len(rows), replace(tables, idf=torch.from_numpy(idf).to(self.device)))
         return tasks
 
     @torch.inference_mode()

@@ -168,19 +168,18 @@ def threadpool_controller() -> ThreadpoolController:
 @contextmanager
 def limited_threads(threads: int, with_torch: bool = True) -> Iterator[None]:
     """Let numpy/scipy BLAS and (``with_torch``) torch use exactly ``threads`` threads inside the block."""
-    if not with_torch:
-        with threadpool_controller().limit(limits=threads):
+    with threadpool_controller().limit(limits=threads):
+        if not with_torch:
             yield
-        return
-    import torch
+            return
+        import torch
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_controller().limit(limits=threads):
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
             yield
-    finally:
-        torch.set_num_threads(previous)
+        finally:
+            torch.set_num_threads(previous)
 
 
 def ica(
