@@ -28,7 +28,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from defsent_plus.io import read_json, save_figure, write_json
-from defsent_plus.spaces.entry_matrix import BLOCK_ROWS, SecondMoments, check_entry_space, load_space, second_moments
+from defsent_plus.spaces.entry_matrix import BLOCK_ROWS, check_entry_space, load_space, second_moments
 
 BLOCK_COLUMNS = 64
 
@@ -53,7 +53,9 @@ def mean_pair_cosine(E: np.ndarray, seed: int = 0, n_pairs: int = 100_000) -> fl
     first = rng.integers(0, n, size=n_pairs)
     second = rng.integers(0, n - 1, size=n_pairs)
     second += second >= first  # uniform over entries other than ``first``
-    norms = _row_norms(E)
+    norms = np.concatenate(
+        [np.linalg.norm(E[s : s + BLOCK_ROWS].astype(np.float64), axis=1) for s in range(0, n, BLOCK_ROWS)]
+    )
     total = 0.0
     for start in range(0, n_pairs, BLOCK_ROWS):
         i, j = first[start : start + BLOCK_ROWS], second[start : start + BLOCK_ROWS]
@@ -61,13 +63,6 @@ def mean_pair_cosine(E: np.ndarray, seed: int = 0, n_pairs: int = 100_000) -> fl
         denominators = norms[i] * norms[j]
         total += float(np.divide(dots, denominators, out=np.zeros_like(dots), where=denominators > 0).sum())
     return total / n_pairs
-
-
-def _row_norms(E: np.ndarray) -> np.ndarray:
-    """Euclidean norm of every row, in float64."""
-    return np.concatenate(
-        [np.linalg.norm(E[s : s + BLOCK_ROWS].astype(np.float64), axis=1) for s in range(0, len(E), BLOCK_ROWS)]
-    )
 
 
 def isoscore_from_variances(variances: np.ndarray) -> float:
@@ -152,31 +147,24 @@ def isotropy_metrics(E: np.ndarray, seed: int = 0, n_pairs: int = 100_000) -> di
     }
 
 
-def svd_projection(E: np.ndarray, gram: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Rows of the UNCENTERED space projected on its top-2 right singular vectors (eigenvectors of E^T E)."""
-    _, vectors = descending_eigh(gram)
-    return E[rows].astype(np.float64) @ vectors[:, :2]
-
-
-def whitened_pca_projection(E: np.ndarray, moments: SecondMoments, rows: np.ndarray) -> np.ndarray:
-    """Rows of the centered space on the top-2 principal axes, each divided by sqrt(its eigenvalue)."""
-    values, vectors = descending_eigh(moments.covariance)
-    scale = np.sqrt(np.where(values[:2] > 0, values[:2], 1.0))
-    return (E[rows].astype(np.float64) - moments.mean) @ vectors[:, :2] / scale
-
-
 def plot_space(E: np.ndarray, out_png: str | Path, title: str, max_points: int = 5000, seed: int = 0) -> Path:
     """Write one PNG: left, 2-d SVD of the uncentered space; right, 2-d whitened PCA (DefSent+ Figs. 1-2).
 
-    Directions come from all entries; at most ``max_points`` entries (seeded sample) are drawn.
+    Directions come from all entries (the right singular vectors are the eigenvectors of E^T E; the whitened
+    axes are the covariance's, each divided by sqrt(its eigenvalue)); at most ``max_points`` entries (seeded sample)
+    are drawn.
     """
     E = check_entry_space(E, "plot_space")
     moments = second_moments(E)
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(E.shape[0], size=min(max_points, E.shape[0]), replace=False))
+    _, singular = descending_eigh(moments.gram)
+    values, principal = descending_eigh(moments.covariance)
+    scale = np.sqrt(np.where(values[:2] > 0, values[:2], 1.0))
+    drawn = E[rows].astype(np.float64)
     panels = [
-        ("SVD, uncentered", svd_projection(E, moments.gram, rows), ("1st singular vector", "2nd singular vector")),
-        ("whitened PCA", whitened_pca_projection(E, moments, rows), ("PC1 / sqrt(λ1)", "PC2 / sqrt(λ2)")),
+        ("SVD, uncentered", drawn @ singular[:, :2], ("1st singular vector", "2nd singular vector")),
+        ("whitened PCA", (drawn - moments.mean) @ principal[:, :2] / scale, ("PC1 / sqrt(λ1)", "PC2 / sqrt(λ2)")),
     ]
     figure = Figure(figsize=(11, 5.2), layout="constrained")
     FigureCanvasAgg(figure)
