@@ -135,21 +135,15 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def torch_supports(whiten: Any, fun: Any, algorithm: str) -> bool:
-    """Whether the torch path implements these FastICA options (else only sklearn can run them)."""
-    from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
-
-    return algorithm == "parallel" and whiten in TORCH_WHITEN_MODES and fun in TORCH_NONLINEARITIES
-
-
 def resolve_backend(backend: str, whiten: Any, fun: Any, algorithm: str) -> str:
-    """Map ``auto`` to a concrete backend; reject torch for options it does not implement."""
+    """Map ``auto`` to a concrete backend (torch where CUDA is and it implements the FastICA options); reject torch
+    for options it does not implement."""
     if backend not in ICA_BACKENDS:
         raise DefSentError("transform 'ica'", f"backend must be one of {list(ICA_BACKENDS)}, got {backend!r}")
-    supported = torch_supports(whiten, fun, algorithm)
-    if backend == "torch" and not supported:
-        from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
+    from defsent_plus.spaces.fastica_torch import TORCH_NONLINEARITIES
 
+    supported = algorithm == "parallel" and whiten in TORCH_WHITEN_MODES and fun in TORCH_NONLINEARITIES
+    if backend == "torch" and not supported:
         raise DefSentError("transform 'ica'", f"backend 'torch' implements algorithm='parallel', whiten in "
                                               f"{list(TORCH_WHITEN_MODES)}, fun in {list(TORCH_NONLINEARITIES)}; got "
                                               f"algorithm={algorithm!r}, whiten={whiten!r}, fun={fun!r} (use "
