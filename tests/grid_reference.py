@@ -16,7 +16,15 @@ from defsent_plus.baselines.postprocess import fit_chain
 from defsent_plus.baselines.sentences import DEV, EvaluationSet
 from defsent_plus.baselines.spec import TRANSDUCTIVE_AGGREGATIONS, Combination
 from defsent_plus.evaluation.sts import aggregate_spearman, cosine_rows
-from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
+from defsent_plus.spaces.entry_matrix import check_entry_space, second_moments
+from defsent_plus.spaces.isotropy import descending_eigh, isoscore_from_variances, mean_pair_cosine
+
+
+def isoscore(E: np.ndarray) -> float:
+    """IsoScore of the entry space E [n, d] from its covariance's eigenvalues: 1 for isotropic, 0 when one direction
+    holds all variance."""
+    variances, _ = descending_eigh(second_moments(check_entry_space(E, "isoscore")).covariance)
+    return isoscore_from_variances(variances)
 
 
 def uniformity(x: np.ndarray, t: float = 2.0) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from grid_reference import apply_chain, score_combination, uniformity
+from grid_reference import apply_chain, isoscore, score_combination, uniformity
 from scipy import stats
 from sklearn.preprocessing import QuantileTransformer
 
@@ -46,7 +46,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.sts import cosine_rows
 from defsent_plus.io import sentences_digest, write_json
 from defsent_plus.spaces.entry_matrix import covariance
-from defsent_plus.spaces.isotropy import isoscore, mean_pair_cosine
+from defsent_plus.spaces.isotropy import mean_pair_cosine
 
 CPU = torch.device("cpu")
 BIASES_ON = {"frequent": True, "punctuation": True, "subword": True}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from grid_reference import isoscore
 from PIL import Image
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.spaces.isotropy import (
-    isoscore,
     isoscore_from_variances,
     isotropy_metrics,
     mean_pair_cosine,

@@ -21,7 +21,8 @@ from defsent_plus.io import read_npy
 
 def check_entry_space(E: np.ndarray, where: str | Path, n_entries: int | None = None) -> np.ndarray:
     """E as a 2-d float array (integers become float32), or a DefSentError at ``where`` when it is not a matrix,
-    has a row count other than ``n_entries`` (when given), is empty, or holds NaN/inf (first row and column)."""
+    has a row count other than ``n_entries`` (when given), is empty, or holds NaN/inf (naming the first row and
+    column, and how many rows have one)."""
     E = np.asarray(E)
     if E.ndim != 2:
         raise DefSentError(where, f"entry space must be a 2-d matrix [entries, hidden], got shape {E.shape}")
@@ -31,12 +32,6 @@ def check_entry_space(E: np.ndarray, where: str | Path, n_entries: int | None = 
         raise DefSentError(where, f"entry space has {E.shape[0]} rows but the dataset has {n_entries} entries")
     if E.shape[0] == 0 or E.shape[1] == 0:
         raise DefSentError(where, f"entry space is empty (shape {E.shape})")
-    require_finite(E, where)
-    return E
-
-
-def require_finite(E: np.ndarray, where: str | Path) -> None:
-    """Fail naming the first NaN/inf (row, column) and how many rows have one."""
     bad_rows = np.flatnonzero(~np.isfinite(E).all(axis=1))
     if bad_rows.size:
         row = int(bad_rows[0])
@@ -44,6 +39,7 @@ def require_finite(E: np.ndarray, where: str | Path) -> None:
         kind = "NaN" if np.isnan(E[row, col]) else "inf"
         raise DefSentError(where, f"entry space contains {kind} at row {row} (column {col}); {bad_rows.size} row(s) "
                                   "have non-finite values")
+    return E
 
 
 def load_space(path: str | Path, n_entries: int | None = None) -> np.ndarray:

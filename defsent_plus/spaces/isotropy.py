@@ -81,13 +81,6 @@ def isoscore_from_variances(variances: np.ndarray) -> float:
     return float((dims_used - 1) / (d - 1))
 
 
-def isoscore(E: np.ndarray) -> float:
-    """IsoScore of the entry space E [n, d]: 1 for isotropic, 0 when one direction holds all variance."""
-    E = check_entry_space(E, "isoscore")
-    variances, _ = descending_eigh(second_moments(E).covariance)
-    return isoscore_from_variances(variances)
-
-
 def log_partition_functions(E: np.ndarray, directions: np.ndarray) -> np.ndarray:
     """log Z(c) = logsumexp_i <c, e_i> for each column c of ``directions``, streamed over row blocks."""
     log_z = np.full(directions.shape[1], -np.inf)
