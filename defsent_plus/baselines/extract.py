@@ -1,12 +1,11 @@
 """One (encoder, template) forward pass with every hidden state, turned into the sentence embeddings of every layer
 set x source x aggregation the grid asks for, cached as one directory per layer set.
 
-Cache layout (``results/baselines/<encoder>/cache/<template>/``): ``<layer set>/<source>.<aggregation>.<split>.npy``
-(float32 rows; split ``eval``, ``corpus`` or ``eval-<task>`` for the transductive ``idf_task``) and ``index.json``
-(layer sets, sentence fingerprints, fallback counts). Post-processing and scoring read it without a model, so adding a
-post-processor re-runs only the grid job. Length-sorted, dynamically padded batches; bf16 autocast on a GPU. Without a
-template, the evaluation split's STS sentences are sorted and batched on their own, exactly as rule ``embed`` batches
-them, so its last layer's ``cls``, ``mean`` and ``max`` vectors are ``embed``'s (:mod:`defsent_plus.baselines.reuse`).
+The cache (``results/baselines/<encoder>/cache/<template>/``, laid out as :func:`.spec.cache_file` says) is read
+without a model, so adding a post-processor re-runs only the grid job. Length-sorted, dynamically padded batches;
+bf16 autocast on a GPU. Without a template, the evaluation split's STS sentences are sorted and batched on their
+own, exactly as rule ``embed`` batches them, so its last layer's ``cls``, ``mean`` and ``max`` vectors are ``embed``'s
+(:mod:`defsent_plus.baselines.reuse`).
 
 Token vectors without a forward pass (003 Sections 3.2.3 and 3.2.5): Avg. averages each token's contextual vectors (of
 one layer set) over all its occurrences in the fit corpus, and a sentence is then aggregated from these static vectors

@@ -3,11 +3,9 @@
 A template-``none`` pass sorts and batches the STS sentences of its evaluation split exactly as rule ``embed`` does,
 and its ``cls``, ``mean`` and ``max`` aggregations are ``embed``'s pooling functions; where it keeps the last layer
 alone with one of them (:func:`defsent_plus.baselines.spec.caches_last_layer`), its rows are ``embed``'s vectors bit
-for bit. The plan (:meth:`defsent_plus.pipeline.plan.Plan.embedding_job`) then sends that ``embed`` job here, so an
-encoder's last layer over the 26,083 STS sentences is computed once, not twice.
-
-STS-B dev keeps its own pass: most of its sentences (2,237 of 2,909) are STS sentences too, so in the cache they are
-no block of their own that could be batched as ``embed`` batches the dev set.
+for bit. The plan (:meth:`defsent_plus.pipeline.plan.Plan.embedding_job`) then sends that ``embed`` job here.
+STS-B dev keeps its own pass: most of its sentences are STS sentences too, so in the cache they are no block of their
+own that could be batched as ``embed`` batches the dev set.
 """
 
 from __future__ import annotations

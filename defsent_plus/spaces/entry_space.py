@@ -24,9 +24,8 @@ from defsent_plus.spaces.entry_matrix import check_entry_space
 
 log = logging.getLogger(__name__)
 
-SPACE_BASES = names.BASE_SPACES
 ENTRY_POOLINGS = {"ac": "cls", "amp": "mean"}  # base space -> the pooling its definitions are averaged in
-names.require_same_names(ENTRY_POOLINGS, SPACE_BASES, "entry_space.ENTRY_POOLINGS")
+names.require_same_names(ENTRY_POOLINGS, names.BASE_SPACES, "entry_space.ENTRY_POOLINGS")
 
 
 def segment_mean(vectors: np.ndarray, entry_ids: np.ndarray, n_entries: int) -> np.ndarray:
