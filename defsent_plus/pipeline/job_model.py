@@ -62,6 +62,9 @@ def never(job: Wildcards) -> bool:
     return False
 
 
+RequestOf = Callable[[dict, "Plan", Wildcards, bool], Request]  # (config, plan, job, on_gpu) -> its request
+
+
 @dataclass(frozen=True)
 class JobKind:
     """The jobs of one rule. ``jobs(plan)``: its jobs in a config (runs that share a starting model and dataset share
@@ -76,7 +79,7 @@ class JobKind:
     rule: str
     jobs: Callable[[Plan], list[Wildcards]]
     unit: str = ""
-    request: Callable[[dict, Plan, Wildcards, bool], Request] | None = None
+    request: RequestOf | None = None
     on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] | None = None
@@ -85,10 +88,10 @@ class JobKind:
 # ------------------------------------------------------------------------------------- what one job asks and keeps
 
 
-def entry_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    """Every definition and entry of the dataset through the encoder."""
-    model = model_of_encoder(config, job["encoder"])
-    return encoding_request(config, model, sum(dataset_size(config, job["dataset"])), on_gpu)
+def encoding(sentences: Callable[[dict, Wildcards], float]) -> RequestOf:
+    """The request of a job encoding ``sentences(config, job)`` sentences through its ``{encoder}``'s model."""
+    return lambda config, plan, job, on_gpu: encoding_request(config, model_of_encoder(config, job["encoder"]),
+                                                              sentences(config, job), on_gpu)
 
 
 def transform_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
@@ -96,21 +99,10 @@ def transform_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bo
     return transform_request(config, model, dataset_size(config, job["dataset"])[1], job["transform"], on_gpu)
 
 
-def embed_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    model = model_of_encoder(config, job["encoder"])
-    return encoding_request(config, model, EVALUATION_SENTENCES[job["sentences"]], on_gpu)
-
-
 def reverse_dictionary_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
     run = job["run"]
     return encoding_request(config, model_of_run(config, run),
                             reverse_dictionary_sentences(config, plan.method(run), run), on_gpu)
-
-
-def baseline_embed_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    """The baselines' evaluation set and fit corpus through the encoder, every layer kept."""
-    sentences = BASELINE_EVALUATION_SENTENCES + config["baselines"]["fit_corpus"]["max_sentences"]
-    return encoding_request(config, model_of_encoder(config, job["encoder"]), sentences, on_gpu)
 
 
 def hidden_of(config: dict, encoder: str) -> int:
@@ -136,7 +128,8 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("dictionary_subset", plan_jobs.subset_jobs(heldout=False)),
     JobKind("heldout_subset", plan_jobs.subset_jobs(heldout=True)),
     # entry spaces
-    JobKind("entry_space", plan_jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, on_gpu=always,
+    JobKind("entry_space", plan_jobs.entry_space_jobs, DATASET_TEXTS,  # every definition and entry of the dataset
+            encoding(lambda config, job: sum(dataset_size(config, job["dataset"]))), on_gpu=always,
             keeps=SPACE_PAIR, kept_bytes=lambda config, job: SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)),
     JobKind("transform_space", plan_jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
@@ -149,7 +142,8 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("keep_best", plan_jobs.step_jobs, keeps=SELECTED_COPY),
     JobKind("prune_candidates", plan_jobs.pruning_jobs),
     # evaluation
-    JobKind("embed", plan_jobs.embed_jobs, SET_SENTENCES, embed_request, on_gpu=always, keeps=EMBEDDINGS,
+    JobKind("embed", plan_jobs.embed_jobs, SET_SENTENCES,
+            encoding(lambda config, job: EVALUATION_SENTENCES[job["sentences"]]), on_gpu=always, keeps=EMBEDDINGS,
             kept_bytes=vector_bytes),
     JobKind("dev_score", plan_jobs.dev_score_jobs),
     JobKind("score", plan_jobs.score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
@@ -161,7 +155,9 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
             on_gpu=always),
     # training-free baselines
     JobKind("baseline_fit_corpus", plan_jobs.fit_corpus_jobs),
-    JobKind("baseline_embed", plan_jobs.baseline_embed_jobs, BASELINE_PASS, baseline_embed_request, on_gpu=always),
+    JobKind("baseline_embed", plan_jobs.baseline_embed_jobs, BASELINE_PASS,  # the evaluation set and fit corpus
+            encoding(lambda config, job: BASELINE_EVALUATION_SENTENCES
+                     + config["baselines"]["fit_corpus"]["max_sentences"]), on_gpu=always),
     JobKind("baseline_grid", plan_jobs.baseline_grid_jobs, BASELINE_SCORES),
     # the comparison
     JobKind("compare_sts", plan_jobs.one_job, STS_PAIRS),
@@ -198,11 +194,6 @@ def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
     ``estimate`` counts them from the config alone."""
     return sum(kind.kept_bytes(config, job) for kind in JOB_KINDS.values() if kind.keeps in keeps
                for job in distinct_jobs(kind.jobs(plan)))
-
-
-def modelled_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
-    """Every rule's jobs in a config, each once."""
-    return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
 
 
 # ------------------------------------------------------------------------------------------- requests set too small
