@@ -179,11 +179,6 @@ def transform_space_jobs(plan: Plan) -> list[Wildcards]:
     return jobs
 
 
-def isotropy_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder.name, "dataset": dataset} for run in plan.config["runs"]
-            for encoder, dataset in plan.analysed_spaces(run)]
-
-
 # ---------------------------------------------------------------------------------------------------- the chain
 
 
@@ -232,15 +227,6 @@ def score_jobs(paired: bool) -> JobsOfPlan:
         return [{"encoder": encoder, "evaluator": evaluator.name, "pooling": pooling}
                 for evaluator, encoder, pooling in table_scores(plan) if evaluator.paired == paired]
     return jobs
-
-
-def score_table_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"run": run, "evaluator": evaluator.name} for run in plan.config["runs"]
-            for evaluator in plan.built_tables()]
-
-
-def mteb_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder.name, "pooling": pooling} for encoder, pooling in plan.mteb_models()]
 
 
 # ---------------------------------------------------------------------------------------------------- baselines
@@ -299,7 +285,8 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
             keeps=SPACE_PAIR, kept_bytes=lambda config, job: SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)),
     JobKind("transform_space", transform_space_jobs, ICA_ITERATIONS, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
-    JobKind("isotropy", isotropy_jobs),
+    JobKind("isotropy", lambda plan: [{"encoder": encoder.name, "dataset": dataset} for run in plan.config["runs"]
+                                      for encoder, dataset in plan.analysed_spaces(run)]),
     # the training chain
     JobKind("train", candidate_jobs, EXAMPLES_TRAINED,
             lambda config, plan, job, on_gpu: training_request(config, plan, job["run"], on_gpu), on_gpu=always,
@@ -314,9 +301,11 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("dev_score", each("encoder", lambda plan: plan.dev_scored())),
     JobKind("score", score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
     JobKind("score_unpaired", score_jobs(paired=False)),
-    JobKind("score_table", score_table_jobs, STS_PAIRS),
+    JobKind("score_table", lambda plan: [{"run": run, "evaluator": evaluator.name} for run in plan.config["runs"]
+                                         for evaluator in plan.built_tables()], STS_PAIRS),
     JobKind("steps_report", each("run", lambda plan: plan.config["runs"])),
-    JobKind("mteb", mteb_jobs),
+    JobKind("mteb", lambda plan: [{"encoder": encoder.name, "pooling": pooling}
+                                  for encoder, pooling in plan.mteb_models()]),
     JobKind("reverse_dictionary", each("run", lambda plan: plan.heldout_runs()), PADDED_TOKENS,
             reverse_dictionary_request, on_gpu=always),
     # training-free baselines
