@@ -156,11 +156,11 @@ def planned_jobs(workdir: Path, *args: str, targets: Sequence[str] = (), pythonp
 def ran_and_modelled(workdir: Path) -> tuple[set, set]:
     """(rule, wildcards) of every job Snakemake ran in ``workdir`` (its records) and of every job the job model
     plans for the workdir's config (defsent_plus/pipeline/job_model.py), ``rule all`` apart."""
-    from defsent_plus.pipeline.job_model import modelled_jobs
+    from defsent_plus.pipeline.job_model import JOB_KINDS
     from defsent_plus.pipeline.plan import Plan
     from defsent_plus.rehearsal.records import executed_jobs
 
     plan = Plan(validated(yaml.safe_load((workdir / "config.yaml").read_text())), lambda run, step: {})
-    modelled = {(rule, tuple(sorted(job.items()))) for rule, jobs in modelled_jobs(plan).items() for job in jobs}
+    modelled = {(rule, tuple(sorted(job.items()))) for rule, kind in JOB_KINDS.items() for job in kind.jobs(plan)}
     ran = {(job.rule, tuple(sorted(job.wildcards.items()))) for job in executed_jobs(workdir) if job.rule != "all"}
     return ran, modelled

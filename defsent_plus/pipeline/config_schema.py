@@ -19,37 +19,29 @@ from defsent_plus.evaluation.evaluators import load_plugins as load_evaluators
 from defsent_plus.methods import DEFAULT_METHOD, all_methods, load_plugins
 
 
-def _with_defaults(validator_class):
-    """A validator that fills every ``default`` of a ``properties`` subschema before checking it."""
-    check_properties = validator_class.VALIDATORS["properties"]
-
-    def fill_then_check(validator, properties: dict, instance, schema: dict) -> Iterator:
-        if isinstance(instance, dict):
-            for name, subschema in properties.items():
-                if "default" in subschema:
-                    instance.setdefault(name, copy.deepcopy(subschema["default"]))  # never shared
-        yield from check_properties(validator, properties, instance, schema)
-
-    return validators.extend(validator_class, {"properties": fill_then_check})
+def fill_then_check(validator, properties: dict, instance, schema: dict) -> Iterator:
+    """JSON schema's ``properties`` check, after filling in every ``default`` of its subschemas."""
+    if isinstance(instance, dict):
+        for name, subschema in properties.items():
+            if "default" in subschema:
+                instance.setdefault(name, copy.deepcopy(subschema["default"]))  # never shared
+    yield from Draft202012Validator.VALIDATORS["properties"](validator, properties, instance, schema)
 
 
-DefaultingValidator = _with_defaults(Draft202012Validator)
+DefaultingValidator = validators.extend(Draft202012Validator, {"properties": fill_then_check})
 
 
-def with_methods(schema: dict) -> dict:
-    """``schema`` with every registered method's config block (``methods.<name>``) and the methods a run can name,
-    built from the methods' declarations: the registry is the only list of methods."""
+def load_schema(schema_path: str | Path, plugins: list[str] | tuple[str, ...] = ()) -> dict:
+    """The workflow's JSON schema with every registered method's (built-in, and ``plugins``) config block
+    (``methods.<name>``) and the methods a run can name, built from the methods' declarations: the registry is the
+    only list of methods."""
+    load_plugins(plugins)
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     methods = all_methods()
     schema["properties"]["methods"]["properties"] = {name: m.options_schema() for name, m in methods.items()}
     run = schema["properties"]["runs"]["additionalProperties"]["properties"]
     run["method"] = {**run["method"], "enum": list(methods), "default": DEFAULT_METHOD}
     return schema
-
-
-def load_schema(schema_path: str | Path, plugins: list[str] | tuple[str, ...] = ()) -> dict:
-    """The workflow's JSON schema with the registered methods (built-in, and ``plugins``) filled in."""
-    load_plugins(plugins)
-    return with_methods(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
 
 
 def validated_config(config: dict, schema_path: str | Path) -> dict:

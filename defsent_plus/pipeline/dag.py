@@ -20,7 +20,9 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from inspect import Parameter, Signature
 from pathlib import Path
+from string import Formatter
 from typing import Any, NoReturn
 
 from defsent_plus.acquisition.catalog import CATALOG
@@ -287,125 +289,80 @@ def pinned_model(model: str) -> str:
     return f"{MODELS_DIR}/{model}"
 
 
-def dictionary_file(name: str) -> str:
-    """Dataset a, b, c or stats.tsv of the dictionary stage."""
-    return f"{FOLDERS.results}/dictionary/{name}"
+def results_path(template: str, doc: str, **defaults: str) -> Callable[..., str]:
+    """A path function of a file in this config's results folder (read at each call: :func:`use_results_dir`):
+    ``template``'s fields are its parameters, in their order (an encoder: an :class:`EncoderId` or its name),
+    ``defaults`` those a caller may leave out; ``doc`` says what the file holds."""
+    fields = dict.fromkeys(name for _, name, _, _ in Formatter().parse(template) if name)
+    signature = Signature([Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default=defaults.get(name, Parameter.empty))
+                           for name in fields])
+
+    def path(*args: Any, **kwargs: Any) -> str:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return f"{FOLDERS.results}/" + template.format(**bound.arguments)
+
+    path.__signature__ = signature
+    path.__doc__ = doc
+    return path
 
 
-def subset_file(subset: str, suffix: str = "parquet") -> str:
-    """A named subset (``parquet``) or its held-out queries (``queries.parquet``)."""
-    return f"{FOLDERS.results}/dictionary/subsets/{subset}.{suffix}"
-
-
-def space_meta(encoder: EncoderId | str, dataset: str) -> str:
-    """What built the AC/AMP spaces (encoder path, dataset and its SHA-256)."""
-    return f"{space_dir(encoder, dataset)}/entry_space.json"
-
-
-def space_dir(encoder: EncoderId | str, dataset: str) -> str:
-    """The entry spaces one encoder built from one dataset."""
-    return f"{FOLDERS.results}/entry_spaces/{encoder}/{dataset}"
-
-
-def space_file(encoder: EncoderId | str, dataset: str, space: str, suffix: str = "npy") -> str:
-    """One entry space (``npy``) or a transform's record (``json``)."""
-    return f"{space_dir(encoder, dataset)}/{space}.{suffix}"
-
-
-def isotropy_file(encoder: EncoderId | str, dataset: str) -> str:
-    """Isotropy metrics of the analysed spaces an encoder built from a dataset."""
-    return f"{space_dir(encoder, dataset)}/isotropy.json"
-
-
-def space_plot(encoder: EncoderId | str, dataset: str, space: str) -> str:
-    """The SVD/PCA plot of one entry space."""
-    return f"{space_dir(encoder, dataset)}/plots/{space}.png"
-
-
-def candidate_file(run: str, step: int | str, space: str, seed: int | str, name: str) -> str:
-    """``model`` (the trained encoder's directory), ``train.json`` (its training summary) or ``metrics.tsv`` (its
-    per-step metrics) of one trained candidate of a PST step."""
-    return f"{FOLDERS.results}/{run}/step{step}/{space}/seed{seed}/{name}"
+# The layout of a results folder: one path function per kind of file.
+dictionary_file = results_path("dictionary/{name}", "Dataset a, b, c or stats.tsv of the dictionary stage.")
+subset_file = results_path("dictionary/subsets/{subset}.{suffix}", "A named subset (``parquet``) or its held-out "
+                           "queries (``queries.parquet``).", suffix="parquet")
+space_meta = results_path("entry_spaces/{encoder}/{dataset}/entry_space.json", "What built the AC/AMP spaces "
+                          "(encoder path, dataset and its SHA-256).")
+space_file = results_path("entry_spaces/{encoder}/{dataset}/{space}.{suffix}", "One entry space (``npy``) or a "
+                          "transform's record (``json``).", suffix="npy")
+isotropy_file = results_path("entry_spaces/{encoder}/{dataset}/isotropy.json", "Isotropy metrics of the analysed "
+                             "spaces an encoder built from a dataset.")
+space_plot = results_path("entry_spaces/{encoder}/{dataset}/plots/{space}.png", "The SVD/PCA plot of one entry "
+                          "space.")
+candidate_file = results_path("{run}/step{step}/{space}/seed{seed}/{name}", "``model`` (the trained encoder's "
+                              "directory), ``train.json`` (its training summary) or ``metrics.tsv`` (its per-step "
+                              "metrics, defsent_plus.training.metrics) of one trained candidate of a PST step.")
+best_json = results_path("{run}/step{step}/best.json", "The step's selection (checkpoint select_best): the winning "
+                         "candidate and every candidate's dev score.")
+best_dir = results_path("{run}/step{step}/best", "A copy of the step's winning model, for users.")
+pruned_record = results_path("{run}/step{step}/pruned.json", "What ``selection.keep_weights: selected`` deleted of a "
+                             "step's candidates (rule prune_candidates).")
+embedding_file = results_path("embeddings/{encoder}/{sentences}.{pooling}.{suffix}", "One encoder's stored "
+                              "embeddings of a sentence set with one pooling (``npy``) or their record (``json``).",
+                              suffix="npy")
+mteb_dir = results_path("mteb/{encoder}/{pooling}", "MTEB's results folder of one encoder and pooling "
+                        "(``results/<model>/<revision>/<task>.json`` inside).")
+mteb_check = results_path("mteb/{encoder}/{pooling}.check.tsv", "MTEB's STS scores beside this project's, per task, "
+                          "for one encoder and pooling.")
+score_file = results_path("eval/{encoder}/{benchmark}_{pooling}.{suffix}", "One encoder's scores on ``sts`` or "
+                          "``senteval`` with one pooling (``json``); STS's per-pair similarities (``pairs.parquet``).",
+                          suffix="json")
+dev_file = results_path("eval/{encoder}/dev.{suffix}", "One encoder's STS-B dev score (the selection's pooling and "
+                        "options); its per-pair similarities (``pairs.parquet``).", suffix="json")
+run_file = results_path("{run}/eval/{name}", "A run's tables and plots (``sts.tsv``, ``steps.png``, "
+                        "``reverse_dictionary.json``, ...).")
+compare_file = results_path("compare/{name}", "A table of every run side by side (``sts.tsv``, "
+                            "``reverse_dictionary.md``, ...).")
+baselines_file = results_path("baselines/{encoder}/{name}", "An encoder's training-free grid: ``scores.tsv``, "
+                              "``summary.md``, ``layers.png``.")
+baseline_cache = results_path("baselines/{encoder}/cache/{template}", "The sentence embeddings one encoder gave with "
+                              "one template, one directory per layer set.")
+fit_corpus_file = results_path("baselines/fit_corpus.txt", "The baselines' fit corpus, one sentence a line.")
 
 
 def trained_model(candidate: EncoderId) -> str:
+    """A candidate's trained encoder (:data:`candidate_file` ``model``)."""
     return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "model")
 
 
 def train_summary(candidate: EncoderId) -> str:
+    """A candidate's training summary."""
     return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "train.json")
 
 
 def train_metrics(candidate: EncoderId) -> str:
-    """A candidate's per-step metrics table (defsent_plus.training.metrics)."""
+    """A candidate's per-step metrics table."""
     return candidate_file(candidate.run, candidate.step, candidate.space, candidate.seed, "metrics.tsv")
-
-
-def best_json(run: str, step: int | str) -> str:
-    """The step's selection (checkpoint select_best): the winning candidate and every candidate's dev score."""
-    return f"{FOLDERS.results}/{run}/step{step}/best.json"
-
-
-def best_dir(run: str, step: int | str) -> str:
-    """A copy of the step's winning model, for users."""
-    return f"{FOLDERS.results}/{run}/step{step}/best"
-
-
-def pruned_record(run: str, step: int | str) -> str:
-    """What ``selection.keep_weights: selected`` deleted of a step's candidates (rule prune_candidates)."""
-    return f"{FOLDERS.results}/{run}/step{step}/pruned.json"
-
-
-def embedding_file(encoder: EncoderId | str, sentences: str, pooling: str, suffix: str = "npy") -> str:
-    """One encoder's stored embeddings of a sentence set with one pooling (``npy``) or their record (``json``)."""
-    return f"{FOLDERS.results}/embeddings/{encoder}/{sentences}.{pooling}.{suffix}"
-
-
-def mteb_dir(encoder: EncoderId | str, pooling: str) -> str:
-    """MTEB's results folder of one encoder and pooling (``results/<model>/<revision>/<task>.json`` inside)."""
-    return f"{FOLDERS.results}/mteb/{encoder}/{pooling}"
-
-
-def mteb_check(encoder: EncoderId | str, pooling: str) -> str:
-    """MTEB's STS scores beside this project's, per task, for one encoder and pooling."""
-    return f"{FOLDERS.results}/mteb/{encoder}/{pooling}.check.tsv"
-
-
-def score_file(encoder: EncoderId | str, benchmark: str, pooling: str, suffix: str = "json") -> str:
-    """One encoder's scores on ``sts`` or ``senteval`` with one pooling (``json``); STS's per-pair similarities
-    (``pairs.parquet``)."""
-    return f"{FOLDERS.results}/eval/{encoder}/{benchmark}_{pooling}.{suffix}"
-
-
-def dev_file(encoder: EncoderId | str, suffix: str = "json") -> str:
-    """One encoder's STS-B dev score (the selection's pooling and options); its per-pair similarities
-    (``pairs.parquet``)."""
-    return f"{FOLDERS.results}/eval/{encoder}/dev.{suffix}"
-
-
-def run_file(run: str, name: str) -> str:
-    """A run's tables and plots (``sts.tsv``, ``steps.png``, ``reverse_dictionary.json``, ...)."""
-    return f"{FOLDERS.results}/{run}/eval/{name}"
-
-
-def compare_file(name: str) -> str:
-    """A table of every run side by side (``sts.tsv``, ``reverse_dictionary.md``, ...)."""
-    return f"{FOLDERS.results}/compare/{name}"
-
-
-def baselines_file(encoder: EncoderId | str, name: str) -> str:
-    """An encoder's training-free grid: ``scores.tsv``, ``summary.md``, ``layers.png``."""
-    return f"{FOLDERS.results}/baselines/{encoder}/{name}"
-
-
-def baseline_cache(encoder: EncoderId | str, template: str) -> str:
-    """The sentence embeddings one encoder gave with one template, one directory per layer set."""
-    return f"{FOLDERS.results}/baselines/{encoder}/cache/{template}"
-
-
-def fit_corpus_file() -> str:
-    """The baselines' fit corpus, one sentence a line."""
-    return f"{FOLDERS.results}/baselines/fit_corpus.txt"
 
 
 def log_file(*parts: str) -> str:

@@ -1,8 +1,9 @@
-"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, from the plan:
-:mod:`defsent_plus.pipeline.plan_jobs`), what its work is counted in, what one asks its scheduler for where the cost
-model projects it (:mod:`defsent_plus.pipeline.requests`), whether it runs on a GPU node when there is one, and what
-it writes that stays. Snakemake's resources, ``estimate``, the cost sheet and the SLURM job groups read these; a new
-rule needs one ``JobKind`` here (a test checks that every rule has one and that its jobs are Snakemake's).
+"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, read from the
+plan before the DAG exists, named as the rules name them), what its work is counted in, what one asks its scheduler
+for where the cost model projects it (:mod:`defsent_plus.pipeline.requests`), whether it runs on a GPU node when there
+is one, and what it writes that stays. Snakemake's resources, ``estimate``, the cost sheet and the SLURM job groups
+read these; a new rule needs one ``JobKind`` here (tests check that every rule has one and that its jobs are the jobs
+Snakemake runs from empty, no more, no less).
 
 A selected encoder is named, not resolved: no checkpoint is asked. Light on purpose (no torch, no pandas).
 """
@@ -10,15 +11,14 @@ A selected encoder is named, not resolved: no checkpoint is asked. Light on purp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import TORCH_TRANSFORMS
-from defsent_plus.pipeline import plan_jobs
+from defsent_plus.names import TORCH_TRANSFORMS, split_space
+from defsent_plus.pipeline.dag import EncoderId, acquired_data, acquired_sources, data_dir
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.pipeline.plan_jobs import Wildcards, distinct_jobs
 from defsent_plus.pipeline.requests import (
     BASELINE_EVALUATION_SENTENCES,
     EVALUATION_SENTENCES,
@@ -35,6 +35,10 @@ from defsent_plus.pipeline.requests import (
 
 if TYPE_CHECKING:
     from defsent_plus.pipeline.plan import Plan
+
+Wildcards = dict[str, str]
+JobsOfPlan = Callable[["Plan"], list[Wildcards]]  # a rule's jobs in a config
+RequestOf = Callable[[dict, "Plan", Wildcards, bool], Request]  # (config, plan, job, on_gpu) -> its request
 
 FLOAT32_BYTES = 4
 # What a job's outputs leave on disk (estimate's and the cost sheet's disk figures)
@@ -74,21 +78,172 @@ class JobKind:
     ``kept_bytes(config, job)`` their size where ``estimate`` counts it from the config alone (embeddings, spaces)."""
 
     rule: str
-    jobs: Callable[[Plan], list[Wildcards]]
+    jobs: JobsOfPlan
     unit: str = ""
-    request: Callable[[dict, Plan, Wildcards, bool], Request] | None = None
+    request: RequestOf | None = None
     on_gpu: Callable[[Wildcards], bool] = never
     keeps: str = ""
     kept_bytes: Callable[[dict, Wildcards], float] | None = None
 
 
+def one_job(plan: Plan) -> list[Wildcards]:
+    """A rule of one job, without wildcards (the dictionary, the comparison, the summary)."""
+    return [{}]
+
+
+def each(key: str, names: Callable[[Plan], Iterable]) -> JobsOfPlan:
+    """One job per name (an encoder: its name) that ``names(plan)`` gives, as wildcard ``key``."""
+    return lambda plan: [{key: str(name)} for name in names(plan)]
+
+
+def one_job_if(condition: Callable[[Plan], Any]) -> JobsOfPlan:
+    """A rule of one job, without wildcards, where ``condition(plan)`` holds."""
+    return lambda plan: [{}] if condition(plan) else []
+
+
+def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
+    """Each job once."""
+    return list({tuple(job.items()): job for job in jobs}.values())
+
+
+# ------------------------------------------------------------------------------------------- data, models, datasets
+
+
+def acquire_data_jobs(plan: Plan) -> list[Wildcards]:
+    """The acquired datasets read: SentEval's (every candidate's STS-B dev score), the dictionary's sources, the runs'
+    corpora and the baselines' fit corpus file."""
+    fit = plan.fit_corpus_inputs().get("corpus", []) if plan.baseline_encoders() else []
+    read = {**acquired_data([data_dir("senteval"), *fit]), **acquired_sources(plan.config["dictionary"]["sources"])}
+    for run in plan.config["runs"]:
+        read.update(plan.run_corpora(run))
+    return [{"data": name} for name in read]
+
+
+def pin_model_jobs(plan: Plan) -> list[Wildcards]:
+    """The models read: the dictionary's tokenizer, each run's starting model and each base baseline encoder's."""
+    starts = [plan.start(run) for run in plan.config["runs"]]
+    baselines = [EncoderId.parse(name) for name in plan.baseline_encoders()]
+    models = [plan.config["dictionary"]["tokenizer"],
+              *(encoder.model for encoder in [*starts, *baselines] if encoder.kind == "base")]
+    return [{"model": model} for model in models]
+
+
+def read_datasets(plan: Plan) -> list[str]:
+    """Every dataset read: the runs', the fit corpus's and, for a subset, its own source."""
+    subsets = plan.config.get("subsets", {})
+    pending = [cfg["dataset"] for cfg in plan.config["runs"].values()]
+    pending += plan.fit_corpus_datasets() if plan.baseline_encoders() else []
+    read: list[str] = []
+    while pending:
+        name = pending.pop()
+        if name not in read:
+            read.append(name)
+            pending += [subsets[name]["dataset"]] if name in subsets else []
+    return read
+
+
+def subset_jobs(heldout: bool) -> JobsOfPlan:
+    """The subsets read, those with a held-out split (rule heldout_subset) or without (rule dictionary_subset)."""
+    def jobs(plan: Plan) -> list[Wildcards]:
+        return [{"dataset": name} for name in read_datasets(plan)
+                if name in plan.config.get("subsets", {}) and (plan.heldout(name) is not None) == heldout]
+    return jobs
+
+
+# ------------------------------------------------------------------------------------------------ entry spaces
+
+
+def entry_space_jobs(plan: Plan) -> list[Wildcards]:
+    """Each step's entry space (built by the step's builder) of a run that trains against one, and the starting
+    model's of a held-out run (its reverse dictionary's reference)."""
+    heldout = set(plan.heldout_runs())
+    jobs = []
+    for run, cfg in plan.config["runs"].items():
+        builders = plan.analysed_encoders(run) if plan.method(run).uses_entry_space else []
+        builders += [plan.space_builder(run, 1)] if run in heldout else []
+        jobs += [{"encoder": encoder.name, "dataset": cfg["dataset"]} for encoder in builders]
+    return jobs
+
+
+def transform_space_jobs(plan: Plan) -> list[Wildcards]:
+    """The transformed spaces of each step's builder: those its step trains against and the analysed ones."""
+    analysed = plan.config["entry_space"]["analyse"]
+    jobs = []
+    for run, cfg in plan.config["runs"].items():
+        if not plan.method(run).uses_entry_space:
+            continue
+        for step, block in enumerate(cfg["steps"], start=1):
+            encoder = plan.space_builder(run, step).name
+            jobs += [{"encoder": encoder, "dataset": cfg["dataset"], "base": base, "transform": transform}
+                     for base, transform in map(split_space, [*block["spaces"], *analysed]) if transform]
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------------- the chain
+
+
+def candidate_jobs(plan: Plan) -> list[Wildcards]:
+    """Every candidate of every step of every run."""
+    return [{"run": c.run, "step": str(c.step), "space": c.space, "seed": str(c.seed)} for run in plan.config["runs"]
+            for step in range(1, plan.final_step(run) + 1) for c in plan.candidates(run, step)]
+
+
+def step_jobs(plan: Plan) -> list[Wildcards]:
+    """Every step of every run (its selection, its selected copy)."""
+    return [{"run": run, "step": str(step)} for run in plan.config["runs"]
+            for step in range(1, plan.final_step(run) + 1)]
+
+
+def pruning_jobs(plan: Plan) -> list[Wildcards]:
+    """Every step's pruning, with ``selection.keep_weights: selected``."""
+    return step_jobs(plan) if plan.keeps_selected_weights_only else []
+
+
+# -------------------------------------------------------------------------------------------------- evaluation
+
+
+def embed_jobs(plan: Plan) -> list[Wildcards]:
+    """The STS-B dev vectors (the selection's pooling) of every encoder scored on it, and the sentence set of every
+    table the DAG builds, for each model of the table and each evaluated pooling."""
+    dev = [{"encoder": encoder.name, "sentences": "stsb-dev", "pooling": plan.config["selection"]["pooling"]}
+           for encoder in plan.dev_scored()]
+    return dev + [{"encoder": encoder, "sentences": evaluator.sentence_set, "pooling": pooling}
+                  for evaluator, encoder, pooling in table_scores(plan)]
+
+
+def table_scores(plan: Plan) -> Iterator[tuple]:
+    """(evaluator, encoder name, pooling) of every score of every table the DAG builds."""
+    for evaluator in plan.built_tables():
+        for run in plan.config["runs"]:
+            for row in plan.table_models(run, evaluator.name):
+                for pooling in plan.config["evaluation"]["poolings"]:
+                    yield evaluator, row.encoder.name, pooling
+
+
+def score_jobs(paired: bool) -> JobsOfPlan:
+    """The scores of every table the DAG builds whose evaluator writes per-pair similarities (rule score) or not
+    (rule score_unpaired): each model of the table, each evaluated pooling."""
+    def jobs(plan: Plan) -> list[Wildcards]:
+        return [{"encoder": encoder, "evaluator": evaluator.name, "pooling": pooling}
+                for evaluator, encoder, pooling in table_scores(plan) if evaluator.paired == paired]
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------------- baselines
+
+
+def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
+    return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
+            for template in plan.baseline_grid(encoder)["templates"]]
+
+
 # ------------------------------------------------------------------------------------- what one job asks and keeps
 
 
-def entry_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    """Every definition and entry of the dataset through the encoder."""
-    model = model_of_encoder(config, job["encoder"])
-    return encoding_request(config, model, sum(dataset_size(config, job["dataset"])), on_gpu)
+def encoding(sentences: Callable[[dict, Wildcards], float]) -> RequestOf:
+    """The request of a job encoding ``sentences(config, job)`` sentences through its ``{encoder}``'s model."""
+    return lambda config, plan, job, on_gpu: encoding_request(config, model_of_encoder(config, job["encoder"]),
+                                                              sentences(config, job), on_gpu)
 
 
 def transform_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
@@ -96,21 +251,10 @@ def transform_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bo
     return transform_request(config, model, dataset_size(config, job["dataset"])[1], job["transform"], on_gpu)
 
 
-def embed_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    model = model_of_encoder(config, job["encoder"])
-    return encoding_request(config, model, EVALUATION_SENTENCES[job["sentences"]], on_gpu)
-
-
 def reverse_dictionary_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
     run = job["run"]
     return encoding_request(config, model_of_run(config, run),
                             reverse_dictionary_sentences(config, plan.method(run), run), on_gpu)
-
-
-def baseline_embed_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    """The baselines' evaluation set and fit corpus through the encoder, every layer kept."""
-    sentences = BASELINE_EVALUATION_SENTENCES + config["baselines"]["fit_corpus"]["max_sentences"]
-    return encoding_request(config, model_of_encoder(config, job["encoder"]), sentences, on_gpu)
 
 
 def hidden_of(config: dict, encoder: str) -> int:
@@ -130,43 +274,50 @@ def space_bytes(config: dict, job: Wildcards) -> float:
 
 JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     # data, models, the dictionary and its subsets
-    JobKind("acquire_data", plan_jobs.acquire_data_jobs),
-    JobKind("pin_model", plan_jobs.pin_model_jobs),
-    JobKind("dictionary", plan_jobs.one_job),
-    JobKind("dictionary_subset", plan_jobs.subset_jobs(heldout=False)),
-    JobKind("heldout_subset", plan_jobs.subset_jobs(heldout=True)),
+    JobKind("acquire_data", acquire_data_jobs),
+    JobKind("pin_model", pin_model_jobs),
+    JobKind("dictionary", one_job),
+    JobKind("dictionary_subset", subset_jobs(heldout=False)),
+    JobKind("heldout_subset", subset_jobs(heldout=True)),
     # entry spaces
-    JobKind("entry_space", plan_jobs.entry_space_jobs, DATASET_TEXTS, entry_space_request, on_gpu=always,
+    JobKind("entry_space", entry_space_jobs, DATASET_TEXTS,  # every definition and entry of the dataset
+            encoding(lambda config, job: sum(dataset_size(config, job["dataset"]))), on_gpu=always,
             keeps=SPACE_PAIR, kept_bytes=lambda config, job: SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)),
-    JobKind("transform_space", plan_jobs.transform_space_jobs, ICA_ITERATIONS, transform_space_request,
+    JobKind("transform_space", transform_space_jobs, ICA_ITERATIONS, transform_space_request,
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
-    JobKind("isotropy", plan_jobs.isotropy_jobs),
+    JobKind("isotropy", lambda plan: [{"encoder": encoder.name, "dataset": dataset} for run in plan.config["runs"]
+                                      for encoder, dataset in plan.analysed_spaces(run)]),
     # the training chain
-    JobKind("train", plan_jobs.candidate_jobs, EXAMPLES_TRAINED,
+    JobKind("train", candidate_jobs, EXAMPLES_TRAINED,
             lambda config, plan, job, on_gpu: training_request(config, plan, job["run"], on_gpu), on_gpu=always,
             keeps=CANDIDATE_WEIGHTS),
-    JobKind("select_best", plan_jobs.step_jobs),
-    JobKind("keep_best", plan_jobs.step_jobs, keeps=SELECTED_COPY),
-    JobKind("prune_candidates", plan_jobs.pruning_jobs),
+    JobKind("select_best", step_jobs),
+    JobKind("keep_best", step_jobs, keeps=SELECTED_COPY),
+    JobKind("prune_candidates", pruning_jobs),
     # evaluation
-    JobKind("embed", plan_jobs.embed_jobs, SET_SENTENCES, embed_request, on_gpu=always, keeps=EMBEDDINGS,
+    JobKind("embed", embed_jobs, SET_SENTENCES,
+            encoding(lambda config, job: EVALUATION_SENTENCES[job["sentences"]]), on_gpu=always, keeps=EMBEDDINGS,
             kept_bytes=vector_bytes),
-    JobKind("dev_score", plan_jobs.dev_score_jobs),
-    JobKind("score", plan_jobs.score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
-    JobKind("score_unpaired", plan_jobs.score_jobs(paired=False)),
-    JobKind("score_table", plan_jobs.score_table_jobs, STS_PAIRS),
-    JobKind("steps_report", plan_jobs.run_jobs),
-    JobKind("mteb", plan_jobs.mteb_jobs),
-    JobKind("reverse_dictionary", plan_jobs.reverse_dictionary_jobs, PADDED_TOKENS, reverse_dictionary_request,
-            on_gpu=always),
+    JobKind("dev_score", each("encoder", lambda plan: plan.dev_scored())),
+    JobKind("score", score_jobs(paired=True), STS_PAIRS),  # an STS score's pairs (another evaluator's: fixed)
+    JobKind("score_unpaired", score_jobs(paired=False)),
+    JobKind("score_table", lambda plan: [{"run": run, "evaluator": evaluator.name} for run in plan.config["runs"]
+                                         for evaluator in plan.built_tables()], STS_PAIRS),
+    JobKind("steps_report", each("run", lambda plan: plan.config["runs"])),
+    JobKind("mteb", lambda plan: [{"encoder": encoder.name, "pooling": pooling}
+                                  for encoder, pooling in plan.mteb_models()]),
+    JobKind("reverse_dictionary", each("run", lambda plan: plan.heldout_runs()), PADDED_TOKENS,
+            reverse_dictionary_request, on_gpu=always),
     # training-free baselines
-    JobKind("baseline_fit_corpus", plan_jobs.fit_corpus_jobs),
-    JobKind("baseline_embed", plan_jobs.baseline_embed_jobs, BASELINE_PASS, baseline_embed_request, on_gpu=always),
-    JobKind("baseline_grid", plan_jobs.baseline_grid_jobs, BASELINE_SCORES),
+    JobKind("baseline_fit_corpus", one_job_if(lambda plan: plan.baseline_encoders())),
+    JobKind("baseline_embed", baseline_embed_jobs, BASELINE_PASS,  # the evaluation set and fit corpus
+            encoding(lambda config, job: BASELINE_EVALUATION_SENTENCES
+                     + config["baselines"]["fit_corpus"]["max_sentences"]), on_gpu=always),
+    JobKind("baseline_grid", each("encoder", lambda plan: plan.baseline_encoders()), BASELINE_SCORES),
     # the comparison
-    JobKind("compare_sts", plan_jobs.one_job, STS_PAIRS),
-    JobKind("compare_reverse_dictionary", plan_jobs.reverse_dictionary_comparison_jobs),
-    JobKind("summary", plan_jobs.one_job),
+    JobKind("compare_sts", one_job, STS_PAIRS),
+    JobKind("compare_reverse_dictionary", one_job_if(lambda plan: plan.heldout_runs())),
+    JobKind("summary", one_job),
 )}
 
 
@@ -198,11 +349,6 @@ def kept_bytes(config: dict, plan: Plan, *keeps: str) -> float:
     ``estimate`` counts them from the config alone."""
     return sum(kind.kept_bytes(config, job) for kind in JOB_KINDS.values() if kind.keeps in keeps
                for job in distinct_jobs(kind.jobs(plan)))
-
-
-def modelled_jobs(plan: Plan) -> dict[str, list[Wildcards]]:
-    """Every rule's jobs in a config, each once."""
-    return {rule: distinct_jobs(kind.jobs(plan)) for rule, kind in JOB_KINDS.items()}
 
 
 # ------------------------------------------------------------------------------------------- requests set too small

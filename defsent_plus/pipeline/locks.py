@@ -65,11 +65,6 @@ def runs_snakemake(process: Path) -> bool:
         return False
 
 
-def snakemake_alive(pid: int, proc: Path = Path("/proc")) -> bool:
-    """Whether process ``pid`` on this host is alive and runs Snakemake."""
-    return runs_snakemake(proc / str(pid))
-
-
 def snakemake_processes_in(workdir: str | Path, proc: Path = Path("/proc")) -> list[int]:
     """PIDs of live processes (other than this one) running Snakemake with ``workdir`` as working directory."""
     def works_in(process: Path) -> bool:
@@ -110,7 +105,7 @@ def lock_verdict(workdir: str | Path) -> Verdict | None:
                               "run is alive)")
     local = snakemake_processes_in(workdir)
     same_boot = record.get("boot_id", here["boot_id"]) == here["boot_id"]
-    if (same_boot and snakemake_alive(int(record["pid"]))) or local:
+    if (same_boot and runs_snakemake(Path("/proc", str(int(record["pid"]))))) or local:
         pids = sorted({int(record["pid"])} | set(local)) if same_boot else local
         return Verdict(False, f"it is held by a running Snakemake on this host (PIDs {pids}); Snakemake refuses to "
                               "start while it holds the lock")

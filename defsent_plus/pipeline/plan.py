@@ -103,7 +103,7 @@ class Plan(ChainPlan, EvaluationPlan, BaselinesPlan):
         for evaluator in EVALUATORS.all().values():
             targets += evaluator.targets(self) if evaluator.targets else []
         return [*targets, compare_file("sts.tsv"), *self.baseline_targets(),
-                *self.reverse_dictionary_comparison_targets(), compare_file("summary.md")]
+                *([compare_file("reverse_dictionary.tsv")] if self.heldout_runs() else []), compare_file("summary.md")]
 
     def comparison_pages(self) -> list[str]:
         """The comparison tables' markdown pages, in the summary's order."""
@@ -150,7 +150,3 @@ class Plan(ChainPlan, EvaluationPlan, BaselinesPlan):
     def reverse_dictionary_comparison(self) -> list[dict]:
         """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""
         return [{"run": run, "json": run_file(run, "reverse_dictionary.json")} for run in self.heldout_runs()]
-
-    def reverse_dictionary_comparison_targets(self) -> list[str]:
-        """``rule all``'s reverse-dictionary comparison, where a run has a held-out split."""
-        return [compare_file("reverse_dictionary.tsv")] if self.heldout_runs() else []

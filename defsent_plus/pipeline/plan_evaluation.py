@@ -135,13 +135,9 @@ class EvaluationPlan:
         """One record per (model, pooling) of a table: its score file, label, seed group and step; a paired
         evaluator's (STS) also its per-pair similarities (``pairs``)."""
         paired = evaluator_of(benchmark, "rule score_table: evaluator").paired
-
-        def files(row: Evaluated, pooling: str) -> dict[str, str]:
-            scores = {"scores": score_file(row.encoder, benchmark, pooling)}
-            pairs = {"pairs": score_file(row.encoder, benchmark, pooling, "pairs.parquet")} if paired else {}
-            return {**scores, **pairs}
-
-        return [{**files(row, pooling), "label": row.label, "group": row.group, "step": row.step, "pooling": pooling}
+        return [{"scores": score_file(row.encoder, benchmark, pooling),
+                 **({"pairs": score_file(row.encoder, benchmark, pooling, "pairs.parquet")} if paired else {}),
+                 "label": row.label, "group": row.group, "step": row.step, "pooling": pooling}
                 for row in models for pooling in self.config["evaluation"]["poolings"]]
 
     def step_records(self, run: str) -> list[dict]:

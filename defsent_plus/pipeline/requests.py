@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_architectures import Architecture, model_architecture
 
 REAL_DATASETS = {"a": (331_472, 150_518), "b": (122_209, 36_767), "c": (67_553, 9_647)}  # 000 Table 1: defs, entries
@@ -247,8 +248,6 @@ def transform_request(config: dict, model: str, entries: int, transform: str, on
 
 def model_of_encoder(config: dict, encoder: str) -> str:
     """The config model of an ``{encoder}`` wildcard (a base model, or the model its run trained)."""
-    from defsent_plus.pipeline.dag import EncoderId
-
     parsed = EncoderId.parse(encoder)
     return parsed.model if parsed.kind == "base" else model_of_run(config, parsed.run)
 

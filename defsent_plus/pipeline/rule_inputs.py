@@ -98,16 +98,15 @@ class RuleInputs:
         def final_model(wildcards) -> EncoderId:
             return EncoderId.selected(wildcards.run, plan.final_step(wildcards.run))
 
-        def entry_space_only(spaces: Callable[[str], list[str]]) -> InputFunction:
-            return lambda wildcards: spaces(wildcards.run) if plan.method(wildcards.run).uses_entry_space else []
-
-        def final_spaces(run: str) -> list[str]:
-            last = plan.final_step(run)
+        def final_spaces(wildcards) -> list[str]:
+            run, last = wildcards.run, plan.final_step(wildcards.run)
+            if not plan.method(run).uses_entry_space:
+                return []
             return [plan.space_of(run, last, space) for space in plan.run(run)["steps"][-1]["spaces"]]
 
         return self.computed_from(
             final_model,
-            spaces=entry_space_only(final_spaces),
+            spaces=final_spaces,
             dataset=lambda wildcards: plan.run_dataset(wildcards.run),
             queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
             base=lambda wildcards: plan.model_dir(plan.start(wildcards.run)),

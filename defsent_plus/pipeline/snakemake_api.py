@@ -1,13 +1,11 @@
 """How this workflow meets Snakemake beyond a Snakefile's syntax.
 
-This workflow as a module of another one (``module defsent: … prefix: "defsent/"``; docs/execution.md).
-
-Snakemake puts a module's ``prefix`` before the relative paths of its rules' input, output, log and benchmark files,
-but not before the paths inside params, which the plan computes from :mod:`defsent_plus.pipeline.dag` (a table's
-rows, a run's earlier steps). So a job of a prefixed module works inside its prefix: :func:`declare_prefix` (at
-parse time, rules/common.smk) hands the prefix to the jobs Snakemake starts through their environment, nothing of a
-job's params changes (a run used with and without a prefix plans the same jobs), and :func:`enter_prefix` (every
-script's first step) makes the prefix folder the working directory and the job's own file paths relative to it.
+As a module of another workflow (``module defsent: … prefix: "defsent/"``; docs/execution.md), Snakemake puts the
+``prefix`` before the relative paths of its rules' files, but not before the paths inside params (a table's rows, a
+run's earlier steps). So a prefixed module's job works inside its prefix: :func:`declare_prefix` (at parse time) hands
+the prefix to the jobs through their environment, leaving every job's params as they are without a prefix, and
+:func:`enter_prefix` (every script's first step) makes the prefix folder the working directory and the job's own file
+paths relative to it.
 
 A Snakefile has no documented way to ask for the ``prefix`` of the ``module`` statement that uses it, for the
 ``--set-resources`` and ``--default-resources`` it was started with (a profile's too), or for its ``--cores`` during

@@ -26,8 +26,8 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.names import split_space
 from defsent_plus.pipeline import job_model, placement, requests
 from defsent_plus.pipeline.dag import EncoderId
+from defsent_plus.pipeline.job_model import Wildcards
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.pipeline.plan_jobs import Wildcards
 from defsent_plus.rehearsal import REPO
 
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
