@@ -22,10 +22,7 @@ from defsent_plus.evaluation.reverse_dictionary import (
     only,
     query_ranks,
     ranking_page,
-    ranking_provenance,
-    ranking_rows,
     read_queries,
-    with_uncertainty,
     write_ranking,
 )
 from defsent_plus.names import COSINE, HELDOUT_SPLITS
@@ -139,9 +136,6 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     for label, encoder in (("trained", trained_encoder), ("base", base_encoder)):
         ranks[label][COSINE] = cosine_protocol(encoder, space, held_out, batch_size, max_length)
         results[label].update({COSINE: metrics_by_split(ranks[label][COSINE]), "cosine_candidates": len(frame)})
-    results = with_uncertainty(results, ranks, (*HEADWORD_PROTOCOLS, COSINE), bootstrap)
-    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, base_head=info["seed"])}
-    table = pd.DataFrame(ranking_rows(results, headword_ranking_splits))
-    return write_ranking(method, results, table, ranking_page(title, description, table, results), out_json,
-                         out_tsv, out_md)
-
+    return write_ranking(method, results, ranks, (*HEADWORD_PROTOCOLS, COSINE), headword_ranking_splits,
+                         lambda results, table: ranking_page(title, description, table, results), model_dir=model_dir,
+                         bootstrap=bootstrap, out_json=out_json, out_tsv=out_tsv, out_md=out_md, base_head=info["seed"])

@@ -19,25 +19,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.dictionary import read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_protocol,
-    cosine_ranks,
     encoded_queries,
     metrics_by_split,
     only,
     query_ranks,
-    ranking_metrics,
     ranking_page,
-    ranking_provenance,
-    ranking_rows,
     ranks_by_split,
-    ranks_of_targets,
     read_queries,
     split_metrics,
     unit_rows,
-    with_uncertainty,
     write_ranking,
 )
 from defsent_plus.io import read_json
@@ -201,17 +195,6 @@ class ReverseDictionary:
         column = self.entries.index(entry)
         return [int((row > row[column]).sum()) + 1 for row in scores]
 
-    def evaluate(self, entries: Sequence[str]) -> dict[str, float]:
-        """MRR and top-k accuracy of ranking each listed entry's definitions among all entries."""
-        index = {e: i for i, e in enumerate(self.entries)}
-        missing = [e for e in entries if e not in index]
-        if missing:
-            raise DefSentError("reverse dictionary", f"{len(missing)} entries not in the dataset, e.g. {missing[:3]}")
-        subset = self.frame.iloc[sorted(index[e] for e in entries)]
-        texts, local_ids = definition_pairs(subset.reset_index(drop=True))
-        targets = subset.index.to_numpy()[local_ids]
-        return ranking_metrics(ranks_of_targets(self.scores(texts), targets))
-
 
 def amp_space(path: str | Path | None, trained_space: str | Path, n_entries: int) -> np.ndarray:
     """The AMP space for cosine scoring: ``path``, else ``amp.npy`` beside the trained space."""
@@ -242,18 +225,6 @@ def dot_ranks(rd: ReverseDictionary, queries: pd.DataFrame, batch_size: int = 12
                        batch_size)
 
 
-def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
-                     queries_path: str | Path, pooling: str | None = None, batch_size: int = 128,
-                     max_length: int = 128) -> dict:
-    """Held-out reverse dictionary of a trained model: its pooler's h · Eᵀ against the space it was trained on;
-    MRR and top-k accuracy (%) per split over all entries of the space."""
-    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling, scoring="dot")
-    queries = read_queries(queries_path, rd.frame)
-    ranks = dot_ranks(rd, queries, batch_size, max_length)
-    return {"model": str(model_dir), "entry_space": str(space_path), "pooling": rd.pooling, "scoring": "dot",
-            "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
-
-
 def results_page(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
     """The report page (:func:`ranking_page`) with readable model labels and what the base rows are."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
@@ -279,27 +250,21 @@ def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[
     rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
-    trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
-    trained_cosine = cosine_protocol(rd.encoder, amp, held_out, batch_size, max_length)
-    base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
-    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out), COSINE: trained_cosine},
-             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
-                      COSINE: ranks_by_split(base_cosine, held_out)}}
+    trained = ranks_by_split(dot_ranks(rd, held_out, batch_size, max_length), held_out)
+    cosine = {label: cosine_protocol(encoder, amp, held_out, batch_size, max_length)
+              for label, encoder in (("trained", rd.encoder), ("base", load_encoder(base_model)))}
+    ranks = {"trained": {"heldout_queries": trained, COSINE: cosine["trained"]},  # a base model ranks by cosine
+             "base": {"heldout_queries": cosine["base"], COSINE: cosine["base"]}}
+    models = {"trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
+                          "scoring": "dot"},
+              "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
+                       "scoring": "cosine"}}
     common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
-    results = {
-        "trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
-                    "scoring": "dot", **common, **split_metrics(trained_ranks, held_out, rd.frame),
-                    COSINE: metrics_by_split(ranks["trained"][COSINE])},
-        "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
-                 "scoring": "cosine", **common, **split_metrics(base_cosine, held_out, rd.frame),
-                 COSINE: metrics_by_split(ranks["base"][COSINE])},
-    }
-    results = with_uncertainty(results, ranks, (COSINE,), bootstrap)
+    results = {label: {**model, **common, **split_metrics(ranks[label]["heldout_queries"], rd.frame),
+                       COSINE: metrics_by_split(cosine[label])} for label, model in models.items()}
     for label in ("trained", "base"):
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
                                    HELDOUT_SPLITS})
-    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
-    table = pd.DataFrame(ranking_rows(results, entry_ranking_splits, scoring=True))
-    return write_ranking(method, results, table, results_page(results, table, title, description), out_json, out_tsv,
-                         out_md)
-
+    return write_ranking(method, results, ranks, (COSINE,), entry_ranking_splits,
+                         lambda results, table: results_page(results, table, title, description), model_dir=model_dir,
+                         bootstrap=bootstrap, out_json=out_json, out_tsv=out_tsv, out_md=out_md, scoring=True)
