@@ -462,7 +462,7 @@ def test_a_model_that_did_not_fit_is_queried_by_cosine_and_says_so(tmp_path, tra
     assert rd.scoring == "cosine" and "did not fit its objective" in rd.note and "6.9" in rd.note
     expected = cosine_ranks(rd.encoder, load_space(tmp_path / "amp.npy", len(frame)),
                             pd.DataFrame({"definition": ["a small animal"], "entry_id": [1]}))
-    top = rd.query(["a small animal"], top_k=len(frame))[0]
+    top = rd.top(rd.scores(["a small animal"]), top_k=len(frame))[0]
     assert [entry for entry, _ in top].index(frame["entry"][1]) + 1 == expected[0]
     assert ReverseDictionary(trained_model, scoring="dot").scoring == "dot"
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls",

@@ -71,7 +71,7 @@ def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_b
     write_json(model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(tmp_path / "space.npy"),
                                        "pooling": "cls"})
     rd = ReverseDictionary(model)
-    top = rd.query(queries, top_k=3)
+    top = rd.top(rd.scores(queries), top_k=3)
     assert [ranked[0][0] for ranked in top] == list(frame["entry"])
     listed = frame[frame["entry"].isin(["dog", "lion"])]
     texts, local_ids = definition_pairs(listed.reset_index(drop=True))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ import pandas as pd
 
 from defsent_plus.dictionary import read_dataset
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.embeddings import training_card
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_protocol,
     encoded_queries,
@@ -83,31 +83,23 @@ def pooled_entry_scores(encoder: Encoder, space: torch.Tensor, pooling: str) -> 
     return scores
 
 
-@dataclass(frozen=True)
-class TrainingInput:
-    """A file the ranking needs that the training card records: its card key, the flag that names it instead."""
-
-    key: str
-    flag: str
-    what: str
-
-
-SPACE_INPUT = TrainingInput("entry_space", "--space", "entry space .npy")
-DATASET_INPUT = TrainingInput("dataset", "--dataset", "dataset parquet")
+TRAINING_INPUTS = {"entry_space": ("--space", "entry space .npy"), "dataset": ("--dataset", "dataset parquet")}
+"""The files the ranking needs that the training card records: card key -> (the flag that names it instead, what)."""
 
 
 def training_input(model_dir: str | Path, card: dict, given: str | Path | None, folders: Sequence[Path],
-                   wanted: TrainingInput) -> Path:
-    """The file ``wanted`` names: ``given`` (its flag), else the one the training card records, looked for in the
-    model's workflow folder, then in the current folder; an error names the paths tried and the flag."""
+                   key: str) -> Path:
+    """The file of the card's ``key``: ``given`` (its flag), else the one the training card records, looked for in
+    the model's workflow folder, then in the current folder; an error names the paths tried and the flag."""
+    flag, what = TRAINING_INPUTS[key]
     if given is not None:
-        return given_file(given, wanted.flag)
-    remedy = f"pass the {wanted.what} with {wanted.flag} PATH"
+        return given_file(given, flag)
+    remedy = f"pass the {what} with {flag} PATH"
     if not card:
-        raise DefSentError(model_dir, f"no {TRAINING_CARD} records its {wanted.what}: {remedy}")
-    if not card.get(wanted.key):
-        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"records no {wanted.key}: {remedy}")
-    return locate(card[wanted.key], folders, model_dir, f"its training card's {wanted.key}",
+        raise DefSentError(model_dir, f"no {TRAINING_CARD} records its {what}: {remedy}")
+    if not card.get(key):
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"records no {key}: {remedy}")
+    return locate(card[key], folders, model_dir, f"its training card's {key}",
                   f"{remedy} (a relative path in the card is read from the workflow folder the model was trained "
                   "in, found above the model, or from the current folder)")
 
@@ -146,12 +138,12 @@ class ReverseDictionary:
         from defsent_plus.encoders.models import check_encoder_dir, load_encoder
         from defsent_plus.spaces.extension import extended_space
 
-        card_path = check_encoder_dir(model_dir) / TRAINING_CARD
-        card = read_json(card_path) if card_path.is_file() else {}
+        check_encoder_dir(model_dir)
+        card = training_card(model_dir)
         self.folders = model_folders(model_dir)
-        space_path = training_input(model_dir, card, space_path, self.folders, SPACE_INPUT)
+        space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
         if search is None:
-            dataset_path = training_input(model_dir, card, dataset_path, self.folders, DATASET_INPUT)
+            dataset_path = training_input(model_dir, card, dataset_path, self.folders, "dataset")
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
@@ -176,12 +168,6 @@ class ReverseDictionary:
         if self.scoring == "dot":
             return entry_logits(self.encoder, self.space, list(sentences), self.pooling)
         return unit_rows(self.encoder.encode(list(sentences), "mean")) @ self.cosine_space.T
-
-    def query(self, sentences: Sequence[str], top_k: int = 10) -> list[list[tuple[str, float]]]:
-        """The ``top_k`` entries and scores for each sentence."""
-        if not sentences or any(not s.strip() for s in sentences):
-            raise DefSentError("query", "expected at least one non-empty sentence")
-        return self.top(self.scores(sentences), top_k)
 
     def top(self, scores: np.ndarray, top_k: int = 10) -> list[list[tuple[str, float]]]:
         """The ``top_k`` entries and scores of each row of :meth:`scores`."""
