@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
     from defsent_plus.encoders.models import Encoder
 
-METRIC_COLUMNS = RANKING_METRICS
 Method = Any  # a defsent_plus.methods.base.Method (evaluation imports no method: the methods import it)
 Protocol = Any  # its ReverseDictionaryProtocol
 CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 in its "MRR"
@@ -291,7 +290,7 @@ def ranking_rows(results: dict, splits_of: Callable[[dict], dict[str, dict]], sc
             how = {"scoring": COSINE if cosine else model["scoring"]} if scoring else {}
             rows += [{"model": label, "protocol": protocol, "split": split, **how,
                       "candidates": model["cosine_candidates" if cosine else "candidates"],
-                      "queries": metrics["queries"], **{k: metrics.get(k) for k in METRIC_COLUMNS},
+                      "queries": metrics["queries"], **{k: metrics.get(k) for k in RANKING_METRICS},
                       **interval_columns(results, label, protocol, split)} for split, metrics in splits.items()]
     return rows
 
@@ -339,9 +338,9 @@ def bounded_cell(value: float, low: float, high: float) -> str:
 
 def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
     """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
-    bounds = [f"{metric}_{end}" for metric in METRIC_COLUMNS for end in ("low", "high")]
+    bounds = [f"{metric}_{end}" for metric in RANKING_METRICS for end in ("low", "high")]
     shown = table.drop(columns=bounds, errors="ignore")
-    for metric in METRIC_COLUMNS:
+    for metric in RANKING_METRICS:
         if f"{metric}_low" in table:
             shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
                                                                    table[f"{metric}_high"], strict=True)]
