@@ -27,19 +27,20 @@ from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_ranks,
-    evaluate_baseline,
     query_ranks,
     ranking_bootstrap,
     ranking_metrics,
+    ranks_by_split,
     ranks_of_targets,
     read_queries,
+    split_metrics,
 )
 from defsent_plus.io import write_json, write_npy
 from defsent_plus.methods import method_of
 from defsent_plus.methods.defsent_plus.reverse_dictionary import (
     ReverseDictionary,
+    dot_ranks,
     entry_logits,
-    evaluate_queries,
     trained_space,
     write_entry_ranking,
 )
@@ -234,12 +235,15 @@ def trained_model(tmp_path, tiny_bert) -> Path:
     return model
 
 
-def test_evaluate_queries_ranks_with_the_trained_pooler(tmp_path, trained_model):
+def test_the_trained_pooler_ranks_the_held_out_queries(tmp_path, trained_model):
     encoder = load_encoder(trained_model)
     dataset, queries, space = constructed_case(
         tmp_path, lambda texts: entry_logits(encoder, torch.eye(encoder.hidden_size), texts, "cls"))
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls"})
-    check_constructed(evaluate_queries(trained_model, space, dataset, queries))
+    rd = ReverseDictionary(trained_model, space, dataset, scoring="dot")
+    held_out = read_queries(queries, rd.frame)
+    ranks = ranks_by_split(dot_ranks(rd, held_out), held_out)
+    check_constructed({"candidates": len(rd.entries), **split_metrics(ranks, rd.frame)})
 
 
 def test_queries_encoded_at_once_score_as_each_alone(tiny_bert):
@@ -257,11 +261,19 @@ def test_queries_encoded_at_once_score_as_each_alone(tiny_bert):
         ranks_of_targets(alone, targets).tolist()
 
 
+def baseline_metrics(model: Path, space: Path, dataset: Path, queries: Path) -> dict:
+    """The untrained reference alone: ``model``'s mean-pooled queries against ``space`` by cosine, per split."""
+    frame = read_dataset(dataset)
+    held_out = read_queries(queries, frame)
+    ranks = cosine_ranks(load_encoder(model), load_space(space, len(frame)), held_out)
+    return {"candidates": len(frame), **split_metrics(ranks_by_split(ranks, held_out), frame)}
+
+
 def test_baseline_ranks_by_cosine_to_the_base_models_space(tmp_path, tiny_bert):
     encoder = load_encoder(tiny_bert)
     dataset, queries, space = constructed_case(
         tmp_path, lambda texts: encoder.encode(texts, "mean"))
-    check_constructed(evaluate_baseline(tiny_bert, space, dataset, queries))
+    check_constructed(baseline_metrics(tiny_bert, space, dataset, queries))
 
 
 def test_the_space_comes_from_the_models_training_card(tmp_path, trained_model):
@@ -300,12 +312,12 @@ def test_report_has_both_models_and_splits(tmp_path, trained_model, tiny_bert):
     assert (table["mrr_low"] <= table["mrr"]).all() and (table["mrr"] <= table["mrr_high"]).all()
     text = out["md"].read_text()
     assert text.startswith("# Held out\n") and "among all 6 entries" in text and "Did training help?" in text
-    # like for like: the trained model's cosine rows are evaluate_baseline run on the trained model itself
-    alike = evaluate_baseline(trained_model, space, dataset, queries)
+    # like for like: the trained model's cosine rows are the baseline ranking run on the trained model itself
+    alike = baseline_metrics(trained_model, space, dataset, queries)
     assert {split: result["trained"]["cosine"][split] for split in ("dev", "test")} == {
         split: {k: v for k, v in alike[split].items() if k not in ("entries", "without_query")}
         for split in ("dev", "test")}
-    base_alone = evaluate_baseline(tiny_bert, space, dataset, queries)
+    base_alone = baseline_metrics(tiny_bert, space, dataset, queries)
     assert result["base"]["test"] == base_alone["test"]  # the reference is unchanged by the added protocol
     assert set(result["paired"]) == {"cosine"} and set(result["paired"]["cosine"]) == {"dev", "test"}
 
@@ -450,7 +462,7 @@ def test_a_model_that_did_not_fit_is_queried_by_cosine_and_says_so(tmp_path, tra
     assert rd.scoring == "cosine" and "did not fit its objective" in rd.note and "6.9" in rd.note
     expected = cosine_ranks(rd.encoder, load_space(tmp_path / "amp.npy", len(frame)),
                             pd.DataFrame({"definition": ["a small animal"], "entry_id": [1]}))
-    top = rd.query(["a small animal"], top_k=len(frame))[0]
+    top = rd.top(rd.scores(["a small animal"]), top_k=len(frame))[0]
     assert [entry for entry, _ in top].index(frame["entry"][1]) + 1 == expected[0]
     assert ReverseDictionary(trained_model, scoring="dot").scoring == "dot"
     write_json(trained_model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(space), "pooling": "cls",

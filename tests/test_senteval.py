@@ -14,7 +14,6 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.senteval import (
     TRANSFER_TASKS,
     Labelled,
-    LabelledPairs,
     features,
     latin1_words,
     load_mrpc,
@@ -60,23 +59,23 @@ def test_loader_sizes_on_real_files(senteval_dir, task):
 
 def test_trec_labels_and_latin1_training_file(senteval_dir):
     train, test = load_trec(senteval_dir, "train"), load_trec(senteval_dir, "test")
-    assert train.sentences[0] == "How did serfdom develop in and then leave Russia ?"
+    assert train.texts[0][0] == "How did serfdom develop in and then leave Russia ?"
     assert train.labels[0] == 1  # DESC
     assert sorted(set(train.labels)) == sorted(set(test.labels)) == list(range(6))
-    assert any(not s.isascii() for s in train.sentences)  # Latin-1 characters decoded, not dropped
+    assert any(not s.isascii() for s in train.texts[0])  # Latin-1 characters decoded, not dropped
 
 
 def test_mrpc_skips_bom_header_and_reads_columns(senteval_dir):
     train = load_mrpc(senteval_dir, "train")
     assert train.labels[:2].tolist() == [1, 0]
-    assert train.sentences1[0].startswith("Amrozi accused his brother")
-    assert train.sentences2[0].startswith("Referring to him as only")
+    assert train.texts[0][0].startswith("Amrozi accused his brother")
+    assert train.texts[1][0].startswith("Referring to him as only")
 
 
 def test_sst2_keeps_literal_quotes(senteval_dir):
     dev = load_sst2(senteval_dir, "dev")
     assert set(dev.labels.tolist()) == {0, 1}
-    assert all(s == s.strip() for s in dev.sentences)
+    assert all(s == s.strip() for s in dev.texts[0])
 
 
 def make_dirs(root: Path, *parts: str) -> Path:
@@ -116,16 +115,16 @@ def test_missing_file_and_unknown_task_are_user_errors(tmp_path):
 
 
 def test_pair_features_are_abs_difference_and_product():
-    pairs = LabelledPairs(["a", "b"], ["b", "b"], np.array([0, 1]))
+    pairs = Labelled((["a", "b"], ["b", "b"]), np.array([0, 1]))
     vectors = {"a": np.array([1.0, -2.0]), "b": np.array([3.0, 1.0])}
     np.testing.assert_array_equal(features(pairs, vectors), [[2.0, 3.0, 3.0, -2.0], [0.0, 0.0, 9.0, 1.0]])
 
 
 def test_subsample_is_seeded_and_keeps_order():
-    data = Labelled([str(i) for i in range(100)], np.arange(100) % 2)
+    data = Labelled(([str(i) for i in range(100)],), np.arange(100) % 2)
     first, again = subsample(data, 10, seed=3), subsample(data, 10, seed=3)
-    assert first.sentences == again.sentences and len(first) == 10
-    assert [int(s) for s in first.sentences] == sorted(int(s) for s in first.sentences)
+    assert first.texts[0] == again.texts[0] and len(first) == 10
+    assert [int(s) for s in first.texts[0]] == sorted(int(s) for s in first.texts[0])
     assert subsample(data, None, seed=3) is data
 
 
@@ -138,15 +137,15 @@ def test_c_grids_are_senteval_sklearn_grids():
 def test_examples_are_in_senteval_order():
     """Sorted stably by word count, then label; pairs by both counts, then label; MR/CR/SUBJ/MPQA counted as SentEval
     reads them, Latin-1 (a UTF-8 'à' ends in byte 0xA0, a no-break space there)."""
-    data = Labelled(["a b c", "x", "p q", "y", "m n"], np.array([0, 1, 1, 0, 0]))
+    data = Labelled((["a b c", "x", "p q", "y", "m n"],), np.array([0, 1, 1, 0, 0]))
     ordered = senteval_order(data)
-    assert ordered.sentences == ["y", "x", "m n", "p q", "a b c"] and ordered.labels.tolist() == [0, 1, 0, 1, 0]
-    pairs = LabelledPairs(["a b", "c", "d"], ["e", "f g", "h"], np.array([1, 0, 0]))
-    assert senteval_order(pairs).sentences1 == ["d", "c", "a b"]
+    assert ordered.texts[0] == ["y", "x", "m n", "p q", "a b c"] and ordered.labels.tolist() == [0, 1, 0, 1, 0]
+    pairs = Labelled((["a b", "c", "d"], ["e", "f g", "h"]), np.array([1, 0, 0]))
+    assert senteval_order(pairs).texts[0] == ["d", "c", "a b"]
     assert (words("voilàtout"), latin1_words("voilàtout")) == (1, 2)
-    two = Labelled(["voilàtout", "un"], np.array([0, 0]))
-    assert senteval_order(two).sentences == ["voilàtout", "un"]  # one word each: the file's order stays
-    assert senteval_order(two, latin1_words).sentences == ["un", "voilàtout"]
+    two = Labelled((["voilàtout", "un"],), np.array([0, 0]))
+    assert senteval_order(two).texts[0] == ["voilàtout", "un"]  # one word each: the file's order stays
+    assert senteval_order(two, latin1_words).texts[0] == ["un", "voilàtout"]
 
 
 class Recorded:

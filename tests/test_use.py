@@ -10,6 +10,7 @@ import torch
 from helpers import write_toy_dataset
 
 from defsent_plus.cli import main as cli
+from defsent_plus.dictionary import definition_pairs
 from defsent_plus.encoders.encoding import PROMPT_TEMPLATE
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.evaluation.report import scores_table, seed_summary, write_score_tables
@@ -70,9 +71,12 @@ def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_b
     write_json(model / TRAINING_CARD, {"dataset": str(dataset), "entry_space": str(tmp_path / "space.npy"),
                                        "pooling": "cls"})
     rd = ReverseDictionary(model)
-    top = rd.query(queries, top_k=3)
+    top = rd.top(rd.scores(queries), top_k=3)
     assert [ranked[0][0] for ranked in top] == list(frame["entry"])
-    assert rd.evaluate(["dog", "lion"])["queries"] == 4
+    listed = frame[frame["entry"].isin(["dog", "lion"])]
+    texts, local_ids = definition_pairs(listed.reset_index(drop=True))
+    ranks = ranks_of_targets(rd.scores(texts), listed.index.to_numpy()[local_ids])
+    assert ranking_metrics(ranks)["queries"] == 4
 
 
 @pytest.mark.parametrize(("family", "pooling"), [("tiny_bert", "cls"), ("tiny_bert", "mean"), ("tiny_bert", "max"),

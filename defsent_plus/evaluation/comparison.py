@@ -116,23 +116,20 @@ def published_pooling(run: str, spec: dict, table: pd.DataFrame) -> tuple[str, p
     return pooling, rows
 
 
-def published_group(run: str, spec: dict, rows: pd.DataFrame) -> str:
-    """The final-step seed group ours are averaged over: ``step <last> <space>`` for ``published.<run>.space``,
-    else the group of the dev-selected model (one space's seeds: a paper's row is one space's mean)."""
-    if "space" in spec:
-        return f"step {int(rows['step'].max())} {spec['space']}"
-    selected = seed_groups(rows)[rows["dev_selected"].astype(bool)]
-    if selected.empty or not selected.iloc[0]:
-        raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no final-step "
-                                                                   "seed groups (they need evaluation.final: "
-                                                                   "candidates); or compare with: selected")
-    return str(selected.iloc[0])
-
-
 def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """The group and rows of the seeds compared with a paper's mean over runs: one space's final-step seeds."""
-    group = published_group(run, spec, rows)
+    """The group and rows of the seeds compared with a paper's mean over runs, one space's final-step seeds: ``step
+    <last> <space>`` for ``published.<run>.space``, else the dev-selected model's group."""
     groups = seed_groups(rows)
+    if "space" in spec:
+        group = f"step {int(rows['step'].max())} {spec['space']}"
+    else:
+        selected = groups[rows["dev_selected"].astype(bool)]
+        if selected.empty or not selected.iloc[0]:
+            raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no "
+                                                                       "final-step seed groups (they need "
+                                                                       "evaluation.final: candidates); or compare "
+                                                                       "with: selected")
+        group = str(selected.iloc[0])
     seeds = rows[groups == group]
     if seeds.empty:
         known = sorted(set(groups) - {""})

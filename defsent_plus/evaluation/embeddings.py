@@ -17,7 +17,7 @@ import numpy as np
 
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.evaluators import evaluator_of
-from defsent_plus.evaluation.sts import STS_TASKS, Embed, StsPairs, load_sts_parts
+from defsent_plus.evaluation.sts import STS_TASKS, Embed, load_sts_parts
 from defsent_plus.io import atomic_path, read_json, read_npy, sentences_digest, write_json, write_npy
 from defsent_plus.names import SENTENCE_SETS as SENTENCE_SET_NAMES
 from defsent_plus.names import require_same_names
@@ -31,20 +31,10 @@ def distinct(sentences: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(sentences))
 
 
-def pair_sentences(parts: Iterable[StsPairs]) -> Iterable[str]:
-    for pairs in parts:
-        yield from pairs.sentences1
-        yield from pairs.sentences2
-
-
-def sts_sentences(senteval_dir: str | Path) -> list[str]:
-    """The seven STS tasks' sentences (STS12-16 with every subset, STS-B test, SICK-R test)."""
-    return distinct(s for task in STS_TASKS for s in pair_sentences(load_sts_parts(senteval_dir, task)))
-
-
-def stsb_dev_sentences(senteval_dir: str | Path) -> list[str]:
-    """STS-B dev's sentences: the selection score's."""
-    return distinct(pair_sentences(load_sts_parts(senteval_dir, "STSB-dev")))
+def sts_sentences(senteval_dir: str | Path, tasks: Sequence[str] = STS_TASKS) -> list[str]:
+    """The sentences of STS ``tasks``: by default the seven (STS12-16 with every subset, STS-B test, SICK-R test)."""
+    return distinct(s for task in tasks for pairs in load_sts_parts(senteval_dir, task)
+                    for s in (*pairs.sentences1, *pairs.sentences2))
 
 
 def transfer_sentences(senteval_dir: str | Path) -> list[str]:
@@ -57,7 +47,7 @@ def transfer_sentences(senteval_dir: str | Path) -> list[str]:
 
 SENTENCE_SETS: dict[str, Callable[[str | Path], list[str]]] = {
     "sts": sts_sentences,
-    "stsb-dev": stsb_dev_sentences,
+    "stsb-dev": lambda senteval_dir: sts_sentences(senteval_dir, ("STSB-dev",)),  # the selection score's
     "senteval": transfer_sentences,
 }
 """Sentence-set name -> its sentences from SentEval's data directory."""

@@ -252,6 +252,7 @@ def with_average(per_task: dict[str, list[np.ndarray]]) -> dict[str, list[np.nda
 
 
 def percentile_interval(value: float, resampled: np.ndarray, level: float) -> Interval:
+    """``value`` with the ``level`` percentile interval of its ``resampled`` values (NaN resamples left out)."""
     tail = (1 - level) / 2 * 100
     low, high = np.nanpercentile(resampled, [tail, 100 - tail])
     return Interval(value, float(low), float(high))

@@ -19,14 +19,12 @@ from defsent_plus.evaluation.intervals import Bootstrap
 from defsent_plus.io import read_json, write_json, write_page, write_tsv
 from defsent_plus.names import COSINE, HELDOUT_SPLITS, RANKING_METRICS
 from defsent_plus.provenance import provenance, provenance_footer, with_training
-from defsent_plus.spaces.entry_matrix import load_space
 
 if TYPE_CHECKING:
     import torch
 
     from defsent_plus.encoders.models import Encoder
 
-METRIC_COLUMNS = RANKING_METRICS
 Method = Any  # a defsent_plus.methods.base.Method (evaluation imports no method: the methods import it)
 Protocol = Any  # its ReverseDictionaryProtocol
 CUTOFF = 10  # DefSent's def2word evaluation counts only hits within the top 10 in its "MRR"
@@ -112,14 +110,13 @@ def query_ranks(vectors: np.ndarray | torch.Tensor, scores: Callable, targets: n
     return np.concatenate(ranks) if ranks else np.empty(0, dtype=np.int64)
 
 
-def split_metrics(ranks: np.ndarray, queries: pd.DataFrame, frame: pd.DataFrame) -> dict[str, dict]:
-    """MRR, top-1/3/10 and counts per held-out split: queries, held-out entries and those without a query."""
+def split_metrics(ranks: Mapping[str, np.ndarray], frame: pd.DataFrame) -> dict[str, dict]:
+    """MRR, top-1/3/10 and counts per held-out split (``ranks``: :func:`ranks_by_split`): queries, held-out entries
+    and those without a query."""
     result = {}
-    for split in HELDOUT_SPLITS:
-        in_split = (queries["split"] == split).to_numpy()
+    for split, in_split in ranks.items():
         entries = int((frame["split"] == split).sum()) if "split" in frame.columns else 0
-        result[split] = {**ranking_metrics(ranks[in_split]), "entries": entries,
-                         "without_query": entries - int(in_split.sum())}
+        result[split] = {**ranking_metrics(in_split), "entries": entries, "without_query": entries - len(in_split)}
     return result
 
 
@@ -149,20 +146,6 @@ def encoded_queries(encoder: Encoder, sentences: Sequence[str], pooling: str, ba
     encoder.to(device_for_run())
     batch, max_tokens = batching_for(encoder.device, batch_size)
     return encoder.encode(sentences, pooling, batch_size=batch, max_length=max_length, max_tokens=max_tokens)
-
-
-def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_path: str | Path,
-                      queries_path: str | Path, batch_size: int = 128, max_length: int = 128) -> dict:
-    """The untrained reference: the run's starting model's mean-pooled query against its own AMP entry space (the
-    average mean-pooled definition of every entry) by cosine; no pooler, no training."""
-    from defsent_plus.dictionary import read_dataset
-    from defsent_plus.encoders.models import load_encoder  # torch
-
-    frame = read_dataset(dataset_path)
-    queries = read_queries(queries_path, frame)
-    ranks = cosine_ranks(load_encoder(base_model), load_space(space_path, len(frame)), queries, batch_size, max_length)
-    return {"model": str(base_model), "entry_space": str(space_path), "pooling": "mean", "scoring": "cosine",
-            "candidates": len(frame), **split_metrics(ranks, queries, frame)}
 
 
 def ranks_by_split(ranks: np.ndarray, queries: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -307,7 +290,7 @@ def ranking_rows(results: dict, splits_of: Callable[[dict], dict[str, dict]], sc
             how = {"scoring": COSINE if cosine else model["scoring"]} if scoring else {}
             rows += [{"model": label, "protocol": protocol, "split": split, **how,
                       "candidates": model["cosine_candidates" if cosine else "candidates"],
-                      "queries": metrics["queries"], **{k: metrics.get(k) for k in METRIC_COLUMNS},
+                      "queries": metrics["queries"], **{k: metrics.get(k) for k in RANKING_METRICS},
                       **interval_columns(results, label, protocol, split)} for split, metrics in splits.items()]
     return rows
 
@@ -322,12 +305,20 @@ def ranking_page(title: str, description: str, table: pd.DataFrame, results: dic
             + paired_markdown(results) + provenance_footer([results.get("provenance", {})]))
 
 
-def write_ranking(method: str, results: dict, table: pd.DataFrame, page: str, out_json: str | Path,
-                  out_tsv: str | Path, out_md: str | Path) -> dict:
-    """A run's reverse_dictionary.{json,tsv,md}: the results (with their provenance), the table and the page."""
+def write_ranking(method: str, results: dict, ranks: dict[str, dict[str, dict[str, np.ndarray]]],
+                  like_for_like: Sequence[str], splits_of: Callable[[dict], dict[str, dict]],
+                  page: Callable[[dict, pd.DataFrame], str], *, model_dir: str | Path, bootstrap: dict | None,
+                  out_json: str | Path, out_tsv: str | Path, out_md: str | Path, scoring: bool = False,
+                  **seeds: int) -> dict:
+    """A run's reverse_dictionary.{json,tsv,md} from its models' ``results`` and ``ranks`` (as
+    :func:`with_uncertainty` takes them): the results with their intervals, paired tests and provenance (``seeds``:
+    :func:`ranking_provenance`'s), the table of their rows (:func:`ranking_rows`) and the ``page`` of both."""
+    results = with_uncertainty(results, ranks, like_for_like, bootstrap)
+    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, **seeds)}
+    table = pd.DataFrame(ranking_rows(results, splits_of, scoring))
     write_json(out_json, {"method": method, **results})
     write_tsv(out_tsv, table, float_format="%.4f")
-    write_page(out_md, page)
+    write_page(out_md, page(results, table))
     return results
 
 
@@ -347,9 +338,9 @@ def bounded_cell(value: float, low: float, high: float) -> str:
 
 def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
     """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
-    bounds = [f"{metric}_{end}" for metric in METRIC_COLUMNS for end in ("low", "high")]
+    bounds = [f"{metric}_{end}" for metric in RANKING_METRICS for end in ("low", "high")]
     shown = table.drop(columns=bounds, errors="ignore")
-    for metric in METRIC_COLUMNS:
+    for metric in RANKING_METRICS:
         if f"{metric}_low" in table:
             shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
                                                                    table[f"{metric}_high"], strict=True)]

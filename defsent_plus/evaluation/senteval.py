@@ -24,6 +24,7 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.intervals import percentile_interval
 from defsent_plus.evaluation.senteval_classifiers import PROTOCOLS, VALIDATION_SPLIT, Protocol
 from defsent_plus.evaluation.sts import Embed, embed_unique, normalise_space, read_tsv
 
@@ -47,9 +48,10 @@ TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 @dataclass(frozen=True)
 class Labelled:
-    """Sentences with integer class labels."""
+    """Examples with integer class labels: ``texts`` holds one list of sentences, or two for sentence pairs (the
+    first and second sentence of each pair)."""
 
-    sentences: list[str]
+    texts: tuple[list[str], ...]
     labels: np.ndarray
 
     def __len__(self) -> int:
@@ -57,24 +59,7 @@ class Labelled:
 
     def take(self, index: Sequence[int] | np.ndarray) -> Labelled:
         """The examples at ``index``, in its order."""
-        return Labelled([self.sentences[i] for i in index], self.labels[index])
-
-
-@dataclass(frozen=True)
-class LabelledPairs:
-    """Sentence pairs with integer class labels."""
-
-    sentences1: list[str]
-    sentences2: list[str]
-    labels: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def take(self, index: Sequence[int] | np.ndarray) -> LabelledPairs:
-        """The examples at ``index``, in its order."""
-        return LabelledPairs([self.sentences1[i] for i in index], [self.sentences2[i] for i in index],
-                             self.labels[index])
+        return Labelled(tuple([column[i] for i in index] for column in self.texts), self.labels[index])
 
 
 # ---------------------------------------------------------------- loaders
@@ -101,7 +86,7 @@ def load_binary(senteval_dir: str | Path, task: str) -> Labelled:
     """MR, CR, SUBJ or MPQA: one sentence a line, one file per class (first file = label 1)."""
     positive, negative = (read_lines(Path(senteval_dir) / name) for name in BINARY_FILES[task])
     sentences = [normalise_space(s) for s in positive + negative]
-    return Labelled(sentences, np.array([1] * len(positive) + [0] * len(negative)))
+    return Labelled((sentences,), np.array([1] * len(positive) + [0] * len(negative)))
 
 
 def load_sst2(senteval_dir: str | Path, split: str) -> Labelled:
@@ -113,7 +98,7 @@ def load_sst2(senteval_dir: str | Path, split: str) -> Labelled:
             raise DefSentError(path, f"expected 'sentence<TAB>label', got {len(fields)} fields", line=line)
         labels.append(int(parse_label(fields[1].strip(), path, line)))
         sentences.append(normalise_space(fields[0]))
-    return Labelled(sentences, np.array(labels))
+    return Labelled((sentences,), np.array(labels))
 
 
 def load_trec(senteval_dir: str | Path, split: str) -> Labelled:
@@ -128,10 +113,10 @@ def load_trec(senteval_dir: str | Path, split: str) -> Labelled:
             raise DefSentError(path, f"expected 'COARSE:fine question', got {text[:60]!r}", line=line)
         labels.append(TREC_CLASSES.index(parse_label(coarse, path, line, TREC_CLASSES)))
         sentences.append(normalise_space(fine_and_question[1]))
-    return Labelled(sentences, np.array(labels))
+    return Labelled((sentences,), np.array(labels))
 
 
-def load_mrpc(senteval_dir: str | Path, split: str) -> LabelledPairs:
+def load_mrpc(senteval_dir: str | Path, split: str) -> Labelled:
     """MRPC ``msr_paraphrase_{train,test}.txt``: header, then Quality, #1 ID, #2 ID, #1 String, #2 String."""
     path = Path(senteval_dir) / "MRPC" / f"msr_paraphrase_{split}.txt"
     s1, s2, labels = [], [], []
@@ -143,14 +128,14 @@ def load_mrpc(senteval_dir: str | Path, split: str) -> LabelledPairs:
         labels.append(int(parse_label(fields[0].strip(), path, line)))
         s1.append(normalise_space(fields[3]))
         s2.append(normalise_space(fields[4]))
-    return LabelledPairs(s1, s2, np.array(labels))
+    return Labelled((s1, s2), np.array(labels))
 
 
 SPLIT_LOADERS = {"SST2": (load_sst2, ("train", "dev", "test")), "TREC": (load_trec, ("train", "test")),
                  "MRPC": (load_mrpc, ("train", "test"))}  # the tasks with splits: their loader and splits
 
 
-def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelled | LabelledPairs]:
+def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelled]:
     """The splits of one task: ``{"all"}`` for the CV tasks, else ``train`` / (``dev``) / ``test``."""
     if task in BINARY_FILES:
         return {"all": load_binary(senteval_dir, task)}
@@ -170,19 +155,14 @@ def latin1_words(text: str) -> int:
     return len(text.encode("utf-8").decode("latin-1").split())
 
 
-def senteval_order(data: Labelled | LabelledPairs, count=words) -> Labelled | LabelledPairs:
-    """The examples in SentEval's order: sorted by word count (``count``), then label (pairs: first sentence's,
-    second's, then label), stably, as each task's ``run`` sorts them "to reduce padding" before its seeded folds
-    split them."""
-    if isinstance(data, LabelledPairs):
-        keys = [(count(a), count(b), int(y)) for a, b, y in
-                zip(data.sentences1, data.sentences2, data.labels, strict=True)]
-    else:
-        keys = [(count(text), int(y)) for text, y in zip(data.sentences, data.labels, strict=True)]
+def senteval_order(data: Labelled, count=words) -> Labelled:
+    """The examples in SentEval's order: sorted by word count (``count``; pairs: first sentence's, then second's),
+    then label, stably, as each task's ``run`` sorts them "to reduce padding" before its seeded folds split them."""
+    keys = [(*map(count, texts), int(y)) for *texts, y in zip(*data.texts, data.labels, strict=True)]
     return data.take(sorted(range(len(keys)), key=keys.__getitem__))
 
 
-def subsample(data: Labelled | LabelledPairs, size: int | None, seed: int) -> Labelled | LabelledPairs:
+def subsample(data: Labelled, size: int | None, seed: int) -> Labelled:
     """At most ``size`` examples, drawn without replacement with a seeded generator (order kept)."""
     if size is None or len(data) <= size:
         return data
@@ -192,19 +172,17 @@ def subsample(data: Labelled | LabelledPairs, size: int | None, seed: int) -> La
 # ---------------------------------------------------------------- features and classifiers
 
 
-def sentences_of(data: Labelled | LabelledPairs) -> list[str]:
-    if isinstance(data, LabelledPairs):
-        return data.sentences1 + data.sentences2
-    return data.sentences
+def sentences_of(data: Labelled) -> list[str]:
+    return [sentence for column in data.texts for sentence in column]
 
 
-def features(data: Labelled | LabelledPairs, vectors: dict[str, np.ndarray]) -> np.ndarray:
+def features(data: Labelled, vectors: dict[str, np.ndarray]) -> np.ndarray:
     """Sentence embeddings; for pairs SentEval's MRPC features ``[|u - v|; u * v]``."""
-    if isinstance(data, LabelledPairs):
-        u = np.stack([vectors[s] for s in data.sentences1])
-        v = np.stack([vectors[s] for s in data.sentences2])
+    columns = [np.stack([vectors[s] for s in column]) for column in data.texts]
+    if len(columns) == 2:
+        u, v = columns
         return np.hstack([np.abs(u - v), u * v])
-    return np.stack([vectors[s] for s in data.sentences])
+    return columns[0]
 
 
 def fold_score(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, reg: float, seed: int,
@@ -250,10 +228,9 @@ def split_result(correct: np.ndarray, bootstrap: dict) -> TaskResult:
     ``resamples``, ``level``, ``seed``)."""
     correct = np.asarray(correct, dtype=np.float64)
     index = np.random.default_rng(bootstrap["seed"]).integers(0, len(correct), (bootstrap["resamples"], len(correct)))
-    tail = (1 - bootstrap["level"]) / 2 * 100
-    low, high = np.percentile(correct[index].mean(axis=1) * 100, [tail, 100 - tail])
-    return TaskResult(percent(correct.mean()), {"kind": "bootstrap", "low": float(low), "high": float(high),
-                                                    "level": bootstrap["level"], "examples": len(correct)})
+    interval = percentile_interval(percent(correct.mean()), correct[index].mean(axis=1) * 100, bootstrap["level"])
+    return TaskResult(interval.value, {"kind": "bootstrap", "low": interval.low, "high": interval.high,
+                                       "level": bootstrap["level"], "examples": len(correct)})
 
 
 def nested_cv_folds(x: np.ndarray, y: np.ndarray, seed: int, kfold: int = 10, n_jobs: int | None = None,

@@ -22,10 +22,7 @@ from defsent_plus.evaluation.reverse_dictionary import (
     only,
     query_ranks,
     ranking_page,
-    ranking_provenance,
-    ranking_rows,
     read_queries,
-    with_uncertainty,
     write_ranking,
 )
 from defsent_plus.names import COSINE, HELDOUT_SPLITS
@@ -95,16 +92,21 @@ def heldout_frame(dataset_path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def headword_result(encoder: Encoder, ranks: dict[str, dict[str, np.ndarray]], pooling: str,
-                    frame: pd.DataFrame) -> dict:
-    """One model's part of a ``vocabulary``-protocol JSON from its :func:`headword_ranks`."""
+def headword_model(encoder: Encoder, head: torch.nn.Module, pooling: str, frame: pd.DataFrame,
+                   queries: pd.DataFrame, space: np.ndarray, batch_size: int = 128, max_length: int = 128
+                   ) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
+    """One model's ranks ``{protocol: {split: ranks}}`` (:func:`headword_ranks`, then the ``cosine`` protocol against
+    ``space``) and its part of a ``vocabulary``-protocol JSON."""
     from defsent_plus.methods.defsent.objective import headword_token_ids
 
+    ranks = {**headword_ranks(encoder, head, pooling, frame, queries, batch_size),
+             COSINE: cosine_protocol(encoder, space, queries, batch_size, max_length)}
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
-    return {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
-            "candidates": int(encoder.model.config.vocab_size),
-            "not_single_token": int(sum(t is None for t in token_ids)),
-            **{protocol: metrics_by_split(splits) for protocol, splits in ranks.items()}}
+    return ranks, {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
+                   "candidates": int(encoder.model.config.vocab_size),
+                   "not_single_token": int(sum(t is None for t in token_ids)),
+                   **{protocol: metrics_by_split(splits) for protocol, splits in ranks.items()},
+                   "cosine_candidates": len(frame)}
 
 
 def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str | Path, queries: str | Path,
@@ -126,22 +128,12 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
     trained_encoder, trained_head = load_defsent_model(model_dir)
     base_encoder = load_encoder(base_model).to(device_for_run())
     base_head, info = masked_lm_head(base_encoder, seed=0)
-    ranks = {
-        "trained": headword_ranks(trained_encoder, trained_head, pooling, frame, held_out, batch_size),
-        "base": headword_ranks(base_encoder, base_head.to(device_for_run()).eval(), pooling, frame, held_out,
-                               batch_size),
-    }
-    results = {
-        "trained": {"model": str(model_dir), **headword_result(trained_encoder, ranks["trained"], pooling, frame)},
-        "base": {"model": str(base_model), "head": info, **headword_result(base_encoder, ranks["base"], pooling,
-                                                                           frame)},
-    }
-    for label, encoder in (("trained", trained_encoder), ("base", base_encoder)):
-        ranks[label][COSINE] = cosine_protocol(encoder, space, held_out, batch_size, max_length)
-        results[label].update({COSINE: metrics_by_split(ranks[label][COSINE]), "cosine_candidates": len(frame)})
-    results = with_uncertainty(results, ranks, (*HEADWORD_PROTOCOLS, COSINE), bootstrap)
-    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap, base_head=info["seed"])}
-    table = pd.DataFrame(ranking_rows(results, headword_ranking_splits))
-    return write_ranking(method, results, table, ranking_page(title, description, table, results), out_json,
-                         out_tsv, out_md)
-
+    ranks, results = {}, {}
+    for label, model, encoder, head, extra in (
+            ("trained", model_dir, trained_encoder, trained_head, {}),
+            ("base", base_model, base_encoder, base_head.to(device_for_run()).eval(), {"head": info})):
+        ranks[label], result = headword_model(encoder, head, pooling, frame, held_out, space, batch_size, max_length)
+        results[label] = {"model": str(model), **extra, **result}
+    return write_ranking(method, results, ranks, (*HEADWORD_PROTOCOLS, COSINE), headword_ranking_splits,
+                         lambda results, table: ranking_page(title, description, table, results), model_dir=model_dir,
+                         bootstrap=bootstrap, out_json=out_json, out_tsv=out_tsv, out_md=out_md, base_head=info["seed"])

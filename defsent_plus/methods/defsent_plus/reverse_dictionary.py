@@ -12,32 +12,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.dictionary import read_dataset
 from defsent_plus.errors import DefSentError
+from defsent_plus.evaluation.embeddings import training_card
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_protocol,
-    cosine_ranks,
     encoded_queries,
     metrics_by_split,
     only,
     query_ranks,
-    ranking_metrics,
     ranking_page,
-    ranking_provenance,
-    ranking_rows,
     ranks_by_split,
-    ranks_of_targets,
     read_queries,
     split_metrics,
     unit_rows,
-    with_uncertainty,
     write_ranking,
 )
 from defsent_plus.io import read_json
@@ -89,31 +83,23 @@ def pooled_entry_scores(encoder: Encoder, space: torch.Tensor, pooling: str) -> 
     return scores
 
 
-@dataclass(frozen=True)
-class TrainingInput:
-    """A file the ranking needs that the training card records: its card key, the flag that names it instead."""
-
-    key: str
-    flag: str
-    what: str
-
-
-SPACE_INPUT = TrainingInput("entry_space", "--space", "entry space .npy")
-DATASET_INPUT = TrainingInput("dataset", "--dataset", "dataset parquet")
+TRAINING_INPUTS = {"entry_space": ("--space", "entry space .npy"), "dataset": ("--dataset", "dataset parquet")}
+"""The files the ranking needs that the training card records: card key -> (the flag that names it instead, what)."""
 
 
 def training_input(model_dir: str | Path, card: dict, given: str | Path | None, folders: Sequence[Path],
-                   wanted: TrainingInput) -> Path:
-    """The file ``wanted`` names: ``given`` (its flag), else the one the training card records, looked for in the
-    model's workflow folder, then in the current folder; an error names the paths tried and the flag."""
+                   key: str) -> Path:
+    """The file of the card's ``key``: ``given`` (its flag), else the one the training card records, looked for in
+    the model's workflow folder, then in the current folder; an error names the paths tried and the flag."""
+    flag, what = TRAINING_INPUTS[key]
     if given is not None:
-        return given_file(given, wanted.flag)
-    remedy = f"pass the {wanted.what} with {wanted.flag} PATH"
+        return given_file(given, flag)
+    remedy = f"pass the {what} with {flag} PATH"
     if not card:
-        raise DefSentError(model_dir, f"no {TRAINING_CARD} records its {wanted.what}: {remedy}")
-    if not card.get(wanted.key):
-        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"records no {wanted.key}: {remedy}")
-    return locate(card[wanted.key], folders, model_dir, f"its training card's {wanted.key}",
+        raise DefSentError(model_dir, f"no {TRAINING_CARD} records its {what}: {remedy}")
+    if not card.get(key):
+        raise DefSentError(Path(model_dir) / TRAINING_CARD, f"records no {key}: {remedy}")
+    return locate(card[key], folders, model_dir, f"its training card's {key}",
                   f"{remedy} (a relative path in the card is read from the workflow folder the model was trained "
                   "in, found above the model, or from the current folder)")
 
@@ -152,12 +138,12 @@ class ReverseDictionary:
         from defsent_plus.encoders.models import check_encoder_dir, load_encoder
         from defsent_plus.spaces.extension import extended_space
 
-        card_path = check_encoder_dir(model_dir) / TRAINING_CARD
-        card = read_json(card_path) if card_path.is_file() else {}
+        check_encoder_dir(model_dir)
+        card = training_card(model_dir)
         self.folders = model_folders(model_dir)
-        space_path = training_input(model_dir, card, space_path, self.folders, SPACE_INPUT)
+        space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
         if search is None:
-            dataset_path = training_input(model_dir, card, dataset_path, self.folders, DATASET_INPUT)
+            dataset_path = training_input(model_dir, card, dataset_path, self.folders, "dataset")
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
@@ -183,12 +169,6 @@ class ReverseDictionary:
             return entry_logits(self.encoder, self.space, list(sentences), self.pooling)
         return unit_rows(self.encoder.encode(list(sentences), "mean")) @ self.cosine_space.T
 
-    def query(self, sentences: Sequence[str], top_k: int = 10) -> list[list[tuple[str, float]]]:
-        """The ``top_k`` entries and scores for each sentence."""
-        if not sentences or any(not s.strip() for s in sentences):
-            raise DefSentError("query", "expected at least one non-empty sentence")
-        return self.top(self.scores(sentences), top_k)
-
     def top(self, scores: np.ndarray, top_k: int = 10) -> list[list[tuple[str, float]]]:
         """The ``top_k`` entries and scores of each row of :meth:`scores`."""
         best = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
@@ -200,17 +180,6 @@ class ReverseDictionary:
             return None
         column = self.entries.index(entry)
         return [int((row > row[column]).sum()) + 1 for row in scores]
-
-    def evaluate(self, entries: Sequence[str]) -> dict[str, float]:
-        """MRR and top-k accuracy of ranking each listed entry's definitions among all entries."""
-        index = {e: i for i, e in enumerate(self.entries)}
-        missing = [e for e in entries if e not in index]
-        if missing:
-            raise DefSentError("reverse dictionary", f"{len(missing)} entries not in the dataset, e.g. {missing[:3]}")
-        subset = self.frame.iloc[sorted(index[e] for e in entries)]
-        texts, local_ids = definition_pairs(subset.reset_index(drop=True))
-        targets = subset.index.to_numpy()[local_ids]
-        return ranking_metrics(ranks_of_targets(self.scores(texts), targets))
 
 
 def amp_space(path: str | Path | None, trained_space: str | Path, n_entries: int) -> np.ndarray:
@@ -242,18 +211,6 @@ def dot_ranks(rd: ReverseDictionary, queries: pd.DataFrame, batch_size: int = 12
                        batch_size)
 
 
-def evaluate_queries(model_dir: str | Path, space_path: str | Path, dataset_path: str | Path,
-                     queries_path: str | Path, pooling: str | None = None, batch_size: int = 128,
-                     max_length: int = 128) -> dict:
-    """Held-out reverse dictionary of a trained model: its pooler's h · Eᵀ against the space it was trained on;
-    MRR and top-k accuracy (%) per split over all entries of the space."""
-    rd = ReverseDictionary(model_dir, space_path, dataset_path, pooling, scoring="dot")
-    queries = read_queries(queries_path, rd.frame)
-    ranks = dot_ranks(rd, queries, batch_size, max_length)
-    return {"model": str(model_dir), "entry_space": str(space_path), "pooling": rd.pooling, "scoring": "dot",
-            "candidates": len(rd.entries), **split_metrics(ranks, queries, rd.frame)}
-
-
 def results_page(results: dict[str, dict], table: pd.DataFrame, title: str, description: str) -> str:
     """The report page (:func:`ranking_page`) with readable model labels and what the base rows are."""
     shown = table.assign(model=table["model"].map({"trained": "DefSent+ final, dev-selected",
@@ -279,27 +236,21 @@ def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[
     rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
-    trained_ranks = dot_ranks(rd, held_out, batch_size, max_length)
-    trained_cosine = cosine_protocol(rd.encoder, amp, held_out, batch_size, max_length)
-    base_cosine = cosine_ranks(load_encoder(base_model), amp, held_out, batch_size, max_length)
-    ranks = {"trained": {"heldout_queries": ranks_by_split(trained_ranks, held_out), COSINE: trained_cosine},
-             "base": {"heldout_queries": ranks_by_split(base_cosine, held_out),
-                      COSINE: ranks_by_split(base_cosine, held_out)}}
+    trained = ranks_by_split(dot_ranks(rd, held_out, batch_size, max_length), held_out)
+    cosine = {label: cosine_protocol(encoder, amp, held_out, batch_size, max_length)
+              for label, encoder in (("trained", rd.encoder), ("base", load_encoder(base_model)))}
+    ranks = {"trained": {"heldout_queries": trained, COSINE: cosine["trained"]},  # a base model ranks by cosine
+             "base": {"heldout_queries": cosine["base"], COSINE: cosine["base"]}}
+    models = {"trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
+                          "scoring": "dot"},
+              "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
+                       "scoring": "cosine"}}
     common = {"candidates": len(rd.entries), "cosine_candidates": len(rd.frame)}
-    results = {
-        "trained": {"model": str(model_dir), "entry_space": str(rd.space_path), "pooling": rd.pooling,
-                    "scoring": "dot", **common, **split_metrics(trained_ranks, held_out, rd.frame),
-                    COSINE: metrics_by_split(ranks["trained"][COSINE])},
-        "base": {"model": str(base_model), "entry_space": str(only(base_space)), "pooling": "mean",
-                 "scoring": "cosine", **common, **split_metrics(base_cosine, held_out, rd.frame),
-                 COSINE: metrics_by_split(ranks["base"][COSINE])},
-    }
-    results = with_uncertainty(results, ranks, (COSINE,), bootstrap)
+    results = {label: {**model, **common, **split_metrics(ranks[label]["heldout_queries"], rd.frame),
+                       COSINE: metrics_by_split(cosine[label])} for label, model in models.items()}
     for label in ("trained", "base"):
         log.info("%s: %s", label, {split: {k: round(v, 3) for k, v in results[label][split].items()} for split in
                                    HELDOUT_SPLITS})
-    results = {**results, "provenance": ranking_provenance(model_dir, bootstrap)}
-    table = pd.DataFrame(ranking_rows(results, entry_ranking_splits, scoring=True))
-    return write_ranking(method, results, table, results_page(results, table, title, description), out_json, out_tsv,
-                         out_md)
-
+    return write_ranking(method, results, ranks, (COSINE,), entry_ranking_splits,
+                         lambda results, table: results_page(results, table, title, description), model_dir=model_dir,
+                         bootstrap=bootstrap, out_json=out_json, out_tsv=out_tsv, out_md=out_md, scoring=True)
