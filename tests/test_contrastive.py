@@ -13,14 +13,13 @@ from defsent_plus.encoders.models import family_of, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
 from defsent_plus.methods.simcse.objective import (
-    AUGMENTATIONS,
     UnsupervisedContrastive,
     feature_cutoff_mask,
     info_nce,
     shuffled_positions,
     token_cutoff_mask,
 )
-from defsent_plus.names import TRAINING_POOLING_KEY
+from defsent_plus.names import AUGMENTATIONS
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
 from defsent_plus.training.task import Batch, TaskInputs
 from defsent_plus.training.trainer import TrainConfig, train_epoch
@@ -287,9 +286,6 @@ def test_trains_in_the_training_loop(tiny_bert):
 
 
 @pytest.mark.parametrize(("kwargs", "key", "shown"), [
-    ({"pooling": "prompt"}, "pooling", "'prompt'"),
-    ({"pooling": "avg"}, "pooling", "'avg'"),
-    ({"augmentation": "cutout"}, "augmentation", "'cutout'"),
     ({"cutoff_rate": 0.0}, "cutoff_rate", "0.0"),
     ({"cutoff_rate": 1.0}, "cutoff_rate", "1.0"),
     ({"cutoff_rate": float("nan")}, "cutoff_rate", "nan"),
@@ -300,11 +296,10 @@ def test_trains_in_the_training_loop(tiny_bert):
 def test_bad_options_name_the_config_key_of_the_method_that_has_them(tiny_bert, method, kwargs, key, shown):
     declared = method_of(method)
     options = {name: value for name, value in declared.options_in_force({}).items() if name not in OPTIMISATION_OPTIONS}
-    options.update({name: value for name, value in kwargs.items() if name != "pooling"})
-    inputs = TaskInputs(load_encoder(tiny_bert), None, TEXTS, np.zeros(len(TEXTS), dtype=np.int64),
-                        kwargs.get("pooling", "cls"), 0, "toy", options, 4, None, declared.config_key())
+    options.update(kwargs)
+    inputs = TaskInputs(load_encoder(tiny_bert), None, TEXTS, np.zeros(len(TEXTS), dtype=np.int64), "cls", 0, "toy",
+                        options, 4, None, declared.config_key())
     with pytest.raises(DefSentError) as err:
         declared.build_task(inputs)
-    # a run's pooling is its own key (runs.<run>.training_pooling), not one of the method's
-    assert err.value.where == (TRAINING_POOLING_KEY if key == "pooling" else f"config: methods.{method}.{key}")
+    assert err.value.where == f"config: methods.{method}.{key}"
     assert shown in err.value.message

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 
 from defsent_plus.errors import DefSentError
-from defsent_plus.methods import REGISTRY, all_methods, declaration, load_plugins, method_of
+from defsent_plus.methods import METHODS, REGISTRY, all_methods, load_plugins, method_of
 from defsent_plus.methods.base import ENTRY_SPACE, Lazy
 from defsent_plus.pipeline.config_schema import load_schema
 from defsent_plus.training.options import OPTIMISATION_OPTIONS
@@ -29,7 +29,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 def test_the_schema_lists_exactly_the_registered_methods_with_their_declared_defaults():
     schema = load_schema(SCHEMA)
     methods = all_methods()
-    assert list(methods) == [declaration(module).name for module in REGISTRY]
+    assert list(methods) == [METHODS.declaration(module).name for module in REGISTRY]
     blocks = schema["properties"]["methods"]["properties"]
     assert set(blocks) == set(methods)
     for name, method in methods.items():
@@ -63,7 +63,7 @@ def own_modules(name: str) -> set[Path]:
     """The files that may name a method: its package (methods/<name>/: the declaration, its objective, its
     reverse-dictionary protocol), or the one module that declares a method from elsewhere."""
     method = method_of(name)
-    declared = REPO / next(module for module in REGISTRY if declaration(module) is method).replace(".", "/")
+    declared = REPO / next(module for module in REGISTRY if METHODS.declaration(module) is method).replace(".", "/")
     return set(declared.rglob("*.py")) if declared.is_dir() else {declared.with_suffix(".py")}
 
 

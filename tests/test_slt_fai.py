@@ -21,7 +21,6 @@ from defsent_plus.methods.slt_fai.objective import (
     reverse_gradient,
     special_token_mask,
 )
-from defsent_plus.names import TRAINING_POOLING_KEY
 
 CORPUS = ["the the the the", "dog dog dog", "cat cat", "bird"]  # counts: the 4, dog 3, cat 2, bird 1
 SENTENCES = ["the giraffe is a long necked african animal", "a lion is a large animal", "the dog"]
@@ -250,13 +249,12 @@ def test_sentences_without_low_frequency_tokens_skip_incomplete_filtering(encode
 
 @pytest.mark.parametrize(("option", "value", "key"), [
     ("epsilon", 0.0, "epsilon"), ("epsilon", 1.5, "epsilon"), ("warmup", -0.1, "warmup"), ("alpha", -1.0, "alpha"),
-    ("pooling", "prompt", None),
+    ("warmup", float("nan"), "warmup"),
 ])
 def test_bad_options_name_their_config_key(encoder, option, value, key):
-    """The method's options name its block; the pooling, a run's own key (None), names the run's."""
     with pytest.raises(DefSentError) as err:
         slt_fai(encoder, **{option: value})
-    assert err.value.where == (f"config: methods.slt_fai.{key}" if key else TRAINING_POOLING_KEY)
+    assert err.value.where == f"config: methods.slt_fai.{key}"
 
 
 # --- the released code's discriminators and L_AT over both views -------------------------------------------------
@@ -276,8 +274,6 @@ def test_discriminators_are_the_released_codes_by_default_and_the_papers_by_opti
     assert [type(m) for m in paper.token_discriminator.net] == [nn.Linear, nn.ReLU, nn.Linear]
     assert method_of("slt_fai").options["discriminators"]["default"] == "released"
     assert method_of("slt_fai").options["at_views"]["default"] == "both"
-    with pytest.raises(DefSentError, match="unknown reading 'other'"):
-        slt_fai(encoder, reading="other")
 
 
 class TwoViews(HiddenSquare):

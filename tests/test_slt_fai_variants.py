@@ -13,6 +13,7 @@ import pytest
 import torch
 import yaml
 
+from defsent_plus.encoders.encoding import tokenise
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods import method_of
@@ -23,7 +24,7 @@ from defsent_plus.pipeline.plan import Plan
 from defsent_plus.training.corpus import named_corpus, stssick_sentences
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.task import Batch
-from defsent_plus.training.trainer import BestWeights, TrainConfig, parameter_groups, tokenized_examples
+from defsent_plus.training.trainer import BestWeights, TrainConfig, parameter_groups
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -221,7 +222,7 @@ def test_the_consert_variant_keeps_as_many_word_pieces_as_the_released_code(enco
     cfg = TrainConfig(max_length=options["max_length"], extra_tokens=options["extra_tokens"])
     sentence = " ".join(["animal"] * pieces)
     assert len(encoder.tokenizer.tokenize(sentence)) == pieces
-    ids = tokenized_examples(encoder.tokenizer, [sentence], cfg).fields["input_ids"]
+    ids = tokenise(encoder.tokenizer, [sentence], cfg.kept_tokens).fields["input_ids"]
     assert ids[0] == encoder.tokenizer.cls_token_id and ids[-1] == encoder.tokenizer.sep_token_id
     assert len(ids) - 2 == kept
 
@@ -310,13 +311,3 @@ def test_several_epochs_train_every_example_each_epoch(tiny_bert):
     assert summary["steps"] == 6 and summary["examples"] == 3 * len(TEXTS) and summary["sentences_per_second"] > 0
 
 
-@pytest.mark.parametrize(("kwargs", "key"), [({"loss": "triplet"}, "loss"),
-                                            ({"first_augmentation": "dropout"}, "first_augmentation")])
-def test_unknown_losses_and_first_views_name_their_config_key(encoder, kwargs, key):
-    with pytest.raises(DefSentError, match=f"config: methods.slt_fai.{key}"):
-        UnsupervisedContrastive(encoder, config_key="config: methods.slt_fai", **kwargs)
-
-
-def test_an_unknown_corpus_names_its_config_key():
-    with pytest.raises(DefSentError, match="config: methods.simcse.corpus"):
-        named_corpus("wiki", ["a definition"], None, None, 0, "run", None, "config: methods.simcse.corpus")

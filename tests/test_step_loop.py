@@ -26,7 +26,7 @@ from defsent_plus.io import write_npy
 from defsent_plus.methods.defsent_plus.objective import EntryProjection
 from defsent_plus.training import trainer
 from defsent_plus.training.batches import PreparedEpoch, model_attention_mask
-from defsent_plus.training.compilation import compile_wanted, padded_length
+from defsent_plus.training.compilation import compile_wanted
 from defsent_plus.training.metrics import NonFiniteLoss
 
 SENTENCES = ["a large animal with a long neck", "the color of the sky", "a dog", "the red ball is big and new",
@@ -124,11 +124,11 @@ def test_the_metrics_table_has_every_step_once_with_the_logged_losses_and_the_st
 @pytest.mark.parametrize(("examples", "seconds", "eta"), [(100, 10.0, "0:00:30"), (10, 9.0, "0:05:51"),
                                                           (1, 3600.0, "399:00:00")])
 def test_the_time_left_is_the_examples_left_at_the_pace_so_far(examples, seconds, eta):
-    assert trainer.Pace(examples, 400, seconds).eta() == eta
+    assert trainer.time_left(examples, 400, seconds) == eta
 
 
 def test_the_time_left_follows_the_last_intervals_pace_after_a_pause():
-    assert trainer.Pace(100, 400, 1000.0, recent=10.0).eta() == "0:00:30"  # not 0:50:00 at the pace so far
+    assert trainer.time_left(100, 400, 1000.0, recent=10.0) == "0:00:30"  # not 0:50:00 at the pace so far
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
@@ -181,8 +181,7 @@ def test_an_eager_attention_model_gets_the_plain_mask(tiny_bert):
 def test_compilation_is_an_explicit_choice_on_cpu():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert not compile_wanted("auto", cpu) and compile_wanted("auto", cuda) and compile_wanted("on", cpu)
-    assert not compile_wanted("off", cuda) and padded_length("off", cuda, 64) is None
-    assert padded_length("on", cpu, 64) == 64 and padded_length(True, cpu, 64) == 64
+    assert not compile_wanted("off", cuda) and not compile_wanted(False, cuda) and compile_wanted(True, cpu)
     with pytest.raises(DefSentError, match="training.compile"):
         compile_wanted("yes", cpu)
 

@@ -20,7 +20,7 @@ from defsent_plus.training import trainer
 from defsent_plus.training.metrics import PACE
 from defsent_plus.training.trackers import KINDS, Tracking, check_trackers, job_tracking
 
-INSTALLED = [name for name, kind in KINDS.items() if importlib.util.find_spec(kind.module) is not None]
+INSTALLED = [name for name in KINDS if importlib.util.find_spec(name) is not None]
 
 
 def tensorboard_scalars(logdir: Path) -> dict[str, dict[int, float]]:

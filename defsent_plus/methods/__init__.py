@@ -20,22 +20,8 @@ REGISTRY = [  # one line a method: the module that declares it
 ]
 DEFAULT_METHOD = "defsent_plus"  # what a run trains when it names no method
 METHODS: Registry[Method] = Registry("training method", "METHOD", Method, REGISTRY, "method_plugins")
-
-
-def declaration(module: str, where: str = "config: method_plugins") -> Method:
-    """The ``METHOD`` a module declares."""
-    return METHODS.declaration(module, where)
-
-
-def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> None:
-    """Register the built-in methods and those of ``modules`` (config ``method_plugins``): exactly these, so a
-    plugin of one config is not registered for the next."""
-    METHODS.load(modules)
-
-
-def all_methods() -> dict[str, Method]:
-    """Every registered method by name (built-ins first, in registry order)."""
-    return METHODS.all()
+load_plugins = METHODS.load  # (modules): register the built-in methods and exactly those of config method_plugins
+all_methods = METHODS.all  # (): every registered method by name, built-ins first (registry order)
 
 
 def method_of(name: str, where: str = "config: method") -> Method:

@@ -35,26 +35,16 @@ def compile_wanted(choice: bool | str, device: torch.device) -> bool:
     return choice == "on" or (choice == "auto" and device.type == "cuda")
 
 
-def padded_length(choice: bool | str, device: torch.device, kept_tokens: int) -> int | None:
-    """Every batch's padded length when the run compiles (``kept_tokens``: the longest a sentence is kept), else
-    None (each batch padded to its own longest sentence)."""
-    return kept_tokens if compile_wanted(choice, device) else None
-
-
-def _no_op() -> None:
-    return None
-
-
 @contextmanager
 def compiled(model: nn.Module, choice: str, device: torch.device) -> Iterator[Callable[[], None]]:
     """While open, ``model``'s calls run compiled (when ``choice`` says so on ``device``); yields what the loop
     calls at the start of every step (CUDA graphs: a new step's outputs may overwrite the last one's)."""
     if not compile_wanted(choice, device):
-        yield _no_op
+        yield lambda: None
         return
     graphs = device.type == "cuda"
     model.compile(backend=BACKEND, mode="reduce-overhead" if graphs and BACKEND == "inductor" else None)
     try:
-        yield torch.compiler.cudagraph_mark_step_begin if graphs else _no_op
+        yield torch.compiler.cudagraph_mark_step_begin if graphs else (lambda: None)
     finally:
         model._compiled_call_impl = None  # eager again: evaluation and saving after training

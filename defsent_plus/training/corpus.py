@@ -11,7 +11,6 @@ import numpy as np
 
 from defsent_plus.dictionary.sources import read_lines
 from defsent_plus.errors import DefSentError
-from defsent_plus.names import CORPORA
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +62,8 @@ def stssick_sentences(senteval_dir: str | Path) -> list[str]:
 def named_corpus(corpus: str, definitions: Sequence[str], corpus_file: str | None, max_sentences: int | None,
                  seed: int, where: str, senteval_dir: str | Path | None, key: str) -> list[str]:
     """The ``corpus`` a contrastive run trains on: ``definitions`` (the run's, or ``corpus_file`` when given) or
-    ``stssick`` (read from ``senteval_dir``; duplicates kept as ConSERT keeps them), then the seeded sample."""
-    if corpus not in CORPORA:
-        raise DefSentError(key, f"unknown corpus {corpus!r}; expected one of {list(CORPORA)}")
+    ``stssick`` (read from ``senteval_dir``; duplicates kept as ConSERT keeps them), then the seeded sample; the
+    config schema allows no other ``corpus``."""
     if corpus == "definitions":
         return training_corpus(definitions, corpus_file, max_sentences, seed, where)
     if corpus_file:

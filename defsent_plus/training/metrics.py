@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -85,6 +85,11 @@ class MetricsTable:
             out.write("\n".join(lines) + "\n")
 
 
+def parts_of(row: dict) -> dict[str, float]:
+    """A row's named loss parts."""
+    return {k: v for k, v in row.items() if k not in (*COLUMNS, PACE)}
+
+
 def cell(value) -> str:
     """A TSV cell: empty for no value, integers as such, floats with full precision (``repr``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -105,17 +110,6 @@ class StepRecord:
     lr: float | None = None
 
 
-@dataclass
-class Reading:
-    """What one read brought to the host: each pending step's loss and its row (step, epoch, lr, loss, gradient
-    norm and named parts), and the last step's parts and gradient norm."""
-
-    losses: list[float]
-    parts: dict[str, float] = field(default_factory=dict)
-    grad_norm: float | None = None
-    rows: list[dict] = field(default_factory=list)
-
-
 class LossTally:
     """Pending step records on the device; ``first_step``: the 1-based number of the first pending step."""
 
@@ -127,20 +121,18 @@ class LossTally:
     def add(self, record: StepRecord) -> None:
         self.pending.append(record)
 
-    def read(self) -> Reading:
-        """Every pending step's loss, parts and gradient norm, in one device-to-host transfer."""
+    def read(self) -> list[dict]:
+        """Every pending step's row (step, epoch, lr, loss, gradient norm and named parts), in one device-to-host
+        transfer."""
         if not self.pending:
-            return Reading([])
+            return []
         tensors = [value for record in self.pending for value in device_values(record)]
         values = iter(torch.stack([t.detach().float() for t in tensors]).tolist())
         rows = [self._row(self.first_step + offset, record, values) for offset, record in enumerate(self.pending)]
-        losses = [row["loss"] for row in rows]
-        last = rows[-1]
-        reading = Reading(losses, {k: last[k] for k in self.pending[-1].parts}, last["grad_norm"], rows)
-        self._check_finite(losses)
+        self._check_finite([row["loss"] for row in rows])
         self.first_step += len(self.pending)
         self.pending = []
-        return reading
+        return rows
 
     @staticmethod
     def _row(step: int, record: StepRecord, values) -> dict:

@@ -9,7 +9,7 @@ a changed lr or a rebuilt input never resumes from a stale state. The area lies 
 Snakemake's clean-up of a failed job leaves it, and it is removed once the job's outputs are written.
 
 Files: ``tensors-<n>.safetensors`` (every tensor) and ``state.json`` (everything else, the identity, and the
-tensors' BLAKE2 digest), the latter replaced atomically after the former is complete: a state is valid only when
+tensors' SHA-256 digest), the latter replaced atomically after the former is complete: a state is valid only when
 ``state.json`` parses, names this identity and its tensors' digest matches. Anything else is ignored with a warning.
 No pickle.
 """
@@ -36,11 +36,12 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "state.json"
-FORMAT = 1
+FORMAT = 2  # 2: the tensors' digest is SHA-256
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)  # SLURM's warning signal before a time limit; a preemption's TERM
 
 
@@ -82,14 +83,6 @@ def job_identity(params: dict, inputs: Sequence[str | Path | None]) -> str:
         for path in files:
             stat = path.stat()
             digest.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
     return digest.hexdigest()
 
 
@@ -241,7 +234,7 @@ class Checkpointer:
         save_file(tensors | optimizer_tensors | rng_tensors | best, str(partial))
         os.replace(partial, self.directory / name)
         state = {"format": FORMAT, "identity": self.identity, "tensors": name,
-                 "digest": file_digest(self.directory / name), "position": asdict(position),
+                 "digest": file_sha256(self.directory / name), "position": asdict(position),
                  "optimizer": optimizer_plain, "scheduler": parts.scheduler.state_dict(), "random": rng_plain,
                  "keeper": {"curve": keeper.curve, "misses": keeper.misses}, "saved_at": time.time()}
         partial_state = self.directory / f".{STATE_FILE}.partial"
@@ -263,7 +256,7 @@ class Checkpointer:
             if state.get("format") != FORMAT or state.get("identity") != self.identity:
                 raise ValueError("written for another job or format")
             tensors_path = self.directory / state["tensors"]
-            if file_digest(tensors_path) != state["digest"]:
+            if file_sha256(tensors_path) != state["digest"]:
                 raise ValueError(f"{tensors_path.name} does not match its digest")
             return state, load_file(str(tensors_path))
         except (OSError, ValueError, KeyError, TypeError) as err:  # json.JSONDecodeError is a ValueError

@@ -24,25 +24,15 @@ from defsent_plus.errors import DefSentError
 NOT_METRICS = ("step", "epoch")  # row keys that index a row rather than measure it
 
 
-@dataclass(frozen=True)
-class TrackerKind:
-    """A tracker: the module it needs, the package extra that installs it, and the class that reports to it."""
-
-    module: str
-    extra: str
-    opener: type
-
-
 def check_trackers(names: Sequence[str], where: str = "config: logging.report_to") -> None:
-    """Every named tracker is known and installed (checked before the DAG runs, naming the missing extra)."""
+    """Every named tracker is known and installed (checked before the DAG runs, naming the missing extra: each
+    tracker's module and the package extra that installs it have the tracker's name)."""
     for name in names:
         if name not in KINDS:
             raise DefSentError(where, f"unknown tracker {name!r}; expected some of {sorted(KINDS)}")
-        kind = KINDS[name]
-        if not importable(kind.module):
-            raise DefSentError(where, f"{name} is not installed: bash bin/setup {kind.extra} (in this checkout; "
-                                      f"elsewhere pip install 'defsent-plus[{kind.extra}]'), or remove it from the "
-                                      "list")
+        if not importable(name):
+            raise DefSentError(where, f"{name} is not installed: bash bin/setup {name} (in this checkout; "
+                                      f"elsewhere pip install 'defsent-plus[{name}]'), or remove it from the list")
 
 
 def importable(module: str) -> bool:
@@ -71,7 +61,7 @@ class Tracking:
     def open(self) -> list:
         """The named trackers, each with its run started."""
         check_trackers(self.report_to)
-        return [KINDS[name].opener(Path(self.directory) / name, self.name, self.config) for name in self.report_to]
+        return [KINDS[name](Path(self.directory) / name, self.name, self.config) for name in self.report_to]
 
 
 def job_tracking(logging: dict, run: str, step: int | str, space: str, seed: int | str, params: dict) -> Tracking:
@@ -158,11 +148,7 @@ class WandB:
         self.run.finish()
 
 
-KINDS = {
-    "tensorboard": TrackerKind("tensorboard", "tensorboard", TensorBoard),
-    "mlflow": TrackerKind("mlflow", "mlflow", MLflow),
-    "wandb": TrackerKind("wandb", "wandb", WandB),
-}
+KINDS = {"tensorboard": TensorBoard, "mlflow": MLflow, "wandb": WandB}  # name: its module, its extra
 
 
 def flat(tree: dict, prefix: str = "") -> dict[str, str | float | int | bool]:

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from defsent_plus.dictionary import read_dataset, training_pairs
-from defsent_plus.encoders.encoding import Tokenised, autocast_for, device_for_run, tokenise
+from defsent_plus.encoders.encoding import autocast_for, device_for_run, tokenise
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import atomic_path, write_json
@@ -32,8 +32,8 @@ from defsent_plus.names import DEV_TASK, TRAINING_CARD
 from defsent_plus.provenance import provenance
 from defsent_plus.spaces.entry_matrix import load_space
 from defsent_plus.training.batches import DeviceBatch, PreparedEpoch, model_attention_mask
-from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled, padded_length
-from defsent_plus.training.metrics import LossTally, MetricsTable, Reading, StepRecord
+from defsent_plus.training.compilation import compile_choice, compile_wanted, compiled
+from defsent_plus.training.metrics import LossTally, MetricsTable, StepRecord, parts_of
 from defsent_plus.training.optimizers import TransformersAdamW
 from defsent_plus.training.resume import Checkpointer, Parts, Position, ResumeSettings, job_identity
 from defsent_plus.training.task import Batch, TaskInputs, TrainingMethod, sampled_task
@@ -79,11 +79,6 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
 
 
-def tokenized_examples(tokenizer, texts: Sequence[str], cfg: TrainConfig) -> Tokenised:
-    """The training examples tokenised once, [CLS] and [SEP] included, truncated to ``cfg.kept_tokens``."""
-    return tokenise(tokenizer, texts, cfg.kept_tokens)
-
-
 def batch_order(lengths: np.ndarray, batch_size: int, generator: torch.Generator, bucket: bool) -> list[np.ndarray]:
     """Shuffled batches of example indices; with ``bucket``, lengths are similar within a batch.
 
@@ -113,19 +108,15 @@ def train_epoch(
     With a ``checkpoint``, the loop's state is saved as it asks and a saved state is resumed mid-epoch
     (:mod:`defsent_plus.training.resume`). Every step's metrics are appended to ``metrics_path`` as the loop reads
     them (:mod:`defsent_plus.training.metrics`) and sent to the ``trackers`` (:mod:`defsent_plus.training.trackers`).
-    Returns a summary of the run.
-
-    The loop makes no host round trip inside a step: each epoch's batches are padded before it starts
-    (:mod:`defsent_plus.training.batches`), the losses stay on the device until a logging step, a saved state or
-    the end reads them (:mod:`defsent_plus.training.metrics`), and a non-finite loss stops training there, naming
-    its step."""
+    Returns a summary of the run. No step makes a host round trip: batches are padded per epoch
+    (:mod:`.batches`) and losses read at logging steps (:mod:`.metrics`; a non-finite one stops training there)."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
     checkpoint = checkpoint or Checkpointer(None)
     seed_everything(cfg.seed)
     device = next(encoder.model.parameters()).device
     objective.to(device)
-    tokens = tokenized_examples(encoder.tokenizer, texts, cfg)
+    tokens = tokenise(encoder.tokenizer, texts, cfg.kept_tokens)  # once, [CLS] and [SEP] included
     lengths = tokens.lengths
     order = torch.Generator().manual_seed(cfg.seed)
     epochs = [batch_order(lengths, cfg.batch_size, order, cfg.bucket_by_length) for _ in range(cfg.epochs)]
@@ -142,19 +133,20 @@ def train_epoch(
     objective.train()
     tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
     step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
-    multiple = padded_length(cfg.compile, device, cfg.kept_tokens)  # rounds every batch up to one length
+    # a compiled run pads every batch to the longest kept sentence (one length), else each to its own longest
+    multiple = cfg.kept_tokens if compile_wanted(cfg.compile, device) else None
     start = time.perf_counter() - position.seconds
     interval = (position.examples, time.perf_counter(), 0.0)  # where the logging interval began; the last's pace
 
-    def absorb() -> Reading:
+    def absorb() -> list[dict]:
         nonlocal interval
-        reading = tally.read()
-        position.losses.extend(reading.losses)
+        rows = tally.read()
+        position.losses.extend(row["loss"] for row in rows)
         now = time.perf_counter()
         pace = (position.examples - interval[0]) / max(now - interval[1], 1e-9)
-        table.extend(reading.rows, pace)
+        table.extend(rows, pace)
         interval = (position.examples, now, pace)
-        return reading
+        return rows
 
     with tqdm(total=len(texts) * cfg.epochs, initial=position.examples, desc="training", unit="sent",
               disable=not progress, mininterval=5) as bar, checkpoint.signals(), \
@@ -174,9 +166,8 @@ def train_epoch(
                 position.examples += batch.size
                 bar.update(batch.size)
                 if step % cfg.log_every == 0 or step == steps - 1:
-                    reading = absorb()
-                    report(reading, bar, epoch, step, steps, Pace(position.examples, bar.total,
-                                                                  time.perf_counter() - start, interval[2]))
+                    report(absorb()[-1], bar, epoch, step, steps, position.examples, time.perf_counter() - start,
+                           interval[2])
                 keeper.after(step, steps, done)
                 if keeper.stopped:
                     break
@@ -193,34 +184,22 @@ def train_epoch(
     return {**summarise(position.losses, position.examples, seconds, cfg), **keeper.restore(), **resumed}
 
 
-@dataclass(frozen=True)
-class Pace:
-    """Examples trained of all epochs' ``total`` after ``seconds`` (a resumed job's earlier seconds included) and the
-    pace of the last logging interval (``recent``; 0: none yet)."""
-
-    examples: int
-    total: int
-    seconds: float
-    recent: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        return self.examples / max(self.seconds, 1e-9)
-
-    def eta(self) -> str:
-        """The time left at the last interval's pace (a pause or a slow start does not linger in it), else at the
-        pace so far, as h:mm:ss."""
-        left = round((self.total - self.examples) / max(self.recent or self.rate, 1e-9))
-        return f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+def time_left(examples: int, total: int, seconds: float, recent: float = 0.0) -> str:
+    """h:mm:ss until ``total`` examples, ``examples`` being trained after ``seconds`` (a resumed job's earlier
+    seconds included): at the last logging interval's pace ``recent`` (a pause or a slow start does not linger in
+    it), else (0: none yet) at the pace so far."""
+    left = round((total - examples) / max(recent or examples / max(seconds, 1e-9), 1e-9))
+    return f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
 
 
-def report(reading: Reading, bar: tqdm, epoch: int, step: int, steps: int, pace: Pace) -> None:
-    """The progress bar's and the log's line at a logging step: the last step's loss and parts, the pace and the
+def report(last: dict, bar: tqdm, epoch: int, step: int, steps: int, examples: int, seconds: float,
+           recent: float) -> None:
+    """The progress bar's and the log's line at a logging step: the ``last`` row's loss and parts, the pace and the
     time left (a long job's log says when it will end)."""
-    loss = reading.losses[-1]
-    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{pace.rate:.1f}")
+    loss, rate = last["loss"], examples / max(seconds, 1e-9)
+    bar.set_postfix(loss=f"{loss:.3f}", sent_s=f"{rate:.1f}")
     log.info("epoch %d step %d/%d loss %.4f %s %.1f sent/s, %s elapsed, eta %s", epoch + 1, step + 1, steps, loss,
-             reading.parts, pace.rate, timedelta(seconds=round(pace.seconds)), pace.eta())
+             parts_of(last), rate, timedelta(seconds=round(seconds)), time_left(examples, bar.total, seconds, recent))
 
 
 class BestWeights:
@@ -309,32 +288,21 @@ def parameter_groups(named: list[tuple[str, nn.Parameter]], cfg: TrainConfig) ->
 
 def make_optimizer(params: list, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
     """torch's AdamW (DefSent+'s default), Adam (DefSent), transformers' AdamW (DefSent+'s authors) or its
-    uncorrected form (ConSERT / SLT-FAI) over ``params`` (parameters or parameter groups)."""
-    if cfg.optimizer not in OPTIMIZERS:
-        raise DefSentError("config: methods.*.optimizer", f"unknown optimizer {cfg.optimizer!r}; expected one of "
-                                                           f"{list(OPTIMIZERS)}")
+    uncorrected form (ConSERT / SLT-FAI) over ``params`` (parameters or parameter groups); the config schema
+    allows only these names."""
     optimizer, arguments = OPTIMIZERS[cfg.optimizer]
     if arguments.get("fused"):
         arguments = {"fused": device.type in ("cpu", "cuda")}
     return optimizer(params, lr=cfg.lr, eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **arguments)
 
 
-def warmup_steps(cfg: TrainConfig, steps: int) -> float:
-    """The warm-up length in steps (a float when unrounded)."""
-    if cfg.warmup_rounding not in WARMUP_ROUNDINGS:
-        raise DefSentError("config: methods.*.warmup_rounding", f"unknown rounding {cfg.warmup_rounding!r}; "
-                                                                 f"expected one of {list(WARMUP_ROUNDINGS)}")
-    return WARMUP_ROUNDINGS[cfg.warmup_rounding](cfg.warmup_ratio * steps)
-
-
 def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
     """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate. The warm-up
     length is rounded up to whole steps or, with ``warmup_rounding: none``, left as ``warmup_ratio x steps``:
-    transformers' schedules divide the step by it as a float, as DefSent's own LambdaLR does."""
-    if cfg.schedule not in SCHEDULES:
-        raise DefSentError("config: methods.*.schedule", f"unknown schedule {cfg.schedule!r}; expected one of "
-                                                           f"{list(SCHEDULES)}")
-    return SCHEDULES[cfg.schedule](optimizer, warmup_steps(cfg, steps), steps)
+    transformers' schedules divide the step by it as a float, as DefSent's own LambdaLR does (the config schema
+    allows only the names of ``SCHEDULES`` and ``WARMUP_ROUNDINGS``)."""
+    warmup = WARMUP_ROUNDINGS[cfg.warmup_rounding](cfg.warmup_ratio * steps)
+    return SCHEDULES[cfg.schedule](optimizer, warmup, steps)
 
 
 class TrainStep:
@@ -402,7 +370,8 @@ def train_on_space(
     (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
     STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
     and the state is removed once the outputs are written. ``metrics_out``: the per-step metrics table; ``tracking``:
-    the experiment trackers that get its rows, the job's config and its summary. The summary's timings
+    the experiment trackers that get its rows, the job's config and its summary; ``max_examples``: a rehearsal's
+    cap on the examples (a seeded sample, recorded in the card). The summary's timings
     (``TIMING_KEYS``) go to ``timings`` (the job's work clock), not to ``summary_out``: two runs' results compare byte
     for byte; the returned summary has them."""
     frame = read_dataset(dataset_path)
@@ -513,12 +482,9 @@ def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size
     """One PST candidate: ``method`` (its declaration) with its config block ``options`` (methods.<method>,
     completed by its variant: the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the
     run's lr, batch size, pooling and seed; where these depart from the variant's published ones, the training card
-    says so. ``max_examples``: a rehearsal's cap on the examples (a seeded sample), recorded in the card.
-    ``resume``: where and how often the training state is saved, so that a re-run of a killed job continues it
-    (keyed by these arguments and the inputs' files). ``compile``: config ``training.compile``
-    (:mod:`defsent_plus.training.compilation`). ``metrics_out``: the per-step metrics table, appended while the job
-    runs (:mod:`defsent_plus.training.metrics`); ``tracking``: the experiment trackers it also goes to (config
-    ``logging``); ``timings``: gets the loop's seconds and pace (the job's work clock)."""
+    says so. ``resume``: where and how often the training state is saved, so that a re-run of a killed job continues
+    it (keyed by these arguments and the inputs' files); ``compile``: config ``training.compile``
+    (:mod:`.compilation`); the other arguments as :func:`train_on_space` takes them."""
     options = method.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}

@@ -77,15 +77,11 @@ def _owner_prefix(layout: HeadLayout) -> str:
     return f"{layout.decoder_owner}." if layout.decoder_owner else ""
 
 
-def _tied_keys(layout: HeadLayout) -> set[str]:
-    """State-dict keys that are not the head's own weights: the decoder (tied to the embeddings and the bias)."""
-    owner = _owner_prefix(layout)
-    return {f"{owner}decoder.weight", f"{owner}decoder.bias"}
-
-
 def own_keys(head: nn.Module, layout: HeadLayout) -> list[str]:
-    """The head's own state-dict keys (transform and output bias), without the tied decoder."""
-    return [key for key in head.state_dict() if key not in _tied_keys(layout)]
+    """The head's own state-dict keys (transform and output bias), without the decoder (tied to the embeddings and
+    the bias)."""
+    tied = {f"{_owner_prefix(layout)}decoder.{name}" for name in ("weight", "bias")}
+    return [key for key in head.state_dict() if key not in tied]
 
 
 def masked_lm_head(encoder: Encoder, seed: int) -> tuple[nn.Module, dict]:

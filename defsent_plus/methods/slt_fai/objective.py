@@ -46,7 +46,6 @@ from defsent_plus.encoders.encoding import autocast_for, get_pooling
 from defsent_plus.encoders.models import Encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.methods.simcse.objective import contrastive_corpus, contrastive_objective, corpus_card, random_pick
-from defsent_plus.names import TRAINING_POOLING_KEY
 from defsent_plus.training.corpus import read_corpus_file
 from defsent_plus.training.task import TaskInputs, TrainingTask, unused_targets
 
@@ -88,22 +87,13 @@ def frequency_labels(tokenizer, sentences: Sequence[str], rate: float = 0.5,
     return torch.from_numpy(labels)
 
 
-class GradientReversal(torch.autograd.Function):
-    """Identity forward; the backward pass multiplies the gradient by ``-coefficient`` (Ganin & Lempitsky)."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, coefficient: float) -> torch.Tensor:
-        ctx.coefficient = coefficient
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return -ctx.coefficient * grad, None
-
-
 def reverse_gradient(x: torch.Tensor, coefficient: float = 1.0) -> torch.Tensor:
-    """``x`` unchanged, with its gradient reversed (and scaled by ``coefficient``) on the way back."""
-    return GradientReversal.apply(x, coefficient)
+    """``x`` unchanged, with its gradient multiplied by ``-coefficient`` on the way back (the gradient reversal
+    layer of Ganin & Lempitsky)."""
+    y = x.view_as(x)
+    if y.requires_grad:
+        y.register_hook(lambda grad: -coefficient * grad)
+    return y
 
 
 DISCRIMINATORS = {  # hidden widths (multiples of the model's) and where the ReLU goes, per reading
@@ -139,13 +129,6 @@ class Discriminator(nn.Module):
         return self.net(x)
 
 
-def discriminators(width: int, generator: torch.Generator, reading: str) -> tuple[Discriminator, Discriminator]:
-    """(token, sentence) discriminators of a reading of :data:`DISCRIMINATORS`."""
-    spec = DISCRIMINATORS[reading]
-    return (Discriminator(width, generator, hidden=spec["token"], relu=spec["relu"]),
-            Discriminator(width, generator, hidden=spec["sentence"], relu=spec["relu"]))
-
-
 def incomplete_input_ids(input_ids: torch.Tensor, attention_mask: torch.Tensor, low_frequency: torch.Tensor,
                          ratio: float, mask_token_id: int, generator: torch.Generator,
                          special: torch.Tensor | None = None) -> torch.Tensor:
@@ -169,9 +152,6 @@ def special_token_mask(tokenizer, size: int) -> torch.Tensor:
     return special
 
 
-AT_VIEWS = ("both", "one")  # L_AT over both views' token states (the released code) or the first only
-
-
 def discriminators_on(epoch: int, progress: float, warmup: float) -> bool:
     """Whether the discriminators train at a batch of ``epoch`` (0-based) after ``progress`` of it: the released
     code's flag, ``epoch >= int(warmup) and batch_idx >= steps_per_epoch * (warmup - int(warmup))``."""
@@ -179,13 +159,9 @@ def discriminators_on(epoch: int, progress: float, warmup: float) -> bool:
     return epoch >= whole and progress >= warmup - whole
 
 
-def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, pooling: str, reading: str = "released",
-                   at_views: str = "both") -> None:
-    if reading not in DISCRIMINATORS:
-        raise DefSentError("config: methods.slt_fai.discriminators", f"unknown reading {reading!r}; expected one of "
-                                                                     f"{list(DISCRIMINATORS)}")
-    if at_views not in AT_VIEWS:
-        raise DefSentError("config: methods.slt_fai.at_views", f"expected one of {list(AT_VIEWS)}, got {at_views!r}")
+def _check_options(alpha: float, beta: float, epsilon: float, warmup: float) -> None:
+    """Fail with the config key to fix for an out-of-range number (the config schema allows only known readings,
+    views and training poolings)."""
     for name, value in (("alpha", alpha), ("beta", beta)):
         if value < 0:
             raise DefSentError(f"config: methods.slt_fai.{name}", f"must be >= 0, got {value}")
@@ -193,8 +169,6 @@ def _check_options(alpha: float, beta: float, epsilon: float, warmup: float, poo
         raise DefSentError("config: methods.slt_fai.epsilon", f"masking ratio must lie in (0, 1], got {epsilon}")
     if not warmup >= 0.0:
         raise DefSentError("config: methods.slt_fai.warmup", f"warm-up must be a number of epochs >= 0, got {warmup}")
-    if pooling == "prompt":
-        raise DefSentError(TRAINING_POOLING_KEY, "SLT-FAI: prompt pooling is not supported (no mask positions)")
 
 
 class SltFai(nn.Module):
@@ -204,7 +178,7 @@ class SltFai(nn.Module):
                  alpha: float = 1.0, beta: float = 1.0, epsilon: float = 0.2, warmup: float = 0.1, seed: int = 0,
                  reading: str = "released", at_views: str = "both", usrl_weight: float = 1.0):
         super().__init__()
-        _check_options(alpha, beta, epsilon, warmup, pooling, reading, at_views)
+        _check_options(alpha, beta, epsilon, warmup)
         self.at_views = at_views
         tokenizer = encoder.tokenizer
         if tokenizer.mask_token_id is None:
@@ -221,7 +195,9 @@ class SltFai(nn.Module):
         self.register_buffer("low_frequency", low_frequency.bool().clone(), persistent=False)
         self.register_buffer("special", special_token_mask(tokenizer, len(low_frequency)), persistent=False)
         init = torch.Generator().manual_seed(seed)
-        self.token_discriminator, self.sentence_discriminator = discriminators(encoder.hidden_size, init, reading)
+        spec, width = DISCRIMINATORS[reading], encoder.hidden_size  # the token discriminator's weights drawn first
+        self.token_discriminator = Discriminator(width, init, hidden=spec["token"], relu=spec["relu"])
+        self.sentence_discriminator = Discriminator(width, init, hidden=spec["sentence"], relu=spec["relu"])
         self.mask_generator = torch.Generator().manual_seed(seed)
 
     def adversarial_loss(self, batch) -> torch.Tensor:
@@ -287,10 +263,9 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     corpus = contrastive_corpus(inputs)
     counted = read_corpus_file(options["frequency_corpus"]) if options["frequency_corpus"] else corpus
     low_frequency = frequency_labels(encoder.tokenizer, counted, options["frequency_rate"])
-    objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling,
-                       alpha=options["alpha"], beta=options["beta"], epsilon=options["epsilon"],
-                       warmup=options["warmup"], seed=inputs.seed, reading=options["discriminators"],
-                       at_views=options["at_views"], usrl_weight=options["usrl_weight"])
+    chosen = {k: options[k] for k in ("alpha", "beta", "epsilon", "warmup", "at_views", "usrl_weight")}
+    objective = SltFai(encoder, contrastive_objective(inputs), low_frequency, pooling=inputs.pooling, seed=inputs.seed,
+                       reading=options["discriminators"], **chosen)
     card = {**corpus_card(corpus, options, inputs.pooling),
             "frequency_corpus": options["frequency_corpus"] or "training corpus",
             "low_frequency_types": int(low_frequency.sum())}
