@@ -92,7 +92,7 @@ def test_a_sheet_of_a_rehearsal_without_keep_best_jobs_counts_its_checkpoints(tm
              "outputs": []}]
     disk = costs.disk_gb(rows, context, tmp_path)
     checkpoint = 4 * parameter_count(architecture) / 1e9
-    assert disk["every_candidate_gb"] == pytest.approx(10 * checkpoint)
+    assert disk["every_candidate_gb"] == pytest.approx(40 * checkpoint)  # counted from the plan, as estimate's
     assert disk["checkpoints_gb"] == pytest.approx(3 * checkpoint)
 
 

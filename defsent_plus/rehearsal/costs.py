@@ -25,7 +25,7 @@ from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.estimate import checkpoint_gb, saved_weights_bytes, training_memory_gb
+from defsent_plus.rehearsal.estimate import checkpoint_gb, training_memory_gb
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
@@ -268,31 +268,23 @@ def directory_bytes(path: Path) -> int:
 
 
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
-    """The real config's disk (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`), the embeddings, the spaces. A
-    checkpoint's size is a full-size rehearsal's copy of its run's selected model (same architecture), else its
-    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    """The real config's checkpoints (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`; a full-size
+    rehearsal's copy of a run's selected model measured, same architecture), the embeddings, the spaces."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
                 if kept[id(r)] == job_model.SELECTED_COPY and full}
-    trained = {r["run"] for r in rows if kept[id(r)] == job_model.CANDIDATE_WEIGHTS}
-    checkpoint = {run: measured.get(run) or saved_weights_bytes(context.architectures[context.model_of_run(run)],
-                                                                context.method_of_run(run)) for run in trained}
-    candidates_by_step: dict[tuple, float] = defaultdict(float)
-    selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
     embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
-        if kept[id(r)] == job_model.CANDIDATE_WEIGHTS:
-            candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint[r["run"]]
-        elif kept[id(r)] == job_model.EMBEDDINGS:
+        if kept[id(r)] == job_model.EMBEDDINGS:
             embeddings += r["real_jobs"] * r["real_units"] * hidden * job_model.FLOAT32_BYTES
         elif kept[id(r)] in job_model.SPACES:
             copies = job_model.SPACE_COPIES[kept[id(r)]]
             spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * job_model.FLOAT32_BYTES
-    keep_weights = context.real["selection"]["keep_weights"]
-    return {**checkpoint_gb(selected, candidates_by_step, keep_weights), "keep_weights": keep_weights,
+    return {**checkpoint_gb(context.real, context.real_plan, measured),
+            "keep_weights": context.real["selection"]["keep_weights"],
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
 
 

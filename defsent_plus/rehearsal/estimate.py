@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from functools import cache
+from graphlib import TopologicalSorter
 from pathlib import Path
 
 import yaml
@@ -204,49 +204,34 @@ def gpu_job_dag(plan, modelled: list[Modelled]) -> list[GpuJob]:
             for rule, job, seconds, minutes in modelled]
 
 
-def successors(jobs: list[GpuJob]) -> dict[Key, list[Key]]:
-    """Key -> the jobs that wait for it."""
-    waiting: dict[Key, list[Key]] = {job.key: [] for job in jobs}
-    for job in jobs:
-        for before in job.after:
-            waiting[before].append(job.key)
-    return waiting
-
-
 def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
     """Each job's longest path to the end of the DAG, itself included (seconds)."""
-    waiting, seconds = successors(jobs), {job.key: job.seconds for job in jobs}
-
-    @cache
-    def longest(key: Key) -> float:
-        return seconds[key] + max((longest(next_key) for next_key in waiting[key]), default=0.0)
-
-    return {job.key: longest(job.key) for job in jobs}
+    by_key, paths = {job.key: job for job in jobs}, {}
+    waiting = dict.fromkeys(by_key, 0.0)  # the longest path of the jobs that wait for each
+    for key in reversed(list(TopologicalSorter({job.key: job.after for job in jobs}).static_order())):
+        paths[key] = by_key[key].seconds + waiting[key]
+        for before in by_key[key].after:
+            waiting[before] = max(waiting[before], paths[key])
+    return paths
 
 
 def list_schedule_seconds(jobs: list[GpuJob], gpus: int) -> float:
     """The makespan of a greedy list schedule on ``gpus`` GPUs: whenever a GPU is free, the ready job with the
     longest remaining path starts on it."""
-    priority = remaining_paths(jobs)
-    order = {job.key: index for index, job in enumerate(jobs)}
-    by_key = {job.key: job for job in jobs}
-    blocking, unblocks = {job.key: len(job.after) for job in jobs}, successors(jobs)
-    ready = [(-priority[key], order[key], key) for key, count in blocking.items() if count == 0]
-    heapq.heapify(ready)
+    priority, by_key = remaining_paths(jobs), {job.key: (index, job) for index, job in enumerate(jobs)}
+    order = TopologicalSorter({job.key: job.after for job in jobs})
+    order.prepare()  # a cycle: graphlib.CycleError, naming it
+    ready: list[tuple[float, int, Key]] = []
     running: list[tuple[float, int, Key]] = []
-    now, started = 0.0, 0
-    while ready or running:
+    now = 0.0
+    while order.is_active():
+        for key in order.get_ready():
+            heapq.heappush(ready, (-priority[key], by_key[key][0], key))
         while ready and len(running) < gpus:
             _, index, key = heapq.heappop(ready)
-            heapq.heappush(running, (now + by_key[key].seconds, index, key))
-            started += 1
+            heapq.heappush(running, (now + by_key[key][1].seconds, index, key))
         now, _, done = heapq.heappop(running)
-        for key in unblocks[done]:
-            blocking[key] -= 1
-            if blocking[key] == 0:
-                heapq.heappush(ready, (-priority[key], order[key], key))
-    if started != len(jobs):
-        raise ValueError(f"GPU jobs wait for each other in a cycle: {len(jobs) - started} never became ready")
+        order.done(done)
     return now
 
 
@@ -275,27 +260,25 @@ def saved_weights_bytes(architecture, method) -> float:
     return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
 
 
-def checkpoint_gb(selected: float, by_step: dict[tuple, float], keep_weights: str) -> dict[str, float]:
-    """Checkpoints kept (``selected``: bytes of each step's selected copy; every candidate's too with
-    ``keep_weights: all``), every candidate's weights (``by_step``: (run, step) -> bytes) and, with ``keep_weights:
-    selected``, the most that may exist at once: each run prunes its own steps, so their largest may train at once."""
-    largest: dict[str, float] = {}
-    for (run, _), size in by_step.items():
-        largest[run] = max(largest.get(run, 0.0), size)
-    every, keep_all = sum(by_step.values()), keep_weights == "all"
+def checkpoint_gb(config: dict, plan, measured: dict[str, float] | None = None) -> dict[str, float]:
+    """Checkpoints kept (each step's selected copy; every candidate's too with ``keep_weights: all``), every
+    candidate's weights and, with ``keep_weights: selected``, the most that may exist at once: each run prunes its
+    own steps, so their largest may train at once. A checkpoint's bytes: ``measured`` (run -> bytes of a copy
+    written), else its model's saved weights counted (:func:`saved_weights_bytes`)."""
+    selected, by_step, largest = 0.0, [], 0.0
+    for run in config["runs"]:
+        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
+        size = (measured or {}).get(run) or saved_weights_bytes(architecture, plan.method(run))
+        steps = [len(plan.candidates(run, step)) * size for step in range(1, plan.final_step(run) + 1)]
+        selected, by_step, largest = selected + len(steps) * size, by_step + steps, largest + max(steps)
+    every, keep_all = sum(by_step), config["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
-            "transient_gb": 0.0 if keep_all else sum(largest.values()) / 1e9}
+            "transient_gb": 0.0 if keep_all else largest / 1e9}
 
 
 def disk_gb(config: dict, plan) -> dict[str, float]:
     """Checkpoints, every candidate's weights, the transient candidates, embeddings and entry spaces, in GB."""
-    selected, by_step = 0.0, {}
-    for run in config["runs"]:
-        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
-        size, steps = saved_weights_bytes(architecture, plan.method(run)), plan.final_step(run)
-        selected += steps * size
-        by_step.update({(run, step): len(plan.candidates(run, step)) * size for step in range(1, steps + 1)})
-    return {**checkpoint_gb(selected, by_step, config["selection"]["keep_weights"]),
+    return {**checkpoint_gb(config, plan),
             "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
             "spaces_gb": job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9}
 
