@@ -19,7 +19,14 @@ from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
 from defsent_plus.rehearsal.context import Context, built_heldout_texts, entry_scoring_seconds, sts_pairs
-from defsent_plus.rehearsal.costs import job_line, job_lines, on_own_clock, thread_note, with_larger_size
+from defsent_plus.rehearsal.costs import (
+    job_lines,
+    measured_twice,
+    on_own_clock,
+    pooled_lines,
+    thread_note,
+    with_larger_size,
+)
 from defsent_plus.rehearsal.records import Job, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import unit_of
 
@@ -43,6 +50,12 @@ def job(rule: str, units: float, seconds: float, real_units: float, **extra) -> 
             "real_units": real_units, "tokens": 0, "model": None, "real_jobs": 1.0, "run": None, "step": None,
             "outputs": [], "requested_minutes": 60.0, "requested_mb": 1000.0, "benchmark": f"benchmarks/{rule}.tsv",
             "real_scored": real_units if rule == "train" else 0.0, **extra}
+
+
+def job_line(row: dict) -> tuple[float, float] | None:
+    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
+    measurements; None where it was not."""
+    return pooled_lines([row])[0] if measured_twice(row) else None
 
 
 def projected_seconds(rows: list[dict]) -> dict[str, float]:

@@ -71,14 +71,12 @@ def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
             seconds.append(measured)
     solution, *_ = np.linalg.lstsq(np.array(design), np.array(seconds), rcond=None)
     rate = max(float(solution[-1]), 0.0)
-    return [(max((row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2, 0.0),
-             rate) for row in jobs]
+    return [(max(start_at(row, rate), 0.0), rate) for row in jobs]
 
 
-def job_line(row: dict) -> tuple[float, float] | None:
-    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
-    measurements; None where it was not."""
-    return pooled_lines([row])[0] if measured_twice(row) else None
+def start_at(row: dict, rate: float) -> float:
+    """A job's start given its rule's rate: the mean of its two measurements less their work."""
+    return (row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2
 
 
 def fixed_seconds(row: dict) -> float:
@@ -93,7 +91,7 @@ def on_own_clock(row: dict) -> dict:
     if row.get("work_seconds") is None or row.get("larger_work_seconds") is None:
         return row
     rate = (row["larger_work_seconds"] - row["work_seconds"]) / (row["larger_units"] - row["units"])
-    start = (row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2
+    start = start_at(row, rate)
     return {**row, "seconds": start + rate * row["units"], "larger_seconds": start + rate * row["larger_units"]}
 
 
