@@ -23,9 +23,9 @@ import pandas as pd
 from defsent_plus.io import write_page, write_tsv
 from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
+from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.estimate import checkpoint_gb, training_memory_gb
 from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
@@ -281,20 +281,16 @@ def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
         elif kept[id(r)] in job_model.SPACES:
             copies = job_model.SPACE_COPIES[kept[id(r)]]
             spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * job_model.FLOAT32_BYTES
-    return {**checkpoint_gb(context.real, context.real_plan, measured),
+    return {**estimate.checkpoint_gb(context.real, context.real_plan, measured),
             "keep_weights": context.real["selection"]["keep_weights"],
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length
-    (:func:`~defsent_plus.rehearsal.estimate.training_memory_gb`, with the datasets the rehearsal built)."""
-    peaks = training_memory_gb(context.real, context.real_plan, context.built)
-    return pd.DataFrame([{"run": run, "model": context.architectures[context.model_of_run(run)].name,
-                          "batch": block["batch_size"], "passes": context.method_of_run(run).encoder_passes,
-                          "max_length": context.method_options(run).get("max_length", 128), "peak_gpu_gb": peak,
-                          "fits": peak <= gpu.memory_gb} for (run, block), peak in zip(
-                              context.real["runs"].items(), peaks.values(), strict=True)])
+    (:func:`~defsent_plus.rehearsal.estimate.training_memory`, with the datasets the rehearsal built)."""
+    frame = pd.DataFrame(estimate.training_memory(context.real, context.real_plan, context.built))
+    return frame.assign(fits=frame["peak_gpu_gb"] <= gpu.memory_gb)
 
 
 def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, Gpu]:

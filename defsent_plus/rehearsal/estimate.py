@@ -16,7 +16,7 @@ hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from graphlib import TopologicalSorter
 from pathlib import Path
 
@@ -33,18 +33,22 @@ from defsent_plus.rehearsal import REPO
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FLOAT32_BYTES = job_model.FLOAT32_BYTES
 GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
-Key = tuple[str, tuple[tuple[str, str], ...]]
-Modelled = tuple[str, Wildcards, float, float]  # rule, wildcards, seconds, requested minutes
+Key = tuple[str, tuple[tuple[str, str], ...]]  # a job's rule and its sorted wildcards
 
 
 @dataclass(frozen=True)
 class GpuJob:
     """One GPU job: its work in seconds, its requested runtime in minutes and the GPU jobs it waits for."""
 
-    key: Key
+    rule: str
+    wildcards: Wildcards
     seconds: float
     requested_minutes: float
-    after: tuple[Key, ...]
+    after: tuple[Key, ...] = ()
+
+    @property
+    def key(self) -> Key:
+        return key_of(self.rule, self.wildcards)
 
 
 @dataclass(frozen=True)
@@ -96,9 +100,9 @@ def estimate(config: dict) -> Estimate:
 
     plan = Plan(config, lambda run, step: {})
     costs, modelled = config["costs"], modelled_gpu_jobs(config, plan)
-    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=training_memory_gb(config, plan),
-                    **disk_gb(config, plan), gpu_jobs=gpu_job_dag(plan, modelled),
-                    cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
+    memory = {row["run"]: row["peak_gpu_gb"] for row in training_memory(config, plan)}
+    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=memory, **disk_gb(config, plan),
+                    gpu_jobs=dependencies(plan, modelled), cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
                     min_runtime_minutes=costs["min_runtime_minutes"])
 
 
@@ -106,10 +110,9 @@ def key_of(rule: str, job: Wildcards) -> Key:
     return rule, tuple(sorted(job.items()))
 
 
-def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[Modelled]:
-    """(rule, wildcards, seconds, requested minutes) of each distinct job of a projected rule of the job model that
-    runs on a GPU node; the jobs of one SLURM job group (``groups``, the SLURM profile's by default) pay one start
-    between them."""
+def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[GpuJob]:
+    """Each distinct job of a projected rule of the job model that runs on a GPU node; the jobs of one SLURM job
+    group (``groups``, the SLURM profile's by default) pay one start between them."""
     groups = placement.slurm_groups() if groups is None else groups
     started: set[str | None] = set()
     found = []
@@ -121,8 +124,8 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
             group = placement.group_of(groups, rule, job)
             start_shared = group is not None and group in started
             started.add(group)
-            found.append((rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),
-                          float(request.runtime)))
+            found.append(GpuJob(rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),
+                                float(request.runtime)))
     return found
 
 
@@ -131,25 +134,25 @@ def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[
     return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
 
 
-def hours_by_rule(modelled: list[Modelled]) -> dict[str, float]:
+def hours_by_rule(modelled: list[GpuJob]) -> dict[str, float]:
     seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
-    for rule, _, job_seconds, _ in modelled:
-        seconds[rule] += job_seconds
+    for job in modelled:
+        seconds[job.rule] += job.seconds
     return {rule: total / 3600 for rule, total in seconds.items()}
 
 
-def dependencies(plan, modelled: list[Modelled]) -> dict[Key, list[Key]]:
-    """Key -> the GPU jobs among ``modelled`` that a job waits for: an encoder's jobs wait for its training (a step's
-    selected model: every candidate of the step and their STS-B dev vectors), a step's training for its builder's
-    entry space and the transformed space it trains against."""
-    keys = {key_of(rule, job) for rule, job, _, _ in modelled}
+def dependencies(plan, modelled: list[GpuJob]) -> list[GpuJob]:
+    """The GPU jobs of a config (:func:`modelled_gpu_jobs`), each with those it waits for: an encoder's jobs wait
+    for its training (a step's selected model: every candidate of the step and their STS-B dev vectors), a step's
+    training for its builder's entry space and the transformed space it trains against."""
+    keys = {job.key for job in modelled}
     trains: dict[tuple[str, str], list[Key]] = {}
     dev_vectors: dict[str, list[Key]] = {}
-    for rule, job, _, _ in modelled:
-        if rule == "train":
-            trains.setdefault((job["run"], job["step"]), []).append(key_of(rule, job))
-        if rule == "embed" and job["sentences"] == "stsb-dev":
-            dev_vectors.setdefault(job["encoder"], []).append(key_of(rule, job))
+    for job in modelled:
+        if job.rule == "train":
+            trains.setdefault((job.wildcards["run"], job.wildcards["step"]), []).append(job.key)
+        if job.rule == "embed" and job.wildcards["sentences"] == "stsb-dev":
+            dev_vectors.setdefault(job.wildcards["encoder"], []).append(job.key)
 
     def ready(encoder: str) -> list[Key]:
         """The GPU jobs before ``encoder``'s weights exist."""
@@ -192,16 +195,8 @@ def dependencies(plan, modelled: list[Modelled]) -> dict[Key, list[Key]]:
             return ready(final) + [key_of("entry_space", reference)]
         return ready(job["encoder"]) if "encoder" in job else []
 
-    return {key_of(rule, job): [key for key in dict.fromkeys(waits_for(rule, job)) if key in keys]
-            for rule, job, _, _ in modelled}
-
-
-def gpu_job_dag(plan, modelled: list[Modelled]) -> list[GpuJob]:
-    """Every GPU job of a config (:func:`modelled_gpu_jobs`) with its work, its request and the GPU jobs it waits
-    for."""
-    after = dependencies(plan, modelled)
-    return [GpuJob(key_of(rule, job), seconds, minutes, tuple(after[key_of(rule, job)]))
-            for rule, job, seconds, minutes in modelled]
+    return [replace(job, after=tuple(key for key in dict.fromkeys(waits_for(job.rule, job.wildcards)) if key in keys))
+            for job in modelled]
 
 
 def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
@@ -235,21 +230,23 @@ def list_schedule_seconds(jobs: list[GpuJob], gpus: int) -> float:
     return now
 
 
-def training_memory_gb(config: dict, plan, built: dict | None = None) -> dict[str, float]:
-    """Per run: the peak GPU memory of its training job (weights, gradients, Adam, activations, logits) at its batch
-    size and its method's maximum length (``built``: dataset sizes, as :func:`requests.dataset_size`)."""
+def training_memory(config: dict, plan, built: dict | None = None) -> list[dict]:
+    """Per run: the peak GPU memory of its training job (``peak_gpu_gb``: weights, gradients, Adam, activations,
+    logits) at its batch size and its method's maximum length, with the model, batch, passes and length it assumes
+    (``built``: dataset sizes, as :func:`requests.dataset_size`)."""
     from defsent_plus.rehearsal.models import parameter_count
 
-    memory = {}
+    rows = []
     for run, block in config["runs"].items():
         method = plan.method(run)
-        options = method.resolved_options(plan.method_options(run))
+        max_length = method.resolved_options(plan.method_options(run)).get("max_length", 128)
         architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
         classes = requests.output_classes(config, run, method, architecture, built)
-        memory[run] = requests.training_memory_bytes(
-            architecture, block["batch_size"], options.get("max_length", 128), classes,
-            parameter_count(architecture, encoder_only=False), method.encoder_passes) / 1e9
-    return memory
+        peak = requests.training_memory_bytes(architecture, block["batch_size"], max_length, classes,
+                                              parameter_count(architecture, encoder_only=False), method.encoder_passes)
+        rows.append({"run": run, "model": architecture.name, "batch": block["batch_size"],
+                     "passes": method.encoder_passes, "max_length": max_length, "peak_gpu_gb": peak / 1e9})
+    return rows
 
 
 def saved_weights_bytes(architecture, method) -> float:
