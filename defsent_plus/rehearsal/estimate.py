@@ -16,6 +16,7 @@ hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet
 from __future__ import annotations
 
 import heapq
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -146,26 +147,22 @@ def dependencies(plan, modelled: list[GpuJob]) -> list[GpuJob]:
     for its training (a step's selected model: every candidate of the step and their STS-B dev vectors), a step's
     training for its builder's entry space and the transformed space it trains against."""
     keys = {job.key for job in modelled}
-    trains: dict[tuple[str, str], list[Key]] = {}
-    dev_vectors: dict[str, list[Key]] = {}
+    by_step: dict[tuple, list[Key]] = defaultdict(list)  # (run, step) -> its trainings and candidates' dev vectors
     for job in modelled:
         if job.rule == "train":
-            trains.setdefault((job.wildcards["run"], job.wildcards["step"]), []).append(job.key)
-        if job.rule == "embed" and job.wildcards["sentences"] == "stsb-dev":
-            dev_vectors.setdefault(job.wildcards["encoder"], []).append(job.key)
+            by_step[job.wildcards["run"], int(job.wildcards["step"])].append(job.key)
+        elif job.rule == "embed" and job.wildcards["sentences"] == "stsb-dev":
+            encoder = EncoderId.parse(job.wildcards["encoder"])
+            if encoder.kind == "candidate":
+                by_step[encoder.run, encoder.step].append(job.key)
 
     def ready(encoder: str) -> list[Key]:
         """The GPU jobs before ``encoder``'s weights exist."""
         parsed = EncoderId.parse(encoder)
-        if parsed.kind == "base":
-            return []
         if parsed.kind == "candidate":
             return [key_of("train", {"run": parsed.run, "step": str(parsed.step), "space": parsed.space,
                                      "seed": str(parsed.seed)})]
-        step_trains = trains.get((parsed.run, str(parsed.step)), [])
-        candidates = [EncoderId.candidate(parsed.run, parsed.step, dict(key[1])["space"], int(dict(key[1])["seed"]))
-                      for key in step_trains]
-        return step_trains + [key for candidate in candidates for key in dev_vectors.get(candidate.name, [])]
+        return by_step.get((parsed.run, parsed.step), []) if parsed.kind == "selected" else []
 
     def space_jobs(encoder: str, dataset: str, space: str) -> list[Key]:
         """The entry space of ``encoder`` on ``dataset`` and, for a transformed ``space``, its transform."""
