@@ -29,9 +29,8 @@ from defsent_plus.pipeline import job_model, placement, requests
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.plan_jobs import Wildcards
-from defsent_plus.rehearsal import REPO
+from defsent_plus.rehearsal import SCHEMA
 
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 FLOAT32_BYTES = job_model.FLOAT32_BYTES
 GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
 Key = tuple[str, tuple[tuple[str, str], ...]]  # a job's rule and its sorted wildcards
