@@ -120,10 +120,10 @@ def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, 
     for rule, wildcards in [("score", {"encoder": "m", "evaluator": "sts"}), ("score_table", {"run": "r"}),
                             ("compare_sts", {})]:
         scoring = Job(rule, wildcards)
-        assert costs.rehearsal_units(tmp_path, scoring, context) == capped
+        assert unit_of(scoring.rule).rehearsed(tmp_path, scoring, context) == capped
         assert real_units(context, scoring, capped) == (every, 0)
     transfer = Job("score", {"encoder": "m", "evaluator": "senteval"})
-    assert costs.rehearsal_units(tmp_path, transfer, context) == 0
+    assert unit_of(transfer.rule).rehearsed(tmp_path, transfer, context) == 0
     assert real_units(context, transfer, 0) == (0.0, 0)
 
 
@@ -246,8 +246,8 @@ def test_the_baselines_forward_pass_counts_its_evaluation_and_corpus_sentences(t
     embed = Job("baseline_embed", {"encoder": "m", "template": "T0"},
                       outputs=["results/baselines/m/cache/T0"])
     grid = Job("baseline_grid", {"encoder": "m"}, outputs=["results/baselines/m/scores.tsv"])
-    assert costs.rehearsal_units(tmp_path, embed, None) == 600
-    assert costs.rehearsal_units(tmp_path, grid, None) == 1000
+    assert unit_of(embed.rule).rehearsed(tmp_path, embed, None) == 600
+    assert unit_of(grid.rule).rehearsed(tmp_path, grid, None) == 1000
 
 
 def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
@@ -461,7 +461,7 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     (ran,) = executed_jobs(tmp_path)
     assert (ran.rule, ran.wildcards, ran.outputs) == ("toy_norms", {"encoder": "minilm"},
                                                       ["results/eval/minilm/toy_norms.json"])
-    assert costs.rehearsal_units(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
+    assert unit_of(ran.rule).rehearsed(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
 
 
 def test_a_jobs_output_is_found_by_its_suffix_once_and_a_missing_or_ambiguous_one_is_named():

@@ -26,7 +26,7 @@ from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, o
 from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
+from defsent_plus.rehearsal.records import benchmark_of, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
 # ---------------------------------------------------------------------------------------- starts and rates
@@ -116,12 +116,6 @@ def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
 # ------------------------------------------------------------------------------------------- the projection
 
 
-def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
-    """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
-    unit = unit_of(job.rule)
-    return unit.rehearsed(workdir, job, context) if unit.rehearsed else 0.0
-
-
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
     step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
@@ -151,9 +145,9 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     """One row per rehearsal job: its measurement, its work and the real config's matching work."""
     rows = []
     for job in executed_jobs(workdir):
-        done = rehearsal_units(workdir, job, context)
         unit = unit_of(job.rule)
-        real_units, tokens = unit.real(job, done, context) if unit.real else (0.0, 0)
+        done = unit.rehearsed(workdir, job, context)
+        real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
                      "real_scored": unit.scored(job, context) if unit.ranks else 0.0,

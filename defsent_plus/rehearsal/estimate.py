@@ -31,7 +31,6 @@ from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.plan_jobs import Wildcards
 from defsent_plus.rehearsal import SCHEMA
 
-FLOAT32_BYTES = job_model.FLOAT32_BYTES
 GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
 Key = tuple[str, tuple[tuple[str, str], ...]]  # a job's rule and its sorted wildcards
 
@@ -250,7 +249,7 @@ def saved_weights_bytes(architecture, method) -> float:
     headwords over the vocabulary (DefSent)."""
     from defsent_plus.rehearsal.models import parameter_count
 
-    return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
+    return job_model.FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
 
 
 def checkpoint_gb(config: dict, plan, measured: dict[str, float] | None = None) -> dict[str, float]:

@@ -30,15 +30,15 @@ FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what 
 @dataclass(frozen=True)
 class Unit:
     """``rehearsed(workdir, job, context)``: units the rehearsal job did; ``real(job, units, context)``: (units,
-    tokens a unit) of the real config's matching job (both None: a job of fixed cost); ``scored(job, context)``:
+    tokens a unit) of the real config's matching job (both 0: a job of fixed cost); ``scored(job, context)``:
     sentences the real job scores against its run's classes (an entry space, the vocabulary; None: none);
     ``flops``: a unit's FLOPs (``FORWARD``: its tokens through the encoder, ``TRAINING``: forward and backward × the
     method's encoder passes, at least the steps' GPU floor, ``ICA``: 4 × hidden², ``NO_FLOPS``); ``encodes``: an
     encoding job's (a one-size sheet fits every job's start on them, ``fits_start``: on the seconds of jobs of many
     sizes against their units); ``classes(workdir, job)``: what the rehearsal job scored against (None: nothing)."""
 
-    rehearsed: Callable[[Path, Job, Context], float] | None = None
-    real: Callable[[Job, float, Context], tuple[float, float]] | None = None
+    rehearsed: Callable[[Path, Job, Context], float] = lambda workdir, job, context: 0.0
+    real: Callable[[Job, float, Context], tuple[float, float]] = lambda job, units, context: (0.0, 0)
     scored: Callable[[Job, Context], float] | None = None
     flops: str = NO_FLOPS
     encodes: bool = False
