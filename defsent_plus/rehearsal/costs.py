@@ -26,7 +26,7 @@ from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, o
 from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.records import benchmark_of, executed_jobs, work_seconds
+from defsent_plus.rehearsal.records import executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
 # ---------------------------------------------------------------------------------------- starts and rates
@@ -149,7 +149,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
         done = unit.rehearsed(workdir, job, context)
         real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
-        rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
+        rows.append({"rule": job.rule, **job.measured, "units": done, "real_units": real_units,
                      "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),

@@ -1,16 +1,10 @@
 """A config's cost without a rehearsal: ``defsent-plus estimate``, the analytic half of the cost model (the job
-model, :mod:`defsent_plus.pipeline.job_model`, whose numbers the SLURM requests take, without their margin):
-
-* GPU-hours: each job of a projected rule that runs on a GPU node, its start plus its FLOPs at ``costs.gpu``'s rates
-  (CPU jobs are not counted);
-* peak GPU memory of each run's training job at its batch size and maximum length;
-* disk: checkpoints (fp32 weights of the saved class), each step's selected copy and every candidate's, or with
-  ``selection.keep_weights: selected`` the most candidates that may exist at once; the embeddings and entry spaces.
-
-:func:`reservation_table` adds what the SLURM requests reserve, the critical path of the GPU jobs' DAG
-(:func:`dependencies`; the CPU jobs between them count as instantaneous) and the wall time on N GPUs (the best greedy
-list schedule on at most N GPUs); :func:`assumptions` says what they assume. What needs the config run (this CPU's
-hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md).
+model, :mod:`defsent_plus.pipeline.job_model`, whose numbers the SLURM requests take, without their margin): the
+GPU-hours of the jobs that run on a GPU node (each one's start plus its FLOPs at ``costs.gpu``'s rates), each run's
+peak GPU memory of training, the disk (checkpoints, embeddings, entry spaces), what the SLURM requests reserve, the
+critical path of the GPU jobs' DAG and the wall time on N GPUs (:func:`assumptions` says what they assume). What
+needs the config run (this CPU's hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet
+adds (docs/rehearsal.md).
 """
 
 from __future__ import annotations
