@@ -439,7 +439,7 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     from defsent_plus.pipeline import job_model
     from defsent_plus.pipeline.plan import Plan
     from defsent_plus.pipeline.requests import encoding_request
-    from defsent_plus.rehearsal.estimate import gpu_hours, read_config
+    from defsent_plus.rehearsal.estimate import hours_by_rule, modelled_gpu_jobs, read_config
 
     def toy_request(config, plan, job, on_gpu):
         return encoding_request(config, "minilm", 1_000, on_gpu)
@@ -449,7 +449,8 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     monkeypatch.setitem(job_model.JOB_KINDS, "toy_norms", toy)
     config = read_config(REPO / "config.yaml")
     plan = Plan(config, lambda run, step: {})
-    assert gpu_hours(config, plan, {})["toy_norms"] == pytest.approx(toy_request(config, plan, {}, True).seconds / 3600)
+    hours = hours_by_rule(modelled_gpu_jobs(config, plan, {}))
+    assert hours["toy_norms"] == pytest.approx(toy_request(config, plan, {}, True).seconds / 3600)
     (problem,) = job_model.requests_below_projection(config, plan, {"toy_norms": {"runtime": 0}}, lambda rule: True)
     assert problem.startswith("rule toy_norms: runtime=0 is below the projection") and "encoder=minilm" in problem
 

@@ -122,12 +122,8 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
     return found
 
 
-def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
-    """GPU-hours per projected rule of the job model (:func:`modelled_gpu_jobs`)."""
-    return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
-
-
 def hours_by_rule(modelled: list[GpuJob]) -> dict[str, float]:
+    """GPU-hours per projected rule of the job model."""
     seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
     for job in modelled:
         seconds[job.rule] += job.seconds
