@@ -18,6 +18,7 @@ from defsent_plus.dictionary.subsets import HeldOut
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.names import HELDOUT_SPLITS
+from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
 from defsent_plus.rehearsal import REPO, SCHEMA
 
 DATASETS = ("a", "b", "c")
@@ -115,8 +116,6 @@ def eval_fit_sentences(config: dict, hidden_sizes: list[int]) -> int:
 def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:
     """Hidden sizes of the models a rehearsal of ``config`` runs: every model at the tiny size's dimensions, or at
     full size each model's own (hub models as their shipped architectures)."""
-    from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
-
     return [TINY_DIMS["hidden_size"] if size != "full" else model_architecture(spec).config["hidden_size"]
             for spec in config.get("models", {}).values()]
 
@@ -125,8 +124,6 @@ def names_layers(config: dict) -> bool:
     """Whether a baselines grid names a layer by a number the tiny two layers do not have apart from the last: a
     tiny rehearsal's models then keep their real depth, which the grid is written for ([5, last] is MiniLM's last
     two)."""
-    from defsent_plus.pipeline.model_architectures import TINY_DIMS
-
     return any(isinstance(layer, int) and layer >= TINY_DIMS["num_hidden_layers"]
                for grid in config.get("baselines", {}).get("grids", {}).values()
                for layer_set in grid.get("layers", []) for layer in layer_set)
