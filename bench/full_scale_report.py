@@ -17,13 +17,13 @@ from pathlib import Path
 import pandas as pd
 
 from defsent_plus.pipeline import dag
-from defsent_plus.rehearsal.records import benchmark_of, executed_jobs
+from defsent_plus.rehearsal.records import executed_jobs
 
 
 def job_table(workdir: Path) -> pd.DataFrame:
     """One row per job that ran in ``workdir``: rule, wildcards, seconds, CPU seconds, peak MB (its benchmark)."""
     rows = [{"rule": job.rule, "job": ", ".join(f"{k}={v}" for k, v in job.wildcards.items()),
-             **benchmark_of(workdir, job)} for job in executed_jobs(workdir)]
+             **job.measured} for job in executed_jobs(workdir)]
     return pd.DataFrame(rows).sort_values(["rule", "job"], ignore_index=True)
 
 

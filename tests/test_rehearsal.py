@@ -181,7 +181,7 @@ def derived(path: Path, size: str = "full", model: Path | None = None) -> dict:
     blocks = {name: {"mirror": f"/standins/{name}", "link": "copy", "checksums": None}
               for name in ("senteval", "oxford", "wiki1m")}
     caps = capping.caps_for(size, hidden, real, shared_senteval())
-    return capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO,
+    return capping.derive(real, models=models, standins=blocks, caps=caps,
                           source=str(path.relative_to(REPO)), size=size)
 
 

@@ -19,7 +19,14 @@ from defsent_plus.pipeline.requests import MEDIAN_DEFINITION_TOKENS, Gpu
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import costs, runner
 from defsent_plus.rehearsal.context import Context, built_heldout_texts, entry_scoring_seconds, sts_pairs
-from defsent_plus.rehearsal.costs import job_line, job_lines, on_own_clock, thread_note, with_larger_size
+from defsent_plus.rehearsal.costs import (
+    job_lines,
+    measured_twice,
+    on_own_clock,
+    pooled_lines,
+    thread_note,
+    with_larger_size,
+)
 from defsent_plus.rehearsal.records import Job, executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import unit_of
 
@@ -43,6 +50,12 @@ def job(rule: str, units: float, seconds: float, real_units: float, **extra) -> 
             "real_units": real_units, "tokens": 0, "model": None, "real_jobs": 1.0, "run": None, "step": None,
             "outputs": [], "requested_minutes": 60.0, "requested_mb": 1000.0, "benchmark": f"benchmarks/{rule}.tsv",
             "real_scored": real_units if rule == "train" else 0.0, **extra}
+
+
+def job_line(row: dict) -> tuple[float, float] | None:
+    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
+    measurements; None where it was not."""
+    return pooled_lines([row])[0] if measured_twice(row) else None
 
 
 def projected_seconds(rows: list[dict]) -> dict[str, float]:
@@ -107,10 +120,10 @@ def test_the_sts_tables_work_is_every_sts_pair_of_the_data_they_score(tmp_path, 
     for rule, wildcards in [("score", {"encoder": "m", "evaluator": "sts"}), ("score_table", {"run": "r"}),
                             ("compare_sts", {})]:
         scoring = Job(rule, wildcards)
-        assert costs.rehearsal_units(tmp_path, scoring, context) == capped
+        assert unit_of(scoring.rule).rehearsed(tmp_path, scoring, context) == capped
         assert real_units(context, scoring, capped) == (every, 0)
     transfer = Job("score", {"encoder": "m", "evaluator": "senteval"})
-    assert costs.rehearsal_units(tmp_path, transfer, context) == 0
+    assert unit_of(transfer.rule).rehearsed(tmp_path, transfer, context) == 0
     assert real_units(context, transfer, 0) == (0.0, 0)
 
 
@@ -233,8 +246,8 @@ def test_the_baselines_forward_pass_counts_its_evaluation_and_corpus_sentences(t
     embed = Job("baseline_embed", {"encoder": "m", "template": "T0"},
                       outputs=["results/baselines/m/cache/T0"])
     grid = Job("baseline_grid", {"encoder": "m"}, outputs=["results/baselines/m/scores.tsv"])
-    assert costs.rehearsal_units(tmp_path, embed, None) == 600
-    assert costs.rehearsal_units(tmp_path, grid, None) == 1000
+    assert unit_of(embed.rule).rehearsed(tmp_path, embed, None) == 600
+    assert unit_of(grid.rule).rehearsed(tmp_path, grid, None) == 1000
 
 
 def test_the_real_baselines_work_is_the_real_evaluation_set_per_template():
@@ -426,7 +439,7 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     from defsent_plus.pipeline import job_model
     from defsent_plus.pipeline.plan import Plan
     from defsent_plus.pipeline.requests import encoding_request
-    from defsent_plus.rehearsal.estimate import gpu_hours, read_config
+    from defsent_plus.rehearsal.estimate import hours_by_rule, modelled_gpu_jobs, read_config
 
     def toy_request(config, plan, job, on_gpu):
         return encoding_request(config, "minilm", 1_000, on_gpu)
@@ -436,7 +449,8 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     monkeypatch.setitem(job_model.JOB_KINDS, "toy_norms", toy)
     config = read_config(REPO / "config.yaml")
     plan = Plan(config, lambda run, step: {})
-    assert gpu_hours(config, plan, {})["toy_norms"] == pytest.approx(toy_request(config, plan, {}, True).seconds / 3600)
+    hours = hours_by_rule(modelled_gpu_jobs(config, plan, {}))
+    assert hours["toy_norms"] == pytest.approx(toy_request(config, plan, {}, True).seconds / 3600)
     (problem,) = job_model.requests_below_projection(config, plan, {"toy_norms": {"runtime": 0}}, lambda rule: True)
     assert problem.startswith("rule toy_norms: runtime=0 is below the projection") and "encoder=minilm" in problem
 
@@ -448,7 +462,7 @@ def test_a_new_rule_with_a_cost_needs_its_rule_its_script_and_one_job_declaratio
     (ran,) = executed_jobs(tmp_path)
     assert (ran.rule, ran.wildcards, ran.outputs) == ("toy_norms", {"encoder": "minilm"},
                                                       ["results/eval/minilm/toy_norms.json"])
-    assert costs.rehearsal_units(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
+    assert unit_of(ran.rule).rehearsed(tmp_path, ran, None) == sts_pairs(senteval_dir) > 0
 
 
 def test_a_jobs_output_is_found_by_its_suffix_once_and_a_missing_or_ambiguous_one_is_named():

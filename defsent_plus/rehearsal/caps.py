@@ -18,6 +18,8 @@ from defsent_plus.dictionary.subsets import HeldOut
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.names import HELDOUT_SPLITS
+from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
+from defsent_plus.rehearsal import REPO, SCHEMA
 
 DATASETS = ("a", "b", "c")
 SUBSET_PREFIX = "rehearsal_"
@@ -114,8 +116,6 @@ def eval_fit_sentences(config: dict, hidden_sizes: list[int]) -> int:
 def rehearsal_hidden_sizes(config: dict, size: str) -> list[int]:
     """Hidden sizes of the models a rehearsal of ``config`` runs: every model at the tiny size's dimensions, or at
     full size each model's own (hub models as their shipped architectures)."""
-    from defsent_plus.pipeline.model_architectures import TINY_DIMS, model_architecture
-
     return [TINY_DIMS["hidden_size"] if size != "full" else model_architecture(spec).config["hidden_size"]
             for spec in config.get("models", {}).values()]
 
@@ -124,8 +124,6 @@ def names_layers(config: dict) -> bool:
     """Whether a baselines grid names a layer by a number the tiny two layers do not have apart from the last: a
     tiny rehearsal's models then keep their real depth, which the grid is written for ([5, last] is MiniLM's last
     two)."""
-    from defsent_plus.pipeline.model_architectures import TINY_DIMS
-
     return any(isinstance(layer, int) and layer >= TINY_DIMS["num_hidden_layers"]
                for grid in config.get("baselines", {}).get("grids", {}).values()
                for layer_set in grid.get("layers", []) for layer in layer_set)
@@ -145,8 +143,8 @@ def replaced_models(config: dict, size: str) -> dict[str, str]:
     return {name: spec for name, spec in config.get("models", {}).items() if name in hubs or size != "full"}
 
 
-def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], caps: Caps, repo: Path,
-           source: str, size: str) -> dict:
+def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], caps: Caps, source: str,
+           size: str) -> dict:
     """The rehearsal config of ``real`` (a config as read, before validation): ``models`` replaces models by local
     directories of random ones (:func:`replaced_models`), ``standins`` are ``data.<name>`` blocks pointing at the
     stand-ins."""
@@ -156,13 +154,13 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
     for source_block in config["dictionary"]["sources"]:
         path = source_block.get("path")
         if path and not Path(path).is_absolute() and not path.startswith("data/"):
-            source_block["path"] = str(repo / path)  # nltk_data, a user's TSV: the checkout's own
+            source_block["path"] = str(REPO / path)  # nltk_data, a user's TSV: the checkout's own
     config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
     cap_entries(config, caps.entries, caps.heldout_entries)
     cap_fit_corpus(config, caps.entries)
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
-    cap_method_epochs(config, caps.epochs, repo)
+    cap_method_epochs(config, caps.epochs)
     for section in ("entry_space", "selection", "evaluation"):  # sorted batches of 512 pad to the longest: GPU work
         block = config.setdefault(section, {})
         block["batch_size"] = min(block.get("batch_size", caps.encoding_batch), caps.encoding_batch)
@@ -210,12 +208,12 @@ def cap_fit_corpus(config: dict, sentences: int) -> None:
     block["max_sentences"] = min(block.get("max_sentences", FIT_CORPUS_SENTENCES), sentences)
 
 
-def cap_method_epochs(config: dict, epochs: int, repo: Path) -> None:
+def cap_method_epochs(config: dict, epochs: int) -> None:
     """Runs trained for several epochs (ConSERT + SLT-FAI: 10) train at most ``epochs`` (a run's own option)."""
     from defsent_plus.pipeline.config_schema import validated_config
     from defsent_plus.pipeline.plan import Plan
 
-    full = validated_config(copy.deepcopy(config), repo / "workflow" / "schemas" / "config.schema.yaml")
+    full = validated_config(copy.deepcopy(config), SCHEMA)
     plan = Plan(full, lambda run, step: {})
     for name, run in config["runs"].items():
         if plan.method(name).resolved_options(plan.method_options(name)).get("epochs", 1) > epochs:

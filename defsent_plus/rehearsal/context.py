@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,19 +214,17 @@ def build_context(workdir: Path, senteval: Path) -> Context:
     real = read_config(REPO / rehearsal["rehearsal"]["config"])  # an absolute path as it is
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
-    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built,
-                   built_heldout_texts(workdir, real) if built else None, tokenizer_of=pinned_tokenizers(workdir))
+    heldout = built_heldout_texts(workdir, real) if built else None
+    return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built, heldout,
+                   tokenizer_of=partial(pinned_tokenizer, workdir))
 
 
-def pinned_tokenizers(workdir: Path) -> Callable[[str], object]:
-    """Model name -> the tokenizer of the rehearsal's pinned copy of it (loaded once)."""
-    @cache
-    def tokenizer_of(model: str):
-        from transformers import AutoTokenizer
+@cache
+def pinned_tokenizer(workdir: Path, model: str):
+    """The tokenizer of a rehearsal's pinned copy of a model (loaded once)."""
+    from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
-
-    return tokenizer_of
+    return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:

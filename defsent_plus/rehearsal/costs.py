@@ -23,10 +23,10 @@ import pandas as pd
 from defsent_plus.io import write_page, write_tsv
 from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
+from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
 from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
-from defsent_plus.rehearsal.estimate import checkpoint_gb, saved_weights_bytes, training_memory_gb
-from defsent_plus.rehearsal.records import Job, benchmark_of, executed_jobs, work_seconds
+from defsent_plus.rehearsal.records import executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
 # ---------------------------------------------------------------------------------------- starts and rates
@@ -71,14 +71,12 @@ def pooled_lines(jobs: list[dict]) -> list[tuple[float, float]]:
             seconds.append(measured)
     solution, *_ = np.linalg.lstsq(np.array(design), np.array(seconds), rcond=None)
     rate = max(float(solution[-1]), 0.0)
-    return [(max((row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2, 0.0),
-             rate) for row in jobs]
+    return [(max(start_at(row, rate), 0.0), rate) for row in jobs]
 
 
-def job_line(row: dict) -> tuple[float, float] | None:
-    """(start seconds, seconds per unit) of one job measured at two work sizes: the line through its two
-    measurements; None where it was not."""
-    return pooled_lines([row])[0] if measured_twice(row) else None
+def start_at(row: dict, rate: float) -> float:
+    """A job's start given its rule's rate: the mean of its two measurements less their work."""
+    return (row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2
 
 
 def fixed_seconds(row: dict) -> float:
@@ -93,7 +91,7 @@ def on_own_clock(row: dict) -> dict:
     if row.get("work_seconds") is None or row.get("larger_work_seconds") is None:
         return row
     rate = (row["larger_work_seconds"] - row["work_seconds"]) / (row["larger_units"] - row["units"])
-    start = (row["seconds"] + row["larger_seconds"] - rate * (row["units"] + row["larger_units"])) / 2
+    start = start_at(row, rate)
     return {**row, "seconds": start + rate * row["units"], "larger_seconds": start + rate * row["larger_units"]}
 
 
@@ -116,12 +114,6 @@ def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
 
 
 # ------------------------------------------------------------------------------------------- the projection
-
-
-def rehearsal_units(workdir: Path, job: Job, context: Context) -> float:
-    """The work of a rehearsal job in its rule's unit (0: a job of fixed cost)."""
-    unit = unit_of(job.rule)
-    return unit.rehearsed(workdir, job, context) if unit.rehearsed else 0.0
 
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
@@ -153,11 +145,11 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
     """One row per rehearsal job: its measurement, its work and the real config's matching work."""
     rows = []
     for job in executed_jobs(workdir):
-        done = rehearsal_units(workdir, job, context)
         unit = unit_of(job.rule)
-        real_units, tokens = unit.real(job, done, context) if unit.real else (0.0, 0)
+        done = unit.rehearsed(workdir, job, context)
+        real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
-        rows.append({"rule": job.rule, **benchmark_of(workdir, job), "units": done, "real_units": real_units,
+        rows.append({"rule": job.rule, **job.measured, "units": done, "real_units": real_units,
                      "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
@@ -268,43 +260,31 @@ def directory_bytes(path: Path) -> int:
 
 
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
-    """The real config's disk (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`), the embeddings, the spaces. A
-    checkpoint's size is a full-size rehearsal's copy of its run's selected model (same architecture), else its
-    model's saved weights counted (:func:`defsent_plus.rehearsal.estimate.saved_weights_bytes`)."""
+    """The real config's checkpoints (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`; a full-size
+    rehearsal's copy of a run's selected model measured, same architecture), the embeddings, the spaces."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
     measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
                 if kept[id(r)] == job_model.SELECTED_COPY and full}
-    trained = {r["run"] for r in rows if kept[id(r)] == job_model.CANDIDATE_WEIGHTS}
-    checkpoint = {run: measured.get(run) or saved_weights_bytes(context.architectures[context.model_of_run(run)],
-                                                                context.method_of_run(run)) for run in trained}
-    candidates_by_step: dict[tuple, float] = defaultdict(float)
-    selected = sum(len(context.real["runs"][run]["steps"]) * checkpoint[run] for run in trained)
     embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
         hidden = architecture.config["hidden_size"] if architecture else 0
-        if kept[id(r)] == job_model.CANDIDATE_WEIGHTS:
-            candidates_by_step[r["run"], r["step"]] += r["real_jobs"] * checkpoint[r["run"]]
-        elif kept[id(r)] == job_model.EMBEDDINGS:
+        if kept[id(r)] == job_model.EMBEDDINGS:
             embeddings += r["real_jobs"] * r["real_units"] * hidden * job_model.FLOAT32_BYTES
         elif kept[id(r)] in job_model.SPACES:
             copies = job_model.SPACE_COPIES[kept[id(r)]]
             spaces += copies * context.dataset_size(r["dataset"])[1] * hidden * job_model.FLOAT32_BYTES
-    keep_weights = context.real["selection"]["keep_weights"]
-    return {**checkpoint_gb(selected, candidates_by_step, keep_weights), "keep_weights": keep_weights,
+    return {**estimate.checkpoint_gb(context.real, context.real_plan, measured),
+            "keep_weights": context.real["selection"]["keep_weights"],
             "embeddings_gb": embeddings / 1e9, "spaces_gb": spaces / 1e9}
 
 
 def training_memory(context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per run: peak GPU memory of a training job at the run's batch size and its method's maximum length
-    (:func:`~defsent_plus.rehearsal.estimate.training_memory_gb`, with the datasets the rehearsal built)."""
-    peaks = training_memory_gb(context.real, context.real_plan, context.built)
-    return pd.DataFrame([{"run": run, "model": context.architectures[context.model_of_run(run)].name,
-                          "batch": block["batch_size"], "passes": context.method_of_run(run).encoder_passes,
-                          "max_length": context.method_options(run).get("max_length", 128), "peak_gpu_gb": peak,
-                          "fits": peak <= gpu.memory_gb} for (run, block), peak in zip(
-                              context.real["runs"].items(), peaks.values(), strict=True)])
+    (:func:`~defsent_plus.rehearsal.estimate.training_memory`, with the datasets the rehearsal built)."""
+    frame = pd.DataFrame(estimate.training_memory(context.real, context.real_plan, context.built))
+    return frame.assign(fits=frame["peak_gpu_gb"] <= gpu.memory_gb)
 
 
 def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, Gpu]:

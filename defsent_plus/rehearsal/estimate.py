@@ -1,23 +1,18 @@
 """A config's cost without a rehearsal: ``defsent-plus estimate``, the analytic half of the cost model (the job
-model, :mod:`defsent_plus.pipeline.job_model`, whose numbers the SLURM requests take, without their margin):
-
-* GPU-hours: each job of a projected rule that runs on a GPU node, its start plus its FLOPs at ``costs.gpu``'s rates
-  (CPU jobs are not counted);
-* peak GPU memory of each run's training job at its batch size and maximum length;
-* disk: checkpoints (fp32 weights of the saved class), each step's selected copy and every candidate's, or with
-  ``selection.keep_weights: selected`` the most candidates that may exist at once; the embeddings and entry spaces.
-
-:func:`reservation_table` adds what the SLURM requests reserve, the critical path of the GPU jobs' DAG
-(:func:`dependencies`; the CPU jobs between them count as instantaneous) and the wall time on N GPUs (the best greedy
-list schedule on at most N GPUs); :func:`assumptions` says what they assume. What needs the config run (this CPU's
-hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet adds (docs/rehearsal.md).
+model, :mod:`defsent_plus.pipeline.job_model`, whose numbers the SLURM requests take, without their margin): the
+GPU-hours of the jobs that run on a GPU node (each one's start plus its FLOPs at ``costs.gpu``'s rates), each run's
+peak GPU memory of training, the disk (checkpoints, embeddings, entry spaces), what the SLURM requests reserve, the
+critical path of the GPU jobs' DAG and the wall time on N GPUs (:func:`assumptions` says what they assume). What
+needs the config run (this CPU's hours, measured starts, checkpoints as written) is what a rehearsal's cost sheet
+adds (docs/rehearsal.md).
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
-from functools import cache
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from graphlib import TopologicalSorter
 from pathlib import Path
 
 import yaml
@@ -28,23 +23,25 @@ from defsent_plus.pipeline import job_model, placement, requests
 from defsent_plus.pipeline.dag import EncoderId
 from defsent_plus.pipeline.job_model import Wildcards
 from defsent_plus.pipeline.model_architectures import model_architecture
-from defsent_plus.rehearsal import REPO
+from defsent_plus.rehearsal import SCHEMA
 
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-FLOAT32_BYTES = job_model.FLOAT32_BYTES
 GPUS_PER_JOB = 1  # profiles/slurm: each GPU job, and each job group, asks for one GPU
-Key = tuple[str, tuple[tuple[str, str], ...]]
-Modelled = tuple[str, Wildcards, float, float]  # rule, wildcards, seconds, requested minutes
+Key = tuple[str, tuple[tuple[str, str], ...]]  # a job's rule and its sorted wildcards
 
 
 @dataclass(frozen=True)
 class GpuJob:
     """One GPU job: its work in seconds, its requested runtime in minutes and the GPU jobs it waits for."""
 
-    key: Key
+    rule: str
+    wildcards: Wildcards
     seconds: float
     requested_minutes: float
-    after: tuple[Key, ...]
+    after: tuple[Key, ...] = ()
+
+    @property
+    def key(self) -> Key:
+        return key_of(self.rule, self.wildcards)
 
 
 @dataclass(frozen=True)
@@ -96,9 +93,9 @@ def estimate(config: dict) -> Estimate:
 
     plan = Plan(config, lambda run, step: {})
     costs, modelled = config["costs"], modelled_gpu_jobs(config, plan)
-    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=training_memory_gb(config, plan),
-                    **disk_gb(config, plan), gpu_jobs=gpu_job_dag(plan, modelled),
-                    cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
+    memory = {row["run"]: row["peak_gpu_gb"] for row in training_memory(config, plan)}
+    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=memory, **disk_gb(config, plan),
+                    gpu_jobs=dependencies(plan, modelled), cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
                     min_runtime_minutes=costs["min_runtime_minutes"])
 
 
@@ -106,10 +103,9 @@ def key_of(rule: str, job: Wildcards) -> Key:
     return rule, tuple(sorted(job.items()))
 
 
-def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[Modelled]:
-    """(rule, wildcards, seconds, requested minutes) of each distinct job of a projected rule of the job model that
-    runs on a GPU node; the jobs of one SLURM job group (``groups``, the SLURM profile's by default) pay one start
-    between them."""
+def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) -> list[GpuJob]:
+    """Each distinct job of a projected rule of the job model that runs on a GPU node; the jobs of one SLURM job
+    group (``groups``, the SLURM profile's by default) pay one start between them."""
     groups = placement.slurm_groups() if groups is None else groups
     started: set[str | None] = set()
     found = []
@@ -121,48 +117,40 @@ def modelled_gpu_jobs(config: dict, plan, groups: dict[str, str] | None = None) 
             group = placement.group_of(groups, rule, job)
             start_shared = group is not None and group in started
             started.add(group)
-            found.append((rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),
-                          float(request.runtime)))
+            found.append(GpuJob(rule, job, request.seconds - (requests.START_SECONDS if start_shared else 0.0),
+                                float(request.runtime)))
     return found
 
 
-def gpu_hours(config: dict, plan, groups: dict[str, str] | None = None) -> dict[str, float]:
-    """GPU-hours per projected rule of the job model (:func:`modelled_gpu_jobs`)."""
-    return hours_by_rule(modelled_gpu_jobs(config, plan, groups))
-
-
-def hours_by_rule(modelled: list[Modelled]) -> dict[str, float]:
+def hours_by_rule(modelled: list[GpuJob]) -> dict[str, float]:
+    """GPU-hours per projected rule of the job model."""
     seconds = dict.fromkeys(job_model.projected_kinds(), 0.0)
-    for rule, _, job_seconds, _ in modelled:
-        seconds[rule] += job_seconds
+    for job in modelled:
+        seconds[job.rule] += job.seconds
     return {rule: total / 3600 for rule, total in seconds.items()}
 
 
-def dependencies(plan, modelled: list[Modelled]) -> dict[Key, list[Key]]:
-    """Key -> the GPU jobs among ``modelled`` that a job waits for: an encoder's jobs wait for its training (a step's
-    selected model: every candidate of the step and their STS-B dev vectors), a step's training for its builder's
-    entry space and the transformed space it trains against."""
-    keys = {key_of(rule, job) for rule, job, _, _ in modelled}
-    trains: dict[tuple[str, str], list[Key]] = {}
-    dev_vectors: dict[str, list[Key]] = {}
-    for rule, job, _, _ in modelled:
-        if rule == "train":
-            trains.setdefault((job["run"], job["step"]), []).append(key_of(rule, job))
-        if rule == "embed" and job["sentences"] == "stsb-dev":
-            dev_vectors.setdefault(job["encoder"], []).append(key_of(rule, job))
+def dependencies(plan, modelled: list[GpuJob]) -> list[GpuJob]:
+    """The GPU jobs of a config (:func:`modelled_gpu_jobs`), each with those it waits for: an encoder's jobs wait
+    for its training (a step's selected model: every candidate of the step and their STS-B dev vectors), a step's
+    training for its builder's entry space and the transformed space it trains against."""
+    keys = {job.key for job in modelled}
+    by_step: dict[tuple, list[Key]] = defaultdict(list)  # (run, step) -> its trainings and candidates' dev vectors
+    for job in modelled:
+        if job.rule == "train":
+            by_step[job.wildcards["run"], int(job.wildcards["step"])].append(job.key)
+        elif job.rule == "embed" and job.wildcards["sentences"] == "stsb-dev":
+            encoder = EncoderId.parse(job.wildcards["encoder"])
+            if encoder.kind == "candidate":
+                by_step[encoder.run, encoder.step].append(job.key)
 
     def ready(encoder: str) -> list[Key]:
         """The GPU jobs before ``encoder``'s weights exist."""
         parsed = EncoderId.parse(encoder)
-        if parsed.kind == "base":
-            return []
         if parsed.kind == "candidate":
             return [key_of("train", {"run": parsed.run, "step": str(parsed.step), "space": parsed.space,
                                      "seed": str(parsed.seed)})]
-        step_trains = trains.get((parsed.run, str(parsed.step)), [])
-        candidates = [EncoderId.candidate(parsed.run, parsed.step, dict(key[1])["space"], int(dict(key[1])["seed"]))
-                      for key in step_trains]
-        return step_trains + [key for candidate in candidates for key in dev_vectors.get(candidate.name, [])]
+        return by_step.get((parsed.run, parsed.step), []) if parsed.kind == "selected" else []
 
     def space_jobs(encoder: str, dataset: str, space: str) -> list[Key]:
         """The entry space of ``encoder`` on ``dataset`` and, for a transformed ``space``, its transform."""
@@ -192,79 +180,58 @@ def dependencies(plan, modelled: list[Modelled]) -> dict[Key, list[Key]]:
             return ready(final) + [key_of("entry_space", reference)]
         return ready(job["encoder"]) if "encoder" in job else []
 
-    return {key_of(rule, job): [key for key in dict.fromkeys(waits_for(rule, job)) if key in keys]
-            for rule, job, _, _ in modelled}
-
-
-def gpu_job_dag(plan, modelled: list[Modelled]) -> list[GpuJob]:
-    """Every GPU job of a config (:func:`modelled_gpu_jobs`) with its work, its request and the GPU jobs it waits
-    for."""
-    after = dependencies(plan, modelled)
-    return [GpuJob(key_of(rule, job), seconds, minutes, tuple(after[key_of(rule, job)]))
-            for rule, job, seconds, minutes in modelled]
-
-
-def successors(jobs: list[GpuJob]) -> dict[Key, list[Key]]:
-    """Key -> the jobs that wait for it."""
-    waiting: dict[Key, list[Key]] = {job.key: [] for job in jobs}
-    for job in jobs:
-        for before in job.after:
-            waiting[before].append(job.key)
-    return waiting
+    return [replace(job, after=tuple(key for key in dict.fromkeys(waits_for(job.rule, job.wildcards)) if key in keys))
+            for job in modelled]
 
 
 def remaining_paths(jobs: list[GpuJob]) -> dict[Key, float]:
     """Each job's longest path to the end of the DAG, itself included (seconds)."""
-    waiting, seconds = successors(jobs), {job.key: job.seconds for job in jobs}
-
-    @cache
-    def longest(key: Key) -> float:
-        return seconds[key] + max((longest(next_key) for next_key in waiting[key]), default=0.0)
-
-    return {job.key: longest(job.key) for job in jobs}
+    by_key, paths = {job.key: job for job in jobs}, {}
+    waiting = dict.fromkeys(by_key, 0.0)  # the longest path of the jobs that wait for each
+    for key in reversed(list(TopologicalSorter({job.key: job.after for job in jobs}).static_order())):
+        paths[key] = by_key[key].seconds + waiting[key]
+        for before in by_key[key].after:
+            waiting[before] = max(waiting[before], paths[key])
+    return paths
 
 
 def list_schedule_seconds(jobs: list[GpuJob], gpus: int) -> float:
     """The makespan of a greedy list schedule on ``gpus`` GPUs: whenever a GPU is free, the ready job with the
     longest remaining path starts on it."""
-    priority = remaining_paths(jobs)
-    order = {job.key: index for index, job in enumerate(jobs)}
-    by_key = {job.key: job for job in jobs}
-    blocking, unblocks = {job.key: len(job.after) for job in jobs}, successors(jobs)
-    ready = [(-priority[key], order[key], key) for key, count in blocking.items() if count == 0]
-    heapq.heapify(ready)
+    priority, by_key = remaining_paths(jobs), {job.key: (index, job) for index, job in enumerate(jobs)}
+    order = TopologicalSorter({job.key: job.after for job in jobs})
+    order.prepare()  # a cycle: graphlib.CycleError, naming it
+    ready: list[tuple[float, int, Key]] = []
     running: list[tuple[float, int, Key]] = []
-    now, started = 0.0, 0
-    while ready or running:
+    now = 0.0
+    while order.is_active():
+        for key in order.get_ready():
+            heapq.heappush(ready, (-priority[key], by_key[key][0], key))
         while ready and len(running) < gpus:
             _, index, key = heapq.heappop(ready)
-            heapq.heappush(running, (now + by_key[key].seconds, index, key))
-            started += 1
+            heapq.heappush(running, (now + by_key[key][1].seconds, index, key))
         now, _, done = heapq.heappop(running)
-        for key in unblocks[done]:
-            blocking[key] -= 1
-            if blocking[key] == 0:
-                heapq.heappush(ready, (-priority[key], order[key], key))
-    if started != len(jobs):
-        raise ValueError(f"GPU jobs wait for each other in a cycle: {len(jobs) - started} never became ready")
+        order.done(done)
     return now
 
 
-def training_memory_gb(config: dict, plan, built: dict | None = None) -> dict[str, float]:
-    """Per run: the peak GPU memory of its training job (weights, gradients, Adam, activations, logits) at its batch
-    size and its method's maximum length (``built``: dataset sizes, as :func:`requests.dataset_size`)."""
+def training_memory(config: dict, plan, built: dict | None = None) -> list[dict]:
+    """Per run: the peak GPU memory of its training job (``peak_gpu_gb``: weights, gradients, Adam, activations,
+    logits) at its batch size and its method's maximum length, with the model, batch, passes and length it assumes
+    (``built``: dataset sizes, as :func:`requests.dataset_size`)."""
     from defsent_plus.rehearsal.models import parameter_count
 
-    memory = {}
+    rows = []
     for run, block in config["runs"].items():
         method = plan.method(run)
-        options = method.resolved_options(plan.method_options(run))
+        max_length = method.resolved_options(plan.method_options(run)).get("max_length", 128)
         architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
         classes = requests.output_classes(config, run, method, architecture, built)
-        memory[run] = requests.training_memory_bytes(
-            architecture, block["batch_size"], options.get("max_length", 128), classes,
-            parameter_count(architecture, encoder_only=False), method.encoder_passes) / 1e9
-    return memory
+        peak = requests.training_memory_bytes(architecture, block["batch_size"], max_length, classes,
+                                              parameter_count(architecture, encoder_only=False), method.encoder_passes)
+        rows.append({"run": run, "model": architecture.name, "batch": block["batch_size"],
+                     "passes": method.encoder_passes, "max_length": max_length, "peak_gpu_gb": peak / 1e9})
+    return rows
 
 
 def saved_weights_bytes(architecture, method) -> float:
@@ -272,30 +239,28 @@ def saved_weights_bytes(architecture, method) -> float:
     headwords over the vocabulary (DefSent)."""
     from defsent_plus.rehearsal.models import parameter_count
 
-    return FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
+    return job_model.FLOAT32_BYTES * parameter_count(architecture, encoder_only=not method.costs.saves_masked_lm_head)
 
 
-def checkpoint_gb(selected: float, by_step: dict[tuple, float], keep_weights: str) -> dict[str, float]:
-    """Checkpoints kept (``selected``: bytes of each step's selected copy; every candidate's too with
-    ``keep_weights: all``), every candidate's weights (``by_step``: (run, step) -> bytes) and, with ``keep_weights:
-    selected``, the most that may exist at once: each run prunes its own steps, so their largest may train at once."""
-    largest: dict[str, float] = {}
-    for (run, _), size in by_step.items():
-        largest[run] = max(largest.get(run, 0.0), size)
-    every, keep_all = sum(by_step.values()), keep_weights == "all"
+def checkpoint_gb(config: dict, plan, measured: dict[str, float] | None = None) -> dict[str, float]:
+    """Checkpoints kept (each step's selected copy; every candidate's too with ``keep_weights: all``), every
+    candidate's weights and, with ``keep_weights: selected``, the most that may exist at once: each run prunes its
+    own steps, so their largest may train at once. A checkpoint's bytes: ``measured`` (run -> bytes of a copy
+    written), else its model's saved weights counted (:func:`saved_weights_bytes`)."""
+    selected, by_step, largest = 0.0, [], 0.0
+    for run in config["runs"]:
+        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
+        size = (measured or {}).get(run) or saved_weights_bytes(architecture, plan.method(run))
+        steps = [len(plan.candidates(run, step)) * size for step in range(1, plan.final_step(run) + 1)]
+        selected, by_step, largest = selected + len(steps) * size, by_step + steps, largest + max(steps)
+    every, keep_all = sum(by_step), config["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
-            "transient_gb": 0.0 if keep_all else sum(largest.values()) / 1e9}
+            "transient_gb": 0.0 if keep_all else largest / 1e9}
 
 
 def disk_gb(config: dict, plan) -> dict[str, float]:
     """Checkpoints, every candidate's weights, the transient candidates, embeddings and entry spaces, in GB."""
-    selected, by_step = 0.0, {}
-    for run in config["runs"]:
-        architecture = model_architecture(config["models"][requests.model_of_run(config, run)])
-        size, steps = saved_weights_bytes(architecture, plan.method(run)), plan.final_step(run)
-        selected += steps * size
-        by_step.update({(run, step): len(plan.candidates(run, step)) * size for step in range(1, steps + 1)})
-    return {**checkpoint_gb(selected, by_step, config["selection"]["keep_weights"]),
+    return {**checkpoint_gb(config, plan),
             "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
             "spaces_gb": job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9}
 

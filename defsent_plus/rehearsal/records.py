@@ -32,6 +32,7 @@ class Job:
     outputs: list[str] = field(default_factory=list)
     resources: dict = field(default_factory=dict)  # what the job asked for (mem_mb, runtime in minutes)
     threads: int = 1
+    measured: dict = field(default_factory=dict)  # wall seconds, peak resident MB (max_rss_mb) and CPU seconds
 
     def output(self, suffix: str) -> str:
         """The job's one output whose path ends with ``suffix``."""
@@ -55,7 +56,8 @@ def executed_jobs(workdir: Path) -> list[Job]:
                                      "remove benchmarks/ and run again")
     return [Job(str(record["rule_name"]), literal_dict(record["wildcards"]), benchmark,
                 sorted(outputs.get(dag.log_beside(benchmark), [])), literal_dict(record["resources"]),
-                int(record["threads"]))
+                int(record["threads"]), {"seconds": float(record["s"]), "max_rss_mb": float(record["max_rss"]),
+                                         "cpu_seconds": float(record["cpu_time"])})
             for path, record in records.items() for benchmark in [str(path.relative_to(workdir))]]
 
 
@@ -85,13 +87,6 @@ def outputs_by_log(workdir: Path) -> dict[str, list[str]]:
         log.warning("%d files of %s are no Snakemake record and were skipped, e.g. %s", len(skipped), folder,
                        skipped[0])
     return by_log
-
-
-def benchmark_of(workdir: Path, job: Job) -> dict:
-    """Wall seconds, peak resident memory (MB) and CPU seconds of a finished job."""
-    table = pd.read_csv(workdir / job.benchmark, sep="\t")
-    return {"seconds": float(table["s"].iloc[-1]), "max_rss_mb": float(table["max_rss"].iloc[-1]),
-            "cpu_seconds": float(table["cpu_time"].iloc[-1])}
 
 
 def work_seconds(workdir: Path, job: Job) -> float | None:

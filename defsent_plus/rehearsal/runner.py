@@ -25,7 +25,7 @@ from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.job_model import STS_UNITS, kind_of
 from defsent_plus.pipeline.model_architectures import model_architecture
 from defsent_plus.pipeline.model_store import resolve_model
-from defsent_plus.rehearsal import REPO, standins
+from defsent_plus.rehearsal import REPO, SCHEMA, standins
 from defsent_plus.rehearsal import caps as capping
 from defsent_plus.rehearsal import models as building
 
@@ -117,13 +117,13 @@ def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsa
     blocks = standin_blocks(root, caps, size, nltk_data, senteval)
     shown = os.path.relpath(Path(config_path).resolve(), REPO) if Path(config_path).resolve().is_relative_to(
         REPO) else str(config_path)
-    config = capping.derive(real, models=models, standins=blocks, caps=caps, repo=REPO, source=shown, size=size)
+    config = capping.derive(real, models=models, standins=blocks, caps=caps, source=shown, size=size)
     workdir = root / rehearsal_name(Path(config_path), size)
     if factor:
         workdir = workdir / capping.LARGER
     workdir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(config, sort_keys=False)
-    validated_config(yaml.safe_load(text), REPO / "workflow" / "schemas" / "config.schema.yaml")
+    validated_config(yaml.safe_load(text), SCHEMA)
     (workdir / "config.yaml").write_text(text, encoding="utf-8")
     return workdir
 

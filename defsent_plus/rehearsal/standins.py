@@ -17,7 +17,7 @@ import hashlib
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
@@ -82,22 +82,17 @@ def write_wiki1m(out_dir: Path, senteval: Path, max_lines: int) -> Path:
     return out_dir
 
 
-def head_lines(source: Path, target: Path, lines: int) -> None:
-    """The first ``lines`` lines of a file, bytes unchanged."""
-    with open(source, "rb") as handle:
-        target.write_bytes(b"".join(islice(handle, lines)))
-
-
 def scored_lines(gold: Path, pairs: int) -> list[int]:
     """Line indices of the first ``pairs`` scored pairs of an STS gold file (unscored lines are empty)."""
     with open(gold, "rb") as handle:
         return [i for i, line in enumerate(handle) if line.strip()][:pairs]
 
 
-def keep_lines(source: Path, target: Path, indices: list[int]) -> None:
+def keep_lines(source: Path, target: Path, indices: Iterable[int]) -> None:
+    """The lines of a file at ``indices`` (those it has), bytes unchanged."""
     with open(source, "rb") as handle:
         lines = handle.readlines()
-    target.write_bytes(b"".join(lines[i] for i in indices))
+    target.write_bytes(b"".join(lines[i] for i in indices if i < len(lines)))
 
 
 def capped_copy(source: Path, target: Path, relative: Path, pairs: int) -> None:
@@ -109,9 +104,9 @@ def capped_copy(source: Path, target: Path, relative: Path, pairs: int) -> None:
         gold = source.with_name(name.replace("STS.input.", "STS.gs.", 1))
         keep_lines(source, target, scored_lines(gold if gold.is_file() else source, pairs))
     elif relative.parts[0] == "STS" and relative.suffix == ".csv":
-        head_lines(source, target, pairs)
+        keep_lines(source, target, range(pairs))
     elif relative.parts[0] == "SICK":
-        head_lines(source, target, pairs + 1)
+        keep_lines(source, target, range(pairs + 1))
     else:
         shutil.copyfile(source, target)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,15 +30,15 @@ FORWARD, TRAINING, ICA, NO_FLOPS = "forward", "training", "ica", "none"  # what 
 @dataclass(frozen=True)
 class Unit:
     """``rehearsed(workdir, job, context)``: units the rehearsal job did; ``real(job, units, context)``: (units,
-    tokens a unit) of the real config's matching job (both None: a job of fixed cost); ``scored(job, context)``:
+    tokens a unit) of the real config's matching job (both 0: a job of fixed cost); ``scored(job, context)``:
     sentences the real job scores against its run's classes (an entry space, the vocabulary; None: none);
     ``flops``: a unit's FLOPs (``FORWARD``: its tokens through the encoder, ``TRAINING``: forward and backward × the
     method's encoder passes, at least the steps' GPU floor, ``ICA``: 4 × hidden², ``NO_FLOPS``); ``encodes``: an
     encoding job's (a one-size sheet fits every job's start on them, ``fits_start``: on the seconds of jobs of many
     sizes against their units); ``classes(workdir, job)``: what the rehearsal job scored against (None: nothing)."""
 
-    rehearsed: Callable[[Path, Job, Context], float] | None = None
-    real: Callable[[Job, float, Context], tuple[float, float]] | None = None
+    rehearsed: Callable[[Path, Job, Context], float] = lambda workdir, job, context: 0.0
+    real: Callable[[Job, float, Context], tuple[float, float]] = lambda job, units, context: (0.0, 0)
     scored: Callable[[Job, Context], float] | None = None
     flops: str = NO_FLOPS
     encodes: bool = False
@@ -60,9 +61,12 @@ def examples_trained(workdir: Path, job: Job, context: Context) -> float:
     return summary["examples"] * summary["config"].get("epochs", 1)
 
 
-def trained_classes(workdir: Path, job: Job) -> int | None:
-    """A rehearsal train job's output classes."""
-    return read_json(workdir / job.output("train.json")).get("classes")
+def recorded(suffix: str, *keys: str) -> Callable[[Path, Job], int | None]:
+    """What a rehearsal job's JSON output ending with ``suffix`` records under ``keys``, nested (None: nothing)."""
+    def read(workdir: Path, job: Job) -> int | None:
+        return reduce(lambda record, key: (record or {}).get(key), keys, read_json(workdir / job.output(suffix)))
+
+    return read
 
 
 def real_examples(job: Job, context: Context) -> float:
@@ -99,12 +103,6 @@ def padded_tokens_encoded(workdir: Path, job: Job, context: Context) -> float:
     texts = HeldOutTexts(list(pd.read_parquet(workdir / dag.subset_file(subset, "queries.parquet"))["definition"]),
                          definition_texts(pd.read_parquet(workdir / dag.subset_file(subset))))
     return context.reverse_dictionary_tokens(run, texts, context.rehearsal)
-
-
-def ranked_candidates(workdir: Path, job: Job) -> int | None:
-    """The candidates a rehearsal reverse-dictionary job ranked (its trained model's, where its protocol records
-    them)."""
-    return read_json(workdir / job.output("reverse_dictionary.json")).get("trained", {}).get("candidates")
 
 
 def real_padded_tokens(job: Job, units: float, context: Context) -> tuple[float, float]:
@@ -148,18 +146,13 @@ def real_baseline_scores(job: Job, units: float, context: Context) -> tuple[floa
     return context.real_sets["baselines"][0] * templates, 0
 
 
-def dataset_file(job: Job, context: Context) -> str:
-    """The rehearsal's dataset file of a job with a ``dataset`` wildcard (a subset or a whole dataset)."""
-    name = job.wildcards["dataset"]
-    return dag.subset_file(name) if name in context.rehearsal["subsets"] else dag.dictionary_file(f"{name}.parquet")
-
-
 def ica_iterations(workdir: Path, job: Job, context: Context) -> float:
     """Entries × FastICA's iterations (centring and whitening: none)."""
     if job.wildcards.get("transform") != "ica":
         return 0.0
-    record = read_json(workdir / job.output(".json"))
-    return record["n_iter"] * float(pd.read_parquet(workdir / dataset_file(job, context)).shape[0])
+    name, record = job.wildcards["dataset"], read_json(workdir / job.output(".json"))
+    dataset = dag.subset_file(name) if name in context.rehearsal["subsets"] else dag.dictionary_file(f"{name}.parquet")
+    return record["n_iter"] * float(pd.read_parquet(workdir / dataset).shape[0])
 
 
 def real_ica_iterations(job: Job, units: float, context: Context) -> tuple[float, float]:
@@ -185,11 +178,11 @@ FIXED = Unit()
 UNITS = {
     model.EXAMPLES_TRAINED: Unit(examples_trained, lambda job, units, context: (real_examples(job, context),
                                                                                MEDIAN_DEFINITION_TOKENS),
-                                 scored=real_examples, flops=TRAINING, classes=trained_classes),
+                                 scored=real_examples, flops=TRAINING, classes=recorded("train.json", "classes")),
     model.SET_SENTENCES: Unit(set_sentences, real_set_sentences, flops=FORWARD, encodes=True, fits_start=True),
     model.DATASET_TEXTS: Unit(dataset_texts, real_dataset_texts, flops=FORWARD, encodes=True),
     model.PADDED_TOKENS: Unit(padded_tokens_encoded, real_padded_tokens, scored=queries_encoded, flops=FORWARD,
-                              classes=ranked_candidates),
+                              classes=recorded("reverse_dictionary.json", "trained", "candidates")),
     model.BASELINE_PASS: Unit(baseline_pass, lambda job, units, context: context.real_sets["baselines"],
                               flops=FORWARD),
     model.BASELINE_SCORES: Unit(baseline_scores, real_baseline_scores),
