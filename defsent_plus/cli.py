@@ -77,7 +77,7 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
 def searched_dataset(search: str, model: str) -> Path:
     """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage of the config that trained
     ``model`` (in the model's workflow folder, else in the current folder)."""
-    from defsent_plus.dictionary import DATASETS
+    from defsent_plus.dictionary.datasets import DATASETS
     from defsent_plus.pipeline import dag
     from defsent_plus.recorded_paths import dictionary_folder, locate, model_folders
 
@@ -94,7 +94,7 @@ def searched_dataset(search: str, model: str) -> Path:
 def verbatim_owners(rd, sentence: str) -> list[tuple[str, str]]:
     """(entry, dataset) for each entry that has ``sentence`` as a definition in the searched dataset or, when a
     subset is searched, in the whole dataset it was drawn from (a subset records it)."""
-    from defsent_plus.dictionary import SOURCE_DATASET, entries_defined_as, read_dataset
+    from defsent_plus.dictionary.table import SOURCE_DATASET, entries_defined_as, read_dataset
     from defsent_plus.recorded_paths import located
 
     frames = {str(rd.dataset_path): rd.frame}
@@ -170,7 +170,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_setup_wordnet(args: argparse.Namespace) -> None:
-    from defsent_plus.dictionary import prepare_wordnet
+    from defsent_plus.dictionary.sources import prepare_wordnet
 
     print(prepare_wordnet(args.target, args.source))
 

@@ -12,25 +12,27 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus.dictionary import (
-    DropCounts,
+from defsent_plus.dictionary.datasets import (
     build_datasets,
     dataset_stats,
-    detokenize_oxford,
     parse_sources,
-    read_dataset,
+    single_token_entries,
+    single_token_ids,
+    token_lengths,
+    write_dictionary_stage,
+)
+from defsent_plus.dictionary.sources import (
+    DropCounts,
+    detokenize_oxford,
     read_defsentplus,
     read_gcide,
     read_oxford,
     read_tsv,
     read_wordnet,
-    single_token_entries,
-    subsample_entries,
-    token_lengths,
     wordnet_reader,
-    write_dictionary_stage,
 )
-from defsent_plus.dictionary.datasets import single_token_ids
+from defsent_plus.dictionary.subsets import subsample_entries
+from defsent_plus.dictionary.table import read_dataset
 from defsent_plus.encoders.models import load_tokenizer
 from defsent_plus.errors import DefSentError
 

@@ -58,7 +58,7 @@ def test_ranking_metrics_on_known_ranks():
 def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_bert):
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     encoder = load_encoder(tiny_bert)
-    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.dictionary.table import read_dataset
 
     frame = read_dataset(dataset)
     queries = [defs[0] for defs in frame["definitions"]]

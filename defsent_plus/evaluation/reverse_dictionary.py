@@ -155,7 +155,7 @@ def evaluate_baseline(base_model: str | Path, space_path: str | Path, dataset_pa
                       queries_path: str | Path, batch_size: int = 128, max_length: int = 128) -> dict:
     """The untrained reference: the run's starting model's mean-pooled query against its own AMP entry space (the
     average mean-pooled definition of every entry) by cosine; no pooler, no training."""
-    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.dictionary.table import read_dataset
     from defsent_plus.encoders.models import load_encoder  # torch
 
     frame = read_dataset(dataset_path)
