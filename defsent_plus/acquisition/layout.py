@@ -147,7 +147,7 @@ def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path
     needed = set(layout.files)
     used, failures = [], []
     for archive in archives:
-        if not needed or not _provides_any(archive, needed):
+        if not needed or (archive.kind == "file" and archive.root not in needed):  # a plain file not needed
             continue
         try:
             path = fetch(archive.url, downloads / archive.filename, archive.sha256, retry)
@@ -168,10 +168,6 @@ def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path
                            "under data.<name>.archives, or point data.<name>.mirror (or its environment variable) "
                            "at a local copy of the layout")
     return {"source": "download", "archives": used}
-
-
-def _provides_any(archive: Archive, needed: set[str]) -> bool:
-    return archive.kind != "file" or archive.root in needed
 
 
 def take_from(archive: Archive, path: Path, layout: Layout, needed: set[str], out: Path) -> tuple[set[str], list[str]]:

@@ -193,10 +193,11 @@ def _build_pooler(path: Path, model: PreTrainedModel, family: ModelFamily, missi
     if saved_activation is not None and own_loaded:
         dense.load_state_dict(own.dense.state_dict())
         return Pooler(dense, saved_activation)
-    source = _family_pooler_source(path, family)
-    if source is not None:
-        dense.weight.data.copy_(source[0])
-        dense.bias.data.copy_(source[1])
+    prefix = family.pooler_init_from  # the family's source layer, where the checkpoint has its weight and bias
+    weight, bias = (_checkpoint_tensor(path, f"{prefix}.{name}") if prefix else None for name in ("weight", "bias"))
+    if weight is not None and bias is not None:
+        dense.weight.data.copy_(weight)
+        dense.bias.data.copy_(bias)
     elif own_loaded:
         dense.load_state_dict(own.dense.state_dict())
     else:
@@ -205,13 +206,3 @@ def _build_pooler(path: Path, model: PreTrainedModel, family: ModelFamily, missi
         dense.weight.data.copy_(torch.randn(hidden, hidden, generator=generator) * std)
         dense.bias.data.zero_()
     return Pooler(dense, family.pooler_activation)
-
-
-def _family_pooler_source(path: Path, family: ModelFamily) -> tuple[torch.Tensor, torch.Tensor] | None:
-    if family.pooler_init_from is None:
-        return None
-    weight = _checkpoint_tensor(path, f"{family.pooler_init_from}.weight")
-    bias = _checkpoint_tensor(path, f"{family.pooler_init_from}.bias")
-    if weight is None or bias is None:
-        return None
-    return weight, bias
