@@ -264,7 +264,7 @@ def test_gcide_file_that_is_not_json_names_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b'{"a": {"pos": []},\n"caf\xe9": {"pos": []}}', r"words_B.json:2: not valid UTF-8 \(byte 0xe9\)"),
+    (b'{"a": {"pos": []},\n"caf\xe9": {"pos": []}}', r"words_B.json:2: not valid UTF-8 \(byte 0xe9 at column 5\)"),
     (b'["not", "an", "object"]', r"words_B.json: expected a JSON object of entries, found list"),
 ])
 def test_gcide_file_with_bad_bytes_or_shape(tmp_path, content, message):

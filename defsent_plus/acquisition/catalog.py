@@ -84,12 +84,6 @@ CATALOG = {
 }
 
 
-def spec_of(name: str) -> DataSpec:
-    if name not in CATALOG:
-        raise DefSentError(f"config: data.{name}", f"unknown dataset; expected one of {sorted(CATALOG)}")
-    return CATALOG[name]
-
-
 def archives_from_config(entries: list[dict], where: str) -> tuple[Archive, ...]:
     """Archives a user lists in config (``data.<name>.archives``) instead of the official ones."""
     archives = []
@@ -122,9 +116,10 @@ class Acquisition:
 
 def resolve(name: str, data_config: dict, repo: str | Path) -> Acquisition:
     """The settings of ``data.<name>``; ``checksums: default`` is the repository's manifest for it, if any."""
-    spec = spec_of(name)
-    block = data_config[name]
     where = f"config: data.{name}"
+    if name not in CATALOG:
+        raise DefSentError(where, f"unknown dataset; expected one of {sorted(CATALOG)}")
+    spec, block = CATALOG[name], data_config[name]
     manifest = block["checksums"]
     if manifest == "default":
         manifest = None if spec.manifest is None else Path(repo) / spec.manifest

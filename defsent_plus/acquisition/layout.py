@@ -124,7 +124,11 @@ def from_mirror(layout: Layout, mirror: Path, out: Path, link: str) -> dict:
         raise DefSentError(mirror, f"{len(wrong)} mirror files differ from the checksums kept in the repository "
                                    f"(another version or processing of the data?): {'; '.join(wrong[:3])}")
     for name in layout.files:
-        place(mirror / name, out / name, link)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        if link == "symlink":
+            os.symlink((mirror / name).resolve(), out / name)
+        else:
+            shutil.copyfile(mirror / name, out / name)
     return {"source": f"mirror {mirror.resolve()}", "link": link}
 
 
@@ -132,14 +136,6 @@ def mirror_files(mirror: Path) -> tuple[str, ...]:
     """Every file under a mirror (POSIX relative paths, sorted), an earlier acquisition's record and sums aside."""
     return tuple(sorted(path.relative_to(mirror).as_posix() for path in mirror.rglob("*")
                         if path.is_file() and path.relative_to(mirror).as_posix() not in (RECORD, SUMS)))
-
-
-def place(source: Path, dest: Path, link: str) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if link == "symlink":
-        os.symlink(source.resolve(), dest)
-    else:
-        shutil.copyfile(source, dest)
 
 
 def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path, out: Path, retry: Retry) -> dict:

@@ -134,10 +134,8 @@ class Encoder:
     def encode(self, texts: Sequence[str], pooling: str | Sequence[str], *, batch_size: int = 128,
                max_length: int = 128, progress: bool = False, desc: str | None = None,
                max_tokens: int | None = None) -> np.ndarray | dict[str, np.ndarray]:
-        """Embed ``texts`` on the model's device: one pooling name gives float32 ``[n, hidden]``, a list of names a
-        dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass. A batch holds
-        at most ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens
-        (:func:`defsent_plus.encoders.encoding.batching_for` picks both for a device)."""
+        """Embed ``texts`` on the model's device (:func:`defsent_plus.encoders.encoding.encode`): one pooling name
+        gives float32 ``[n, hidden]``, a list of names a dict of them."""
         poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
         vectors = encode(self.model, self.tokenizer, texts, poolings, batch_size, max_length, progress,
                          desc or "+".join(poolings), max_tokens=max_tokens)
