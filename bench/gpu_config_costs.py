@@ -56,7 +56,8 @@ sys.path.insert(0, str(REPO))
 
 import transformers  # noqa: E402
 
-from defsent_plus.dictionary import read_dataset, subsample_entries, training_pairs  # noqa: E402
+from defsent_plus.dictionary.subsets import subsample_entries  # noqa: E402
+from defsent_plus.dictionary.table import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.encoding import device_for_run  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.methods import Method  # noqa: E402

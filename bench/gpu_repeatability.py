@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpu_throughput import device_and_shape, model_arguments, shaped_encoder, toy_frame  # noqa: E402
 
-from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
+from defsent_plus.dictionary.table import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.methods.defsent_plus.objective import EntryProjection  # noqa: E402
 from defsent_plus.pipeline.model_store import resolve_model  # noqa: E402

@@ -40,7 +40,7 @@ import transformers  # noqa: E402
 from bench_ica import synthetic_entry_space  # noqa: E402
 from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
 
-from defsent_plus.dictionary import read_dataset, training_pairs  # noqa: E402
+from defsent_plus.dictionary.table import read_dataset, training_pairs  # noqa: E402
 from defsent_plus.encoders.encoding import device_for_run  # noqa: E402
 from defsent_plus.encoders.models import load_encoder  # noqa: E402
 from defsent_plus.methods import method_of  # noqa: E402

@@ -77,9 +77,9 @@ def cmd_reverse_dictionary(args: argparse.Namespace) -> None:
 def searched_dataset(search: str, model: str) -> Path:
     """The dataset ``--search`` names: a parquet path, or a, b, c of the dictionary stage of the config that trained
     ``model`` (in the model's workflow folder, else in the current folder)."""
-    from defsent_plus.dictionary import DATASETS
+    from defsent_plus.dictionary.datasets import DATASETS
     from defsent_plus.pipeline import dag
-    from defsent_plus.recorded_paths import dictionary_folder, located, model_folders, tried_paths
+    from defsent_plus.recorded_paths import dictionary_folder, locate, model_folders
 
     if search not in DATASETS:
         if not Path(search).is_file():
@@ -87,19 +87,14 @@ def searched_dataset(search: str, model: str) -> Path:
                                        "dictionary stage's datasets)")
         return Path(search)
     recorded = Path(dictionary_folder(model, str(Path(dag.dictionary_file(search)).parent))) / f"{search}.parquet"
-    folders = model_folders(model)
-    path = located(recorded, folders)
-    if path is None:
-        tried = ", ".join(str(p) for p in tried_paths(recorded, folders))
-        raise DefSentError(f"--search {search}", f"dataset {search} of the dictionary stage not found (tried "
-                                                 f"{tried}): pass its parquet's path")
-    return path
+    return locate(recorded, model_folders(model), f"--search {search}", f"dataset {search} of the dictionary stage",
+                  "pass its parquet's path")
 
 
 def verbatim_owners(rd, sentence: str) -> list[tuple[str, str]]:
     """(entry, dataset) for each entry that has ``sentence`` as a definition in the searched dataset or, when a
     subset is searched, in the whole dataset it was drawn from (a subset records it)."""
-    from defsent_plus.dictionary import SOURCE_DATASET, entries_defined_as, read_dataset
+    from defsent_plus.dictionary.table import SOURCE_DATASET, entries_defined_as, read_dataset
     from defsent_plus.recorded_paths import located
 
     frames = {str(rd.dataset_path): rd.frame}
@@ -175,7 +170,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_setup_wordnet(args: argparse.Namespace) -> None:
-    from defsent_plus.dictionary import prepare_wordnet
+    from defsent_plus.dictionary.sources import prepare_wordnet
 
     print(prepare_wordnet(args.target, args.source))
 
@@ -211,87 +206,83 @@ def cmd_estimate(args: argparse.Namespace) -> None:
     print(markdown_table(estimates), reservation_table(estimates, args.gpus), assumptions(args.gpus), sep="\n\n")
 
 
+def arg(*flags: str, **options) -> tuple[tuple[str, ...], dict]:
+    """One ``add_argument`` call of a command, as data."""
+    return flags, options
+
+
+MEAN_POOLING = arg("--pooling", default="mean", choices=POOLINGS)
+TRAINING_POOLING = arg("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
+COMMANDS = {  # name -> (function, help, arguments)
+    "encode": (cmd_encode, "sentences -> .npy embeddings", [
+        arg("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)"),
+        MEAN_POOLING,
+        arg("--output", "-o", required=True, help="output .npy"),
+        arg("sentences", nargs="*", help="sentences (or use --file)"),
+        arg("--file", help="a UTF-8 file with one sentence a line")]),
+    "similarity": (cmd_similarity, "cosine similarity of two sentences", [
+        arg("--model", required=True), MEAN_POOLING, arg("first"), arg("second")]),
+    "reverse-dictionary": (cmd_reverse_dictionary, "top-k entries for a definition-like sentence", [
+        arg("--model", required=True, help="a trained model directory of this workflow"),
+        arg("--space", help="entry space .npy (default: the one the model was trained on)"),
+        arg("--dataset", help="dataset parquet (default: the one the model was trained on)"),
+        TRAINING_POOLING,
+        arg("--scoring", choices=("dot", "cosine"),
+            help="dot: the trained pooler's h · Eᵀ; cosine: the mean-pooled sentence against an AMP entry space "
+                 "(default: dot, or cosine when the model's training did not fit its objective)"),
+        arg("--cosine-space", help="AMP entry space .npy for --scoring cosine (default: amp.npy beside the trained "
+                                   "space)"),
+        arg("--top-k", type=int, default=10),
+        arg("--expect", help="a headword you expect: its rank, or that it is not among the candidates"),
+        arg("--search", help="rank every entry of this dataset instead (a, b, c of the workflow's dictionary stage, "
+                             "or a dataset parquet), in the model's space extended to it; the first query encodes "
+                             "its definitions once (cached)"),
+        arg("--cache-dir", help="where --search caches entry vectors (default: $DEFSENT_PLUS_CACHE, else "
+                                "~/.cache/defsent-plus)"),
+        arg("sentences", nargs="+")]),
+    "predict-words": (cmd_predict_words, "top-k words for a definition (DefSent-trained model)", [
+        arg("--model", required=True, help="a DefSent-trained model directory (with its masked-LM head)"),
+        TRAINING_POOLING,
+        arg("--top-k", type=int, default=10),
+        arg("definitions", nargs="*")]),
+    "export": (cmd_export, "Hugging Face + sentence-transformers directories", [
+        arg("--model", required=True),
+        arg("--pooling", default="mean", choices=POOLINGS, help="the sentence vector the exported "
+            "sentence-transformers model gives (prompt: a module of its own, loaded with trust_remote_code=True)"),
+        arg("--max-length", type=int, default=128, help="the exported model's max_seq_length"),
+        arg("--name", help="the model card's title (default: the run and step, e.g. \"default, step 3 "
+                           "(dev-selected)\", else the model directory's name)"),
+        arg("--push-to-hub", metavar="REPO_ID", help="also upload the sentence-transformers directory to this "
+                                                     "Hugging Face Hub repository (online)"),
+        arg("--output", "-o", required=True, help="directory to create")]),
+    "setup-wordnet": (cmd_setup_wordnet, "copy Debian's WordNet 3.0 into an nltk_data root", [
+        arg("--target", default="nltk_data", help="nltk_data root to create (default: nltk_data)"),
+        arg("--source", default="/usr/share/wordnet", help="directory of WordNet's dict files")]),
+    "rehearse": (cmd_rehearse, "run a config on random weights of its real architectures and capped stand-in "
+                               "data, offline (docs/rehearsal.md)", [
+        arg("config", help="the config to rehearse, e.g. configs/bert-base.yaml; arguments after -- go to "
+                           "Snakemake (e.g. -- -n)"),
+        arg("--size", choices=("full", "tiny"), default="full",
+            help="full: the real architectures (default); tiny: tiny ones, minimal caps"),
+        arg("--prepare-only", action="store_true", help="build models, stand-ins and the config only"),
+        arg("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")]),
+    "estimate": (cmd_estimate, "a config's GPU-hours (the work, and what its SLURM requests reserve), wall time on "
+                               "--gpus N, peak GPU memory of training and disk, counted without running it, with "
+                               "what they assume (docs/rehearsal.md)", [
+        arg("configs", nargs="+", help="config files, e.g. configs/*.yaml"),
+        arg("--gpus", type=int, default=1, help="the wall time on this many GPUs (default: 1)")]),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """``defsent-plus``'s parser: one subcommand for each of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="defsent-plus", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-
-    encode = commands.add_parser("encode", help="sentences -> .npy embeddings")
-    encode.add_argument("--model", required=True, help="encoder directory (e.g. results/<run>/step3/best)")
-    encode.add_argument("--pooling", default="mean", choices=POOLINGS)
-    encode.add_argument("--output", "-o", required=True, help="output .npy")
-    encode.add_argument("sentences", nargs="*", help="sentences (or use --file)")
-    encode.add_argument("--file", help="a UTF-8 file with one sentence a line")
-    encode.set_defaults(func=cmd_encode)
-
-    similarity = commands.add_parser("similarity", help="cosine similarity of two sentences")
-    similarity.add_argument("--model", required=True)
-    similarity.add_argument("--pooling", default="mean", choices=POOLINGS)
-    similarity.add_argument("first")
-    similarity.add_argument("second")
-    similarity.set_defaults(func=cmd_similarity)
-
-    reverse = commands.add_parser("reverse-dictionary", help="top-k entries for a definition-like sentence")
-    reverse.add_argument("--model", required=True, help="a trained model directory of this workflow")
-    reverse.add_argument("--space", help="entry space .npy (default: the one the model was trained on)")
-    reverse.add_argument("--dataset", help="dataset parquet (default: the one the model was trained on)")
-    reverse.add_argument("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
-    reverse.add_argument("--scoring", choices=("dot", "cosine"),
-                         help="dot: the trained pooler's h · Eᵀ; cosine: the mean-pooled sentence against an AMP entry "
-                              "space (default: dot, or cosine when the model's training did not fit its objective)")
-    reverse.add_argument("--cosine-space", help="AMP entry space .npy for --scoring cosine (default: amp.npy beside "
-                                                "the trained space)")
-    reverse.add_argument("--top-k", type=int, default=10)
-    reverse.add_argument("--expect", help="a headword you expect: its rank, or that it is not among the candidates")
-    reverse.add_argument("--search", help="rank every entry of this dataset instead (a, b, c of the workflow's "
-                                          "dictionary stage, or a dataset parquet), in the model's space extended to "
-                                          "it; the first query encodes its definitions once (cached)")
-    reverse.add_argument("--cache-dir", help="where --search caches entry vectors (default: $DEFSENT_PLUS_CACHE, "
-                                             "else ~/.cache/defsent-plus)")
-    reverse.add_argument("sentences", nargs="+")
-    reverse.set_defaults(func=cmd_reverse_dictionary)
-
-    words = commands.add_parser("predict-words", help="top-k words for a definition (DefSent-trained model)")
-    words.add_argument("--model", required=True, help="a DefSent-trained model directory (with its masked-LM head)")
-    words.add_argument("--pooling", choices=TRAINING_POOLINGS, help="default: the training pooling")
-    words.add_argument("--top-k", type=int, default=10)
-    words.add_argument("definitions", nargs="*")
-    words.set_defaults(func=cmd_predict_words)
-
-    export = commands.add_parser("export", help="Hugging Face + sentence-transformers directories")
-    export.add_argument("--model", required=True)
-    export.add_argument("--pooling", default="mean", choices=POOLINGS, help="the sentence vector the exported "
-                        "sentence-transformers model gives (prompt: a module of its own, loaded with "
-                        "trust_remote_code=True)")
-    export.add_argument("--max-length", type=int, default=128, help="the exported model's max_seq_length")
-    export.add_argument("--name", help="the model card's title (default: the run and step, e.g. \"default, step 3 "
-                                       "(dev-selected)\", else the model directory's name)")
-    export.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload the sentence-transformers directory "
-                                                                 "to this Hugging Face Hub repository (online)")
-    export.add_argument("--output", "-o", required=True, help="directory to create")
-    export.set_defaults(func=cmd_export)
-
-    wordnet = commands.add_parser("setup-wordnet", help="copy Debian's WordNet 3.0 into an nltk_data root")
-    wordnet.add_argument("--target", default="nltk_data", help="nltk_data root to create (default: nltk_data)")
-    wordnet.add_argument("--source", default="/usr/share/wordnet", help="directory of WordNet's dict files")
-    wordnet.set_defaults(func=cmd_setup_wordnet)
-
-    rehearse = commands.add_parser("rehearse", help="run a config on random weights of its real architectures and "
-                                                    "capped stand-in data, offline (docs/rehearsal.md)")
-    rehearse.add_argument("config", help="the config to rehearse, e.g. configs/bert-base.yaml; arguments after -- "
-                                         "go to Snakemake (e.g. -- -n)")
-    rehearse.add_argument("--size", choices=("full", "tiny"), default="full",
-                          help="full: the real architectures (default); tiny: tiny ones, minimal caps")
-    rehearse.add_argument("--prepare-only", action="store_true", help="build models, stand-ins and the config only")
-    rehearse.add_argument("--sheet-only", action="store_true", help="(re)write the cost sheet of a finished rehearsal")
-    rehearse.set_defaults(func=cmd_rehearse)
-
-    costs = commands.add_parser("estimate", help="a config's GPU-hours (the work, and what its SLURM requests "
-                                                 "reserve), wall time on --gpus N, peak GPU memory of training and "
-                                                 "disk, counted without running it, with what they assume "
-                                                 "(docs/rehearsal.md)")
-    costs.add_argument("configs", nargs="+", help="config files, e.g. configs/*.yaml")
-    costs.add_argument("--gpus", type=int, default=1, help="the wall time on this many GPUs (default: 1)")
-    costs.set_defaults(func=cmd_estimate)
+    for name, (function, help_text, arguments) in COMMANDS.items():
+        command = commands.add_parser(name, help=help_text)
+        for flags, options in arguments:
+            command.add_argument(*flags, **options)
+        command.set_defaults(func=function)
     return parser
 
 

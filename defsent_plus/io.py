@@ -61,9 +61,8 @@ def read_json(path: str | Path) -> dict:
 
 
 def write_npy(path: str | Path, array: np.ndarray) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as handle:
-            np.save(handle, array)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, array)
 
 
 def read_npy(path: str | Path) -> np.ndarray:
@@ -104,10 +103,9 @@ def write_page(path: str | Path, text: str) -> None:
 def write_tsv(path: str | Path, table, **options) -> None:
     """A pandas table as TSV without its index (a rehearsal's banner as a ``#`` comment line first); ``options``:
     more of ``DataFrame.to_csv``'s."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            handle.write(banner.comment_line())
-            table.to_csv(handle, sep="\t", index=False, **options)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
+        handle.write(banner.comment_line())
+        table.to_csv(handle, sep="\t", index=False, **options)
 
 
 def read_tsv_table(path: str | Path):

@@ -4,8 +4,8 @@ from pathlib import Path
 from defsent_plus.pipeline import dag, snakemake_api
 from defsent_plus.banner import banner_text
 from defsent_plus.acquisition.catalog import CATALOG
-from defsent_plus.acquisition.settings import identity as acquisition_identity
-from defsent_plus.acquisition.settings import resolve as resolve_acquisition
+from defsent_plus.acquisition.catalog import identity as acquisition_identity
+from defsent_plus.acquisition.catalog import resolve as resolve_acquisition
 from defsent_plus.baselines.spec import extraction_options, scoring_options
 from defsent_plus.pipeline.config_schema import validated_config
 from defsent_plus.pipeline.plan import Plan

@@ -16,10 +16,17 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus.acquisition.catalog import CATALOG, Archive, DataSpec, archives_from_config
+from defsent_plus.acquisition.catalog import (
+    CATALOG,
+    Archive,
+    DataSpec,
+    archives_from_config,
+    identity,
+    mirror_variable,
+    resolve,
+)
 from defsent_plus.acquisition.download import Retry, fetch, partial_path
 from defsent_plus.acquisition.layout import RECORD, SUMS, acquire, read_manifest
-from defsent_plus.acquisition.settings import identity, mirror_variable, resolve
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import file_sha256
 

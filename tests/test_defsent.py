@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 from tiny_models import build_tiny_bert, build_tiny_roberta, vary_layer_norms
 from transformers import AutoConfig, AutoModelForMaskedLM, BertForMaskedLM, DistilBertConfig, DistilBertModel
 
-from defsent_plus.dictionary import single_token_entries
+from defsent_plus.dictionary.datasets import single_token_entries
 from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError

@@ -12,25 +12,27 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES, REPO
 
-from defsent_plus.dictionary import (
-    DropCounts,
+from defsent_plus.dictionary.datasets import (
     build_datasets,
     dataset_stats,
-    detokenize_oxford,
     parse_sources,
-    read_dataset,
+    single_token_entries,
+    single_token_ids,
+    token_lengths,
+    write_dictionary_stage,
+)
+from defsent_plus.dictionary.sources import (
+    DropCounts,
+    detokenize_oxford,
     read_defsentplus,
     read_gcide,
     read_oxford,
     read_tsv,
     read_wordnet,
-    single_token_entries,
-    subsample_entries,
-    token_lengths,
     wordnet_reader,
-    write_dictionary_stage,
 )
-from defsent_plus.dictionary.datasets import single_token_ids
+from defsent_plus.dictionary.subsets import subsample_entries
+from defsent_plus.dictionary.table import read_dataset
 from defsent_plus.encoders.models import load_tokenizer
 from defsent_plus.errors import DefSentError
 
@@ -262,7 +264,7 @@ def test_gcide_file_that_is_not_json_names_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b'{"a": {"pos": []},\n"caf\xe9": {"pos": []}}', r"words_B.json:2: not valid UTF-8 \(byte 0xe9\)"),
+    (b'{"a": {"pos": []},\n"caf\xe9": {"pos": []}}', r"words_B.json:2: not valid UTF-8 \(byte 0xe9 at column 5\)"),
     (b'["not", "an", "object"]', r"words_B.json: expected a JSON object of entries, found list"),
 ])
 def test_gcide_file_with_bad_bytes_or_shape(tmp_path, content, message):

@@ -15,7 +15,6 @@ from tiny_models import WORDS
 
 from defsent_plus.encoders import encoding
 from defsent_plus.encoders.encoding import (
-    Batching,
     batch_bounds,
     batching_for,
     pad_rows,
@@ -152,7 +151,7 @@ def test_the_budget_is_cuda_only_and_set_in_one_place(monkeypatch):
     assert batching_for("cpu", 7) == (7, None)
     assert batching_for("cuda", 128) == (1024, 65_536)
     assert batching_for("cuda", 4096) == (4096, 65_536)
-    monkeypatch.setitem(encoding.DEVICE_BATCHING, "cuda", Batching(256, 8192))
+    monkeypatch.setitem(encoding.DEVICE_BATCHING, "cuda", (256, 8192))
     assert batching_for("cuda:0", 128) == (256, 8192)
 
 
@@ -169,7 +168,7 @@ def calls_to_encode(monkeypatch) -> list[dict]:
 
 
 def test_the_callers_batch_as_batching_for_says(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setitem(encoding.DEVICE_BATCHING, "cpu", Batching(16, 300))
+    monkeypatch.setitem(encoding.DEVICE_BATCHING, "cpu", (16, 300))
     calls = calls_to_encode(monkeypatch)
     encoder = load_encoder(tiny_bert)
     frame = pd.DataFrame({"entry": ["a", "b"], "definitions": [["a big cat", "a dog"], ["the night"]]})

@@ -27,7 +27,7 @@ from test_transforms import FLOAT32_ATOL, TORCH_FLOAT64_ATOL, aligned_components
 from tiny_models import WORDS
 from workflow_utils import snakemake, write_tiny_config
 
-from defsent_plus.dictionary import definition_pairs
+from defsent_plus.dictionary.table import definition_pairs
 from defsent_plus.encoders import encoding
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.methods.defsent_plus.objective import EntryProjection

@@ -12,6 +12,7 @@ import pytest
 
 from defsent_plus.cli import main as cli
 from defsent_plus.encoders.model_card import model_card
+from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json
 from defsent_plus.model_specs import SOURCE_CARD
 from defsent_plus.names import TRAINING_CARD
@@ -105,6 +106,17 @@ def test_the_card_declares_the_root_models_public_id_through_a_start_from_chain(
     assert "by way of `results/first/step2/best`" in text
     assert (f"starting from `{public}`" in text) if public else ("`/data/my-encoder` (by way of" in text
                                                                and "declares no `base_model`" in text)
+
+
+def test_a_search_dataset_not_found_names_the_file_and_how_to_pass_it(tmp_path, monkeypatch):
+    from defsent_plus.cli import searched_dataset
+
+    model = tmp_path / "results" / "run" / "step1" / "best"
+    model.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DefSentError, match=r"^--search b: dataset b of the dictionary stage results/dictionary/"
+                                           r"b\.parquet not found \(tried .*b\.parquet\): pass its parquet's path$"):
+        searched_dataset("b", str(model))
 
 
 def test_search_reads_the_dictionary_of_the_config_that_trained_the_model(tmp_path, monkeypatch):

@@ -116,7 +116,7 @@ def test_reverse_dictionary_notes_on_stderr_when_it_falls_back_to_cosine(tiny_be
     import numpy as np
     from helpers import write_toy_dataset
 
-    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.dictionary.table import read_dataset
     from defsent_plus.io import write_npy
 
     model = tmp_path / "model"

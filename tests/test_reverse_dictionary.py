@@ -14,15 +14,8 @@ import torch
 import yaml
 from helpers import toy_frame, write_toy_dataset
 
-from defsent_plus.dictionary import (
-    HeldOut,
-    definition_pairs,
-    hold_out_queries,
-    read_dataset,
-    split_by_headword,
-    training_pairs,
-    write_subset,
-)
+from defsent_plus.dictionary.subsets import HeldOut, hold_out_queries, split_by_headword, write_subset
+from defsent_plus.dictionary.table import definition_pairs, read_dataset, training_pairs
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.reverse_dictionary import (
@@ -610,7 +603,7 @@ def whole_and_subset(tmp_path, tiny_bert) -> dict:
 
 
 def test_a_subset_records_the_dataset_it_was_drawn_from(whole_and_subset):
-    from defsent_plus.dictionary import SOURCE_DATASET
+    from defsent_plus.dictionary.table import SOURCE_DATASET
 
     assert read_dataset(whole_and_subset["subset"]).attrs[SOURCE_DATASET] == str(whole_and_subset["whole"])
 

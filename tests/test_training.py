@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from helpers import toy_frame, write_toy_dataset
 from safetensors.torch import load_file
 
-from defsent_plus.dictionary import definition_pairs
+from defsent_plus.dictionary.table import definition_pairs
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
 from defsent_plus.io import write_json, write_npy

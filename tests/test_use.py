@@ -10,7 +10,7 @@ import torch
 from helpers import write_toy_dataset
 
 from defsent_plus.cli import main as cli
-from defsent_plus.dictionary import definition_pairs
+from defsent_plus.dictionary.table import definition_pairs
 from defsent_plus.encoders.encoding import PROMPT_TEMPLATE
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.evaluation.report import scores_table, seed_summary, write_score_tables
@@ -59,7 +59,7 @@ def test_ranking_metrics_on_known_ranks():
 def test_reverse_dictionary_finds_the_entry_its_space_points_to(tmp_path, tiny_bert):
     dataset = write_toy_dataset(tmp_path / "toy.parquet")
     encoder = load_encoder(tiny_bert)
-    from defsent_plus.dictionary import read_dataset
+    from defsent_plus.dictionary.table import read_dataset
 
     frame = read_dataset(dataset)
     queries = [defs[0] for defs in frame["definitions"]]

@@ -1,14 +1,23 @@
-"""Where each dataset's files come from: the official archives, in the order they are tried, as data.
+"""Where each dataset's files come from: the official archives, in the order they are tried, as data; and a
+dataset's settings resolved from config (``data.<name>``), with the identity that decides re-runs.
 
 A dataset's layout is the list of files in its checksum manifest (``data/checksums/<name>.sha256``) or, where no
 manifest is known, the files named here. An archive provides the layout files found under its ``root``.
+
+Where the files come from (a mirror path, a host) is not part of the identity: with a checksum manifest the
+content is pinned, so moving the mirror or switching to a download re-runs nothing. Without a manifest the
+archives listed are the identity.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
+from defsent_plus.acquisition.download import Retry
 from defsent_plus.errors import DefSentError
+from defsent_plus.io import file_sha256
 
 KINDS = ("file", "zip", "tar")  # tar: any compression tarfile reads
 
@@ -75,12 +84,6 @@ CATALOG = {
 }
 
 
-def spec_of(name: str) -> DataSpec:
-    if name not in CATALOG:
-        raise DefSentError(f"config: data.{name}", f"unknown dataset; expected one of {sorted(CATALOG)}")
-    return CATALOG[name]
-
-
 def archives_from_config(entries: list[dict], where: str) -> tuple[Archive, ...]:
     """Archives a user lists in config (``data.<name>.archives``) instead of the official ones."""
     archives = []
@@ -92,3 +95,43 @@ def archives_from_config(entries: list[dict], where: str) -> tuple[Archive, ...]
             raise DefSentError(f"{where}[{i}].root", "a plain file needs root: its path in the dataset's layout")
         archives.append(archive)
     return tuple(archives)
+
+
+def mirror_variable(name: str) -> str:
+    """The environment variable naming a local mirror of dataset ``name`` (it wins over config)."""
+    return f"DEFSENT_{name.upper()}"
+
+
+@dataclass(frozen=True)
+class Acquisition:
+    """A dataset's acquisition settings: where its files come from, how they are checked and placed."""
+
+    spec: DataSpec
+    mirror: str | None
+    link: str
+    manifest: Path | None
+    archives: tuple[Archive, ...]
+    retry: Retry
+
+
+def resolve(name: str, data_config: dict, repo: str | Path) -> Acquisition:
+    """The settings of ``data.<name>``; ``checksums: default`` is the repository's manifest for it, if any."""
+    where = f"config: data.{name}"
+    if name not in CATALOG:
+        raise DefSentError(where, f"unknown dataset; expected one of {sorted(CATALOG)}")
+    spec, block = CATALOG[name], data_config[name]
+    manifest = block["checksums"]
+    if manifest == "default":
+        manifest = None if spec.manifest is None else Path(repo) / spec.manifest
+    if manifest is not None and not Path(manifest).is_file():
+        raise DefSentError(f"{where}.checksums", f"checksum manifest {manifest} not found")
+    archives = archives_from_config(block["archives"], f"{where}.archives") if block["archives"] else spec.archives
+    return Acquisition(spec, os.environ.get(mirror_variable(name)) or block["mirror"], block["link"],
+                       None if manifest is None else Path(manifest), archives, Retry(**data_config["download"]))
+
+
+def identity(settings: Acquisition) -> dict:
+    """What the acquired content is: its manifest's SHA-256, or (unverified) the archives it comes from."""
+    if settings.manifest is not None:
+        return {"manifest_sha256": file_sha256(settings.manifest)}
+    return {"archives": [[a.url, a.sha256] for a in settings.archives]}

@@ -124,7 +124,11 @@ def from_mirror(layout: Layout, mirror: Path, out: Path, link: str) -> dict:
         raise DefSentError(mirror, f"{len(wrong)} mirror files differ from the checksums kept in the repository "
                                    f"(another version or processing of the data?): {'; '.join(wrong[:3])}")
     for name in layout.files:
-        place(mirror / name, out / name, link)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        if link == "symlink":
+            os.symlink((mirror / name).resolve(), out / name)
+        else:
+            shutil.copyfile(mirror / name, out / name)
     return {"source": f"mirror {mirror.resolve()}", "link": link}
 
 
@@ -134,20 +138,12 @@ def mirror_files(mirror: Path) -> tuple[str, ...]:
                         if path.is_file() and path.relative_to(mirror).as_posix() not in (RECORD, SUMS)))
 
 
-def place(source: Path, dest: Path, link: str) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if link == "symlink":
-        os.symlink(source.resolve(), dest)
-    else:
-        shutil.copyfile(source, dest)
-
-
 def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path, out: Path, retry: Retry) -> dict:
     """Download archives in order until every layout file is there; each file is checked as it is taken."""
     needed = set(layout.files)
     used, failures = [], []
     for archive in archives:
-        if not needed or not _provides_any(archive, needed):
+        if not needed or (archive.kind == "file" and archive.root not in needed):  # a plain file not needed
             continue
         try:
             path = fetch(archive.url, downloads / archive.filename, archive.sha256, retry)
@@ -168,10 +164,6 @@ def from_archives(layout: Layout, archives: tuple[Archive, ...], downloads: Path
                            "under data.<name>.archives, or point data.<name>.mirror (or its environment variable) "
                            "at a local copy of the layout")
     return {"source": "download", "archives": used}
-
-
-def _provides_any(archive: Archive, needed: set[str]) -> bool:
-    return archive.kind != "file" or archive.root in needed
 
 
 def take_from(archive: Archive, path: Path, layout: Layout, needed: set[str], out: Path) -> tuple[set[str], list[str]]:

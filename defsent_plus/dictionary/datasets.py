@@ -104,10 +104,9 @@ def backend_encodings(tokenizer, texts: Sequence[str], add_special_tokens: bool)
     """What ``tokenizer(texts, add_special_tokens=...)`` encodes, as the fast tokenizer's own encodings; None for a
     tokenizer without a Rust backend.
 
-    The call would convert every encoding into Python lists (ids, attention mask, token types), which takes nearly
-    as long as the encoding itself; here the backend encodes the batch directly. It is a copy with what the call
-    sets before encoding (no truncation, no padding: a saved ``tokenizer.json`` may carry both; special tokens split
-    or not as the tokenizer says), so the tokenizer itself is left as it was.
+    The call would also convert every encoding into Python lists, nearly doubling its time. The backend is a copy set
+    as the call sets it (no truncation or padding, which a saved ``tokenizer.json`` may carry; special tokens split
+    as the tokenizer says), so the tokenizer itself is left as it was.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:

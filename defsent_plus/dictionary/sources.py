@@ -61,28 +61,27 @@ BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le
 
 def text_encoding(raw: bytes) -> tuple[str, int]:
     """(encoding, BOM length) of a text file's bytes: UTF-8 or UTF-16 by byte-order mark, else UTF-8."""
-    for mark, encoding in BYTE_ORDER_MARKS:
-        if raw.startswith(mark):
-            return encoding, len(mark)
-    return "utf-8", 0
+    return next(((encoding, len(mark)) for mark, encoding in BYTE_ORDER_MARKS if raw.startswith(mark)), ("utf-8", 0))
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 or (BOM-marked) UTF-16 file, the byte-order mark and CR/LF line ends removed;
-    a byte that does not decode is an error naming file, line and column."""
-    if not path.is_file():
-        raise DefSentError(path, "file not found")
-    raw = path.read_bytes()
-    encoding, start = text_encoding(raw)
-    body = raw[start:]
+def decoded(path: Path, body: bytes, encoding: str) -> str:
+    """A file's ``body`` as text; a byte that does not decode is an error naming file, line and column."""
     try:
-        text = body.decode(encoding)
+        return body.decode(encoding)
     except UnicodeDecodeError as err:
         before = body[: err.start].decode(encoding, errors="replace")
         column = len(before) - before.rfind("\n")
         raise DefSentError(path, f"not valid {encoding.upper()} (byte {body[err.start]:#04x} at column {column})",
                            line=before.count("\n") + 1) from err
-    lines = text.split("\n")
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 or (BOM-marked) UTF-16 file, the byte-order mark and CR/LF line ends removed."""
+    if not path.is_file():
+        raise DefSentError(path, "file not found")
+    raw = path.read_bytes()
+    encoding, start = text_encoding(raw)
+    lines = decoded(path, raw[start:], encoding).split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line
     for number, line in enumerate(lines, start=1):
@@ -202,12 +201,7 @@ def read_gcide(path: str | Path | None, name: str, on_malformed: str, drops: Dro
 
 def read_gcide_file(file: Path) -> dict:
     """One ``words_*.json`` file: a JSON object; bad UTF-8 or JSON is an error naming file and line."""
-    raw = file.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DefSentError(file, f"not valid UTF-8 (byte {raw[err.start]:#04x})", line=line) from err
+    text = decoded(file, file.read_bytes(), "utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

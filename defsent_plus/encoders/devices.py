@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import itertools
 import logging
 import os
 import shutil
@@ -38,17 +39,13 @@ def device_ids() -> list[int]:
     otherwise the NVIDIA driver's ``/proc`` entries, else ``nvidia-smi -L``, else none.
     """
     override = os.environ.get(GPUS_ENV, "").strip()
+    if "," in override:
+        return [int(part) for part in override.split(",") if part.strip()]
     if override:
-        return _parse_ids(override)
+        return list(range(int(override)))
     if NVIDIA_PROC.is_dir():
         return list(range(len(list(NVIDIA_PROC.iterdir()))))
     return list(range(_nvidia_smi_count()))
-
-
-def _parse_ids(text: str) -> list[int]:
-    if "," in text:
-        return [int(part) for part in text.split(",") if part.strip()]
-    return list(range(int(text)))
 
 
 def _nvidia_smi_count() -> int:
@@ -116,29 +113,17 @@ def _claim(requested: int, lock_dir: Path, pool: list[int], poll_seconds: float,
             "detection); on a CPU-only machine set resources.gpu: 0 in the config or use the workstation profile"
         )
     lock_dir.mkdir(parents=True, exist_ok=True)
-    waiting = False
-    while True:
-        attempt = ExitStack()
-        devices = _lock_free(requested, lock_dir, pool, attempt)
+    for attempt_number in itertools.count():
+        attempt = ExitStack()  # free devices of pool locked in order, up to requested of them
+        free = (device for device in pool if _try_lock(lock_dir / f"gpu{device}.lock", attempt))
+        devices = list(itertools.islice(free, requested))
         if len(devices) == requested:
             held.enter_context(attempt)
             return devices
         attempt.close()
-        if not waiting:
+        if attempt_number == 0:
             log.info("waiting for %d free GPU slot(s) of %s in %s", requested, pool, lock_dir)
-            waiting = True
         time.sleep(poll_seconds)
-
-
-def _lock_free(requested: int, lock_dir: Path, pool: list[int], stack: ExitStack) -> list[int]:
-    """Lock free devices of ``pool`` in order, up to ``requested`` of them."""
-    devices: list[int] = []
-    for device in pool:
-        if len(devices) == requested:
-            break
-        if _try_lock(lock_dir / f"gpu{device}.lock", stack):
-            devices.append(device)
-    return devices
 
 
 def _try_lock(path: Path, stack: ExitStack) -> bool:

@@ -87,16 +87,9 @@ def get_pooling(name: str) -> Pooling:
     return POOLINGS[name]
 
 
-@dataclass(frozen=True)
-class Batching:
-    """At most ``batch_size`` sentences a batch and, with ``max_tokens``, at most that many padded tokens."""
-
-    batch_size: int
-    max_tokens: int | None = None
-
-
-# Encoding batches by device type; a device type not listed keeps the caller's batch_size without a budget.
-DEVICE_BATCHING: dict[str, Batching] = {"cuda": Batching(batch_size=1024, max_tokens=65_536)}
+# Encoding batches by device type, (batch_size, max_tokens): at most batch_size sentences a batch and, with
+# max_tokens, at most that many padded tokens. A device type not listed keeps the caller's batch_size without a budget.
+DEVICE_BATCHING: dict[str, tuple[int, int | None]] = {"cuda": (1024, 65_536)}
 HOST_CHUNK_ROWS = 16_384  # pooled rows gathered on the device before one copy to the host
 TOKENISE_CHUNK = 8_192  # texts tokenised per tokenizer call (bounds the Python lists alive at once)
 
@@ -107,7 +100,7 @@ def batching_for(device: torch.device | str, batch_size: int) -> tuple[int, int 
     batching = DEVICE_BATCHING.get(torch.device(device).type)
     if batching is None:
         return batch_size, None
-    return max(batch_size, batching.batch_size), batching.max_tokens
+    return max(batch_size, batching[0]), batching[1]
 
 
 @dataclass(frozen=True)
@@ -216,14 +209,12 @@ def encode(
     Poolings that share the same input text (``cls`` and ``mean``) share one forward pass. A batch holds at most
     ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens (:func:`batching_for`).
     """
-    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     out: dict[str, np.ndarray] = {}
-    batching = Batching(batch_size, max_tokens)
     for names in _group_by_template(poolings).values():
         texts = [get_pooling(names[0]).prepare(s, tokenizer) for s in sentences]
-        out.update(_encode_texts(model, tokenizer, texts, names, batching, max_length, device, progress, desc))
+        out.update(_encode_texts(model, tokenizer, texts, names, batch_size, max_tokens, max_length, progress, desc))
     model.train(was_training)
     return {name: out[name] for name in poolings}
 
@@ -235,7 +226,8 @@ def _group_by_template(poolings: Sequence[str]) -> dict[str | None, list[str]]:
     return groups
 
 
-def _encode_texts(model, tokenizer, texts, names, batching: Batching, max_length, device, progress, desc):
+def _encode_texts(model, tokenizer, texts, names, batch_size, max_tokens, max_length, progress, desc):
+    device = next(model.parameters()).device
     result = {name: np.empty((len(texts), model.config.hidden_size), dtype=np.float32) for name in names}
     if not texts:
         return result
@@ -243,9 +235,9 @@ def _encode_texts(model, tokenizer, texts, names, batching: Batching, max_length
     order = np.argsort(-tokens.lengths, kind="stable")
     pads, side = pad_values(tokenizer), tokenizer.padding_side
     mask_id = tokenizer.mask_token_id if any(get_pooling(n).template is not None for n in names) else None
-    sink = HostCopies(result, device, batching.batch_size)
+    sink = HostCopies(result, device, batch_size)
     with tqdm(total=len(texts), desc=desc, unit="sent", disable=not progress, mininterval=5) as bar:
-        for start, stop in batch_bounds(tokens.lengths[order], batching.batch_size, batching.max_tokens):
+        for start, stop in batch_bounds(tokens.lengths[order], batch_size, max_tokens):
             idx = order[start:stop]
             inputs = pad_rows(tokens, idx, pads, side)
             mask_pos = None if mask_id is None else _to(mask_positions(inputs["input_ids"], mask_id), device)

@@ -11,7 +11,7 @@ Whatever is missing is said, not invented.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +19,7 @@ import pandas as pd
 from defsent_plus.io import read_json, read_tsv_table
 from defsent_plus.model_specs import SOURCE_CARD, public_model_id, spec_kind
 from defsent_plus.names import PROMPT_TEMPLATE, TRAINING_CARD
-from defsent_plus.recorded_paths import located, model_folders
+from defsent_plus.recorded_paths import located, model_folders, training_card
 
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSB", "SICKR", "avg")
 RANKING_METRICS = ("mrr", "top1", "top10")
@@ -29,27 +29,6 @@ POOLING_TEXT = {
     "max": "the element-wise max of the last hidden states over the non-padding tokens",
     "prompt": f"the last hidden state at the mask token of PromptBERT's template `{PROMPT_TEMPLATE}`",
 }
-
-
-@dataclass
-class CardSources:
-    """What a card is written from; each part may be missing."""
-
-    training: dict = field(default_factory=dict)  # the training card
-    train_summary: dict = field(default_factory=dict)  # the candidate's train.json
-    sts: pd.DataFrame | None = None  # the run's dev-selected rows of eval/sts.tsv (one per evaluated pooling)
-    ranking: pd.DataFrame | None = None  # the run's trained-model rows of eval/reverse_dictionary.tsv
-
-    @classmethod
-    def of(cls, model_dir: str | Path) -> CardSources:
-        model_dir = Path(model_dir)
-        card = model_dir / TRAINING_CARD
-        sources = cls(training=read_json(card) if card.is_file() else {})
-        sources.train_summary = candidate_summary(model_dir)
-        step = re.fullmatch(r"step(\d+)", model_dir.parent.name)
-        if model_dir.name == "best" and step:
-            sources.sts, sources.ranking = run_scores(model_dir.parent.parent / "eval", int(step.group(1)))
-        return sources
 
 
 def candidate_summary(model_dir: Path) -> dict:
@@ -63,12 +42,17 @@ def candidate_summary(model_dir: Path) -> dict:
     return {}
 
 
-def run_scores(eval_dir: Path, step: int) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """The dev-selected rows of step ``step`` in the run's STS table, and its trained model's ranking rows."""
-    sts, ranking = None, None
+def run_scores(model_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """For a run's dev-selected model (``results/<run>/step<k>/best``): the dev-selected rows of step ``k`` in the
+    run's STS table, and its trained model's ranking rows; (None, None) for any other model."""
+    step = re.fullmatch(r"step(\d+)", model_dir.parent.name)
+    eval_dir, sts, ranking = model_dir.parent.parent / "eval", None, None
+    if model_dir.name != "best" or not step:
+        return sts, ranking
     if (eval_dir / "sts.tsv").is_file():
         table = read_tsv_table(eval_dir / "sts.tsv")
-        sts = table[(table["dev_selected"].astype(str) == "True") & (table["step"].astype(str) == str(step))]
+        selected = table["dev_selected"].astype(str) == "True"
+        sts = table[selected & (table["step"].astype(str) == str(int(step.group(1))))]
     if (eval_dir / "reverse_dictionary.tsv").is_file():
         table = read_tsv_table(eval_dir / "reverse_dictionary.tsv")
         ranking = table[table["model"] == "trained"]
@@ -117,8 +101,8 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> str:
     """The README.md of an exported model: front matter, usage, training, scores, deviations, provenance."""
-    sources = CardSources.of(model_dir)
-    card, summary = sources.training, sources.train_summary
+    model_dir = Path(model_dir)
+    card, summary, (sts, ranking) = training_card(model_dir), candidate_summary(model_dir), run_scores(model_dir)
     start = starting_model(model_dir, card)
     method = card.get("method", "none (an untrained model)")
     name = name or default_title(model_dir)
@@ -137,7 +121,7 @@ def model_card(model_dir: str | Path, pooling: str, name: str | None = None) -> 
         lines += ["The prompt pooling is a module of its own (`defsent_prompt.py` in this directory): "
                   "sentence-transformers >= 6 loads it only with `trust_remote_code=True`.", ""]
     lines += ["## Training", ""] + training_lines(card, summary) + ["", "## Evaluation", ""]
-    lines += sts_section(sources.sts, pooling) + ranking_section(sources.ranking)
+    lines += sts_section(sts, pooling) + ranking_section(ranking)
     lines += ["", "## Deviations from the paper and its authors' code", ""]
     lines += [f"- {d}" for d in card.get("deviations", [])] or ["None recorded."]
     lines += ["", "## Provenance", ""]

@@ -134,10 +134,8 @@ class Encoder:
     def encode(self, texts: Sequence[str], pooling: str | Sequence[str], *, batch_size: int = 128,
                max_length: int = 128, progress: bool = False, desc: str | None = None,
                max_tokens: int | None = None) -> np.ndarray | dict[str, np.ndarray]:
-        """Embed ``texts`` on the model's device: one pooling name gives float32 ``[n, hidden]``, a list of names a
-        dict of them. Poolings that share input text (``cls`` and ``mean``) share one forward pass. A batch holds
-        at most ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens
-        (:func:`defsent_plus.encoders.encoding.batching_for` picks both for a device)."""
+        """Embed ``texts`` on the model's device (:func:`defsent_plus.encoders.encoding.encode`): one pooling name
+        gives float32 ``[n, hidden]``, a list of names a dict of them."""
         poolings = (pooling,) if isinstance(pooling, str) else tuple(pooling)
         vectors = encode(self.model, self.tokenizer, texts, poolings, batch_size, max_length, progress,
                          desc or "+".join(poolings), max_tokens=max_tokens)
@@ -193,10 +191,11 @@ def _build_pooler(path: Path, model: PreTrainedModel, family: ModelFamily, missi
     if saved_activation is not None and own_loaded:
         dense.load_state_dict(own.dense.state_dict())
         return Pooler(dense, saved_activation)
-    source = _family_pooler_source(path, family)
-    if source is not None:
-        dense.weight.data.copy_(source[0])
-        dense.bias.data.copy_(source[1])
+    prefix = family.pooler_init_from  # the family's source layer, where the checkpoint has its weight and bias
+    weight, bias = (_checkpoint_tensor(path, f"{prefix}.{name}") if prefix else None for name in ("weight", "bias"))
+    if weight is not None and bias is not None:
+        dense.weight.data.copy_(weight)
+        dense.bias.data.copy_(bias)
     elif own_loaded:
         dense.load_state_dict(own.dense.state_dict())
     else:
@@ -205,13 +204,3 @@ def _build_pooler(path: Path, model: PreTrainedModel, family: ModelFamily, missi
         dense.weight.data.copy_(torch.randn(hidden, hidden, generator=generator) * std)
         dense.bias.data.zero_()
     return Pooler(dense, family.pooler_activation)
-
-
-def _family_pooler_source(path: Path, family: ModelFamily) -> tuple[torch.Tensor, torch.Tensor] | None:
-    if family.pooler_init_from is None:
-        return None
-    weight = _checkpoint_tensor(path, f"{family.pooler_init_from}.weight")
-    bias = _checkpoint_tensor(path, f"{family.pooler_init_from}.bias")
-    if weight is None or bias is None:
-        return None
-    return weight, bias

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from defsent_plus.acquisition.catalog import CATALOG
-from defsent_plus.acquisition.settings import mirror_variable
+from defsent_plus.acquisition.catalog import CATALOG, mirror_variable
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.job_model import STS_UNITS, kind_of

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from defsent_plus import names
-from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.dictionary.table import definition_pairs, read_dataset
 from defsent_plus.encoders.encoding import batching_for, device_for_run
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.io import file_sha256, write_json, write_npy

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary import read_dataset
+from defsent_plus.dictionary.table import read_dataset
 from defsent_plus.encoders.encoding import device_for_run
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError

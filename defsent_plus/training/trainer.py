@@ -23,7 +23,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
-from defsent_plus.dictionary import read_dataset, training_pairs
+from defsent_plus.dictionary.table import read_dataset, training_pairs
 from defsent_plus.encoders.encoding import autocast_for, device_for_run, tokenise
 from defsent_plus.encoders.models import Encoder, load_encoder
 from defsent_plus.errors import DefSentError

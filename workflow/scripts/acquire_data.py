@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from defsent_plus.acquisition.catalog import resolve
 from defsent_plus.acquisition.layout import acquire
-from defsent_plus.acquisition.settings import resolve
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)

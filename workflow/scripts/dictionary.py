@@ -2,7 +2,7 @@
 
 import os
 
-from defsent_plus.dictionary import write_dictionary_stage
+from defsent_plus.dictionary.datasets import write_dictionary_stage
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)

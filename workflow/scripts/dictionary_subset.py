@@ -1,6 +1,6 @@
 """Snakemake script: a seeded sub-sample of a dataset's entries; with a held-out split, also its queries."""
 
-from defsent_plus.dictionary import write_subset
+from defsent_plus.dictionary.subsets import write_subset
 from defsent_plus.pipeline.jobs import start_job
 
 start_job(snakemake)

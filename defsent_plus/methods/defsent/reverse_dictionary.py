@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary import definition_pairs, read_dataset
+from defsent_plus.dictionary.table import definition_pairs, read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.reverse_dictionary import (
     cosine_protocol,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from defsent_plus.dictionary import read_dataset
+from defsent_plus.dictionary.table import read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_card
 from defsent_plus.evaluation.reverse_dictionary import (
