@@ -138,12 +138,13 @@ def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.D
     return group, seeds
 
 
-def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[str, Interval] | None
-                   ) -> list[dict]:
+def published_rows(run: str, spec: dict, table: pd.DataFrame,
+                   finals: dict[str, dict[str, dict[str, Interval]]] | None = None) -> list[dict]:
     """The published numbers of a run, ours (its dev-selected model, or the mean of one space's final-step seeds:
-    :func:`published_seeds`) and ours − published, beside our 95% interval (selected) or our std over seeds
-    (seeds)."""
+    :func:`published_seeds`) and ours − published, beside our 95% interval (selected; ``finals``: per pooling each
+    run's final model's intervals) or our std over seeds (seeds)."""
     pooling, rows = published_pooling(run, spec, table)
+    intervals = (finals or {}).get(pooling, {}).get(run)
     tasks = [task for task in SCORE_COLUMNS if task in spec["scores"]]
     if spec.get("compare_with", "selected") == "seeds":
         group, final = published_seeds(run, spec, rows)
@@ -165,10 +166,7 @@ def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[st
 def published_section(published: dict, tables: dict[str, pd.DataFrame],
                       finals: dict[str, dict[str, dict[str, Interval]]]) -> str:
     """Markdown: every run with published numbers against them."""
-    rows = []
-    for run, spec in published.items():
-        pooling = spec.get("pooling", tables[run]["pooling"].iloc[0])
-        rows += published_rows(run, spec, tables[run], finals.get(pooling, {}).get(run))
+    rows = [row for run, spec in published.items() for row in published_rows(run, spec, tables[run], finals)]
     return ("\n## Against the published numbers\n\nOurs − published, beside our 95% bootstrap interval (test-set "
             "noise of our model) or our std over seeds; a published number is a point estimate of another run, so a "
             "difference inside our interval or std is not a failure to reproduce.\n\n"
