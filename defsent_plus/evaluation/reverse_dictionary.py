@@ -156,12 +156,6 @@ def metrics_by_split(ranks: Mapping[str, np.ndarray]) -> dict[str, dict]:
     return {split: ranking_metrics(r) for split, r in ranks.items()}
 
 
-def cosine_protocol(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
-                    max_length: int = 128) -> dict[str, np.ndarray]:
-    """The ``cosine`` protocol's ranks of the held-out ``queries`` by split (:func:`cosine_ranks`)."""
-    return ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)
-
-
 def with_uncertainty(results: dict[str, dict], ranks: dict[str, dict[str, dict[str, np.ndarray]]],
                      like_for_like: Sequence[str], options: dict | None) -> dict:
     """The results with their ``intervals`` and the ``paired`` tests (none without ``options``). ``ranks[label]

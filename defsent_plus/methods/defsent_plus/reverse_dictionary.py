@@ -22,7 +22,7 @@ from defsent_plus.dictionary import read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_card
 from defsent_plus.evaluation.reverse_dictionary import (
-    cosine_protocol,
+    cosine_ranks,
     encoded_queries,
     metrics_by_split,
     only,
@@ -237,7 +237,7 @@ def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
     trained = ranks_by_split(dot_ranks(rd, held_out, batch_size, max_length), held_out)
-    cosine = {label: cosine_protocol(encoder, amp, held_out, batch_size, max_length)
+    cosine = {label: ranks_by_split(cosine_ranks(encoder, amp, held_out, batch_size, max_length), held_out)
               for label, encoder in (("trained", rd.encoder), ("base", load_encoder(base_model)))}
     ranks = {"trained": {"heldout_queries": trained, COSINE: cosine["trained"]},  # a base model ranks by cosine
              "base": {"heldout_queries": cosine["base"], COSINE: cosine["base"]}}
