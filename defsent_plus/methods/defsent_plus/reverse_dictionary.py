@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,26 +142,24 @@ class ReverseDictionary:
         check_encoder_dir(model_dir)
         card = training_card(model_dir)
         self.folders = model_folders(model_dir)
-        space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
+        self.space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
         if search is None:
             dataset_path = training_input(model_dir, card, dataset_path, self.folders, "dataset")
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
-        self.space_path = space_path
-        if search is None:
-            self.frame = read_dataset(dataset_path)
-            self.dataset_path = dataset_path
+        if search is None:  # the training dataset's entries; the trained space is loaded (and checked) always
+            self.frame, self.dataset_path = read_dataset(dataset_path), dataset_path
             self.searched = f"{len(self.frame):,} entries of {dataset_path}, the model's training dataset"
-            self.space = torch.from_numpy(load_space(space_path, len(self.frame)))
-            if self.scoring == "cosine":
-                self.cosine_space = unit_rows(amp_space(cosine_space, space_path, len(self.frame)))
+            self.space = torch.from_numpy(load_space(self.space_path, len(self.frame)))
+            amp = partial(amp_space, cosine_space, self.space_path, len(self.frame))
         else:
-            extended = extended_space(space_path, search, cache_dir)
+            extended = extended_space(self.space_path, search, cache_dir)
             self.frame, self.dataset_path, self.searched = extended.frame, extended.dataset, extended.description()
             self.space = torch.from_numpy(extended.trained()) if self.scoring == "dot" else None
-            if self.scoring == "cosine":
-                self.cosine_space = unit_rows(extended.base("amp"))
+            amp = partial(extended.base, "amp")
+        if self.scoring == "cosine":
+            self.cosine_space = unit_rows(amp())
         self.entries = list(self.frame["entry"])
 
     def scores(self, sentences: Sequence[str]) -> np.ndarray:
