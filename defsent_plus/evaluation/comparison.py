@@ -43,15 +43,13 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
     starting weights come from (model → run → ...); a ``transductive`` run's method is marked †; each row's
     ``seeds`` cell as :data:`SEEDS_NOTE` reads it."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
-    method = f"{method} †" if transductive else method
-    rows = [{"model": record.model, "run": "", "chain": "", "method": "", "seeds": UNTRAINED,
+    ours = {"run": run, "chain": chain, "method": f"{method} †" if transductive else method}
+    rows = [{"model": record.model, **dict.fromkeys(ours, ""), "seeds": UNTRAINED,
              **{c: f"{getattr(record, c):.2f}" for c in scores}} for record in table[table["step"] == 0].itertuples()]
-    final = table[seed_groups(table) != ""]
-    for group, seeds in final.groupby("group", sort=False):
-        rows.append({"model": f"{run} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
-                     "seeds": len(seeds),
+    for group, seeds in table[seed_groups(table) != ""].groupby("group", sort=False):
+        rows.append({"model": f"{run} ({group}), mean ± std", **ours, "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
-    return rows + [{"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": 1,
+    return rows + [{"model": f"{run}, dev-selected", **ours, "seeds": 1,
                     **{c: f"{getattr(record, c):.2f}" for c in scores}}
                    for record in table[table["dev_selected"]].itertuples()]
 
