@@ -123,10 +123,8 @@ def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.D
     else:
         selected = groups[rows["dev_selected"].astype(bool)]
         if selected.empty or not selected.iloc[0]:
-            raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no "
-                                                                       "final-step seed groups (they need "
-                                                                       "evaluation.final: candidates); or compare "
-                                                                       "with: selected")
+            raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no final-step "
+                               "seed groups (they need evaluation.final: candidates); or compare with: selected")
         group = str(selected.iloc[0])
     seeds = rows[groups == group]
     if seeds.empty:
