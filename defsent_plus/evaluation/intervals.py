@@ -27,9 +27,6 @@ class Interval:
     low: float
     high: float
 
-    def covers(self, x: float) -> bool:
-        return self.low <= x <= self.high
-
 
 @dataclass(frozen=True)
 class PairedTest:
@@ -41,7 +38,7 @@ class PairedTest:
     @property
     def distinguishable(self) -> bool:
         """Whether the interval of the difference excludes 0."""
-        return not self.difference.covers(0.0)
+        return not self.difference.low <= 0.0 <= self.difference.high
 
 
 def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:

@@ -325,19 +325,16 @@ def interval_note(results: dict[str, dict]) -> str:
             "percentile-bootstrap interval over the queries (the TSV's `<metric>_low`, `<metric>_high`)")
 
 
-def bounded_cell(value: float, low: float, high: float) -> str:
-    """A metric with its interval, or alone where the run computed none."""
-    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
-    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
+    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns (the
+    value alone on rows of a run that computed no interval)."""
     bounds = [f"{metric}_{end}" for metric in RANKING_METRICS for end in ("low", "high")]
     shown = table.drop(columns=bounds, errors="ignore")
     for metric in RANKING_METRICS:
         if f"{metric}_low" in table:
-            shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
-                                                                   table[f"{metric}_high"], strict=True)]
+            cells = zip(table[metric], table[f"{metric}_low"], table[f"{metric}_high"], strict=True)
+            shown[metric] = [f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+                             for value, low, high in cells]
     return shown
 
 
