@@ -16,8 +16,7 @@ from defsent_plus.evaluation.senteval import (
     Labelled,
     features,
     latin1_words,
-    load_mrpc,
-    load_sst2,
+    load_tab_split,
     load_transfer_task,
     load_trec,
     senteval_order,
@@ -66,14 +65,14 @@ def test_trec_labels_and_latin1_training_file(senteval_dir):
 
 
 def test_mrpc_skips_bom_header_and_reads_columns(senteval_dir):
-    train = load_mrpc(senteval_dir, "train")
+    train = load_tab_split("MRPC", senteval_dir, "train")
     assert train.labels[:2].tolist() == [1, 0]
     assert train.texts[0][0].startswith("Amrozi accused his brother")
     assert train.texts[1][0].startswith("Referring to him as only")
 
 
 def test_sst2_keeps_literal_quotes(senteval_dir):
-    dev = load_sst2(senteval_dir, "dev")
+    dev = load_tab_split("SST2", senteval_dir, "dev")
     assert set(dev.labels.tolist()) == {0, 1}
     assert all(s == s.strip() for s in dev.texts[0])
 
@@ -88,7 +87,7 @@ def test_sst2_bad_label_names_file_and_line(tmp_path):
     folder = make_dirs(tmp_path, "SST", "binary")
     (folder / "sentiment-dev").write_text("good film\t1\nbad film\tneg\n", encoding="utf-8")
     with pytest.raises(DefSentError, match=r"sentiment-dev:2: expected a label"):
-        load_sst2(tmp_path, "dev")
+        load_tab_split("SST2", tmp_path, "dev")
 
 
 def test_trec_malformed_line_names_file_and_line(tmp_path):
@@ -104,7 +103,7 @@ def test_mrpc_wrong_field_count_names_file_and_line(tmp_path):
         "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\ta\tb\n0\t3\t4\tonly one\n", encoding="utf-8"
     )
     with pytest.raises(DefSentError, match=r"msr_paraphrase_test\.txt:3: expected 5"):
-        load_mrpc(tmp_path, "test")
+        load_tab_split("MRPC", tmp_path, "test")
 
 
 def test_missing_file_and_unknown_task_are_user_errors(tmp_path):

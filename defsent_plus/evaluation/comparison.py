@@ -43,15 +43,13 @@ def sts_rows(run: str, method: str, table: pd.DataFrame, chain: str = "", transd
     starting weights come from (model → run → ...); a ``transductive`` run's method is marked †; each row's
     ``seeds`` cell as :data:`SEEDS_NOTE` reads it."""
     scores = [c for c in SCORE_COLUMNS if c in table.columns]
-    method = f"{method} †" if transductive else method
-    rows = [{"model": record.model, "run": "", "chain": "", "method": "", "seeds": UNTRAINED,
+    ours = {"run": run, "chain": chain, "method": f"{method} †" if transductive else method}
+    rows = [{"model": record.model, **dict.fromkeys(ours, ""), "seeds": UNTRAINED,
              **{c: f"{getattr(record, c):.2f}" for c in scores}} for record in table[table["step"] == 0].itertuples()]
-    final = table[seed_groups(table) != ""]
-    for group, seeds in final.groupby("group", sort=False):
-        rows.append({"model": f"{run} ({group}), mean ± std", "run": run, "chain": chain, "method": method,
-                     "seeds": len(seeds),
+    for group, seeds in table[seed_groups(table) != ""].groupby("group", sort=False):
+        rows.append({"model": f"{run} ({group}), mean ± std", **ours, "seeds": len(seeds),
                      **{c: f"{seeds[c].mean():.2f} ± {seeds[c].std(ddof=0):.2f}" for c in scores}})
-    return rows + [{"model": f"{run}, dev-selected", "run": run, "chain": chain, "method": method, "seeds": 1,
+    return rows + [{"model": f"{run}, dev-selected", **ours, "seeds": 1,
                     **{c: f"{getattr(record, c):.2f}" for c in scores}}
                    for record in table[table["dev_selected"]].itertuples()]
 
@@ -125,10 +123,8 @@ def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.D
     else:
         selected = groups[rows["dev_selected"].astype(bool)]
         if selected.empty or not selected.iloc[0]:
-            raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no "
-                                                                       "final-step seed groups (they need "
-                                                                       "evaluation.final: candidates); or compare "
-                                                                       "with: selected")
+            raise DefSentError(f"config: published.{run}.compare_with", "seeds: the run's STS table has no final-step "
+                               "seed groups (they need evaluation.final: candidates); or compare with: selected")
         group = str(selected.iloc[0])
     seeds = rows[groups == group]
     if seeds.empty:
@@ -138,12 +134,13 @@ def published_seeds(run: str, spec: dict, rows: pd.DataFrame) -> tuple[str, pd.D
     return group, seeds
 
 
-def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[str, Interval] | None
-                   ) -> list[dict]:
+def published_rows(run: str, spec: dict, table: pd.DataFrame,
+                   finals: dict[str, dict[str, dict[str, Interval]]] | None = None) -> list[dict]:
     """The published numbers of a run, ours (its dev-selected model, or the mean of one space's final-step seeds:
-    :func:`published_seeds`) and ours − published, beside our 95% interval (selected) or our std over seeds
-    (seeds)."""
+    :func:`published_seeds`) and ours − published, beside our 95% interval (selected; ``finals``: per pooling each
+    run's final model's intervals) or our std over seeds (seeds)."""
     pooling, rows = published_pooling(run, spec, table)
+    intervals = (finals or {}).get(pooling, {}).get(run)
     tasks = [task for task in SCORE_COLUMNS if task in spec["scores"]]
     if spec.get("compare_with", "selected") == "seeds":
         group, final = published_seeds(run, spec, rows)
@@ -165,10 +162,7 @@ def published_rows(run: str, spec: dict, table: pd.DataFrame, intervals: dict[st
 def published_section(published: dict, tables: dict[str, pd.DataFrame],
                       finals: dict[str, dict[str, dict[str, Interval]]]) -> str:
     """Markdown: every run with published numbers against them."""
-    rows = []
-    for run, spec in published.items():
-        pooling = spec.get("pooling", tables[run]["pooling"].iloc[0])
-        rows += published_rows(run, spec, tables[run], finals.get(pooling, {}).get(run))
+    rows = [row for run, spec in published.items() for row in published_rows(run, spec, tables[run], finals)]
     return ("\n## Against the published numbers\n\nOurs − published, beside our 95% bootstrap interval (test-set "
             "noise of our model) or our std over seeds; a published number is a point estimate of another run, so a "
             "difference inside our interval or std is not a failure to reproduce.\n\n"

@@ -21,16 +21,6 @@ CURVE_POINTS = 200  # a running mean over about len / 200 steps: an epoch of 12,
 CHANCE_REACH = 1.0  # a panel's y-range stretches to its chance line only within this many loss spans of its curves
 
 
-def smoothing_window(steps: int) -> int:
-    """The running mean's window for a curve of ``steps`` points: about 1/``CURVE_POINTS`` of them (at least 1)."""
-    return max(1, steps // CURVE_POINTS)
-
-
-def running_mean(values: pd.Series) -> pd.Series:
-    """``values`` smoothed over :func:`smoothing_window` steps (a window of 1: the values themselves)."""
-    return values.rolling(smoothing_window(len(values)), min_periods=1).mean()
-
-
 def loss_axis_label(windows: Sequence[int]) -> str:
     """The y label of a panel whose curves were smoothed over ``windows`` steps: raw, or the running mean's span."""
     low, high = min(windows), max(windows)
@@ -79,8 +69,8 @@ def plot_panel(ax, title: str, candidates: Sequence[tuple[str, str]]) -> None:
     for train_json, metrics_tsv in candidates:
         table = pd.read_csv(metrics_tsv, sep="\t", comment="#")
         label = " ".join(Path(train_json).parts[-3:-1])  # <space> seed<s>
-        curve = running_mean(table["loss"])
-        windows.append(smoothing_window(len(table)))
+        windows.append(max(1, len(table) // CURVE_POINTS))  # a window of 1: the losses themselves
+        curve = table["loss"].rolling(windows[-1], min_periods=1).mean()
         losses.append(curve)
         (line,) = ax.plot(table["step"], curve, linewidth=1, label=label)
         classes = read_json(train_json).get("classes")

@@ -27,9 +27,6 @@ class Interval:
     low: float
     high: float
 
-    def covers(self, x: float) -> bool:
-        return self.low <= x <= self.high
-
 
 @dataclass(frozen=True)
 class PairedTest:
@@ -41,7 +38,7 @@ class PairedTest:
     @property
     def distinguishable(self) -> bool:
         """Whether the interval of the difference excludes 0."""
-        return not self.difference.covers(0.0)
+        return not self.difference.low <= 0.0 <= self.difference.high
 
 
 def row_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
@@ -148,18 +145,6 @@ def resample(bounds: list[tuple[int, int]], n_resamples: int, rng: np.random.Gen
                           axis=1)
 
 
-def task_counts(bounds: list[tuple[int, int]], index: np.ndarray) -> np.ndarray:
-    """[n, B] how often each of a task's pairs is in each resample ``index`` [B, n] (drawn within its subsets)."""
-    return np.concatenate([draw_counts(index[:, start:end] - start, end - start) for start, end in bounds], axis=0)
-
-
-def segments(bounds: list[tuple[int, int]], aggregation: str, n: int) -> tuple[list[tuple[int, int]], list | None]:
-    """The column ranges whose Spearman is taken (``all``: the whole task; else each subset) and their weights."""
-    if aggregation == "all":
-        return [(0, n)], None
-    return bounds, ([end - start for start, end in bounds] if aggregation == "wmean" else None)
-
-
 @dataclass(frozen=True)
 class TaskPairs:
     """One task's stored pairs: gold scores, subset runs, the similarities of one or more models (same pairs) and
@@ -173,7 +158,8 @@ class TaskPairs:
     def scores_of_counts(self, aggregation: str, counts: np.ndarray) -> list[np.ndarray]:
         """Every model's score on resamples given as each pair's count [n, B] (the gold ranks of a resample
         computed once for all models)."""
-        ranges, weights = segments(self.bounds, aggregation, len(counts))
+        ranges = [(0, len(counts))] if aggregation == "all" else self.bounds  # whose Spearman is taken
+        weights = [end - start for start, end in self.bounds] if aggregation == "wmean" else None
         per_model = [[] for _ in self.similarities]
         for start, end in ranges:
             gold = CountedGold.of(self.gold[start:end], np.ascontiguousarray(counts[start:end]))
@@ -206,7 +192,8 @@ def resampled_scores(pairs: dict[str, TaskPairs], aggregation: str, n_resamples:
     rng = np.random.default_rng(seed)  # tasks drawn in order
     per_task = {}
     for name, task in pairs.items():
-        counts = task_counts(task.bounds, resample(task.bounds, n_resamples, rng))
+        index = resample(task.bounds, n_resamples, rng)  # [B, n], then each pair's count [n, B]
+        counts = np.concatenate([draw_counts(index[:, start:end] - start, end - start) for start, end in task.bounds])
         per_task[name] = task.scores_of_counts(aggregation, counts)
     shared = shared_counts(pairs, n_resamples, seed)
     averaged = with_average({name: task.scores_of_counts(aggregation, shared[name]) for name, task in pairs.items()})

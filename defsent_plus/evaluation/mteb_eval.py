@@ -88,9 +88,8 @@ def run_mteb(model: Any, tasks: Sequence[Any], results_dir: str | Path) -> dict[
 
     results = mteb.evaluate(model, list(tasks), cache=ResultCache(str(results_dir)), overwrite_strategy="always",
                             show_progress_bar=False)
-    by_name = {result.task_name: result for result in results.task_results}
     ours = {mteb_name: task for task, mteb_name in MTEB_NAMES.items()}
-    return {ours[name]: 100 * float(result.get_score()) for name, result in by_name.items()}
+    return {ours[result.task_name]: 100 * float(result.get_score()) for result in results.task_results}
 
 
 MTEB_TIMINGS = ("evaluation_time", "date", "evaluation_phases")  # a task result's timings (each may be null)

@@ -156,12 +156,6 @@ def metrics_by_split(ranks: Mapping[str, np.ndarray]) -> dict[str, dict]:
     return {split: ranking_metrics(r) for split, r in ranks.items()}
 
 
-def cosine_protocol(encoder: Encoder, space: np.ndarray, queries: pd.DataFrame, batch_size: int = 128,
-                    max_length: int = 128) -> dict[str, np.ndarray]:
-    """The ``cosine`` protocol's ranks of the held-out ``queries`` by split (:func:`cosine_ranks`)."""
-    return ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)
-
-
 def with_uncertainty(results: dict[str, dict], ranks: dict[str, dict[str, dict[str, np.ndarray]]],
                      like_for_like: Sequence[str], options: dict | None) -> dict:
     """The results with their ``intervals`` and the ``paired`` tests (none without ``options``). ``ranks[label]
@@ -331,19 +325,16 @@ def interval_note(results: dict[str, dict]) -> str:
             "percentile-bootstrap interval over the queries (the TSV's `<metric>_low`, `<metric>_high`)")
 
 
-def bounded_cell(value: float, low: float, high: float) -> str:
-    """A metric with its interval, or alone where the run computed none."""
-    return f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def bounded_metrics(table: pd.DataFrame) -> pd.DataFrame:
-    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns."""
+    """The markdown's view of the table: every metric as ``value [low, high]`` in place of its bound columns (the
+    value alone on rows of a run that computed no interval)."""
     bounds = [f"{metric}_{end}" for metric in RANKING_METRICS for end in ("low", "high")]
     shown = table.drop(columns=bounds, errors="ignore")
     for metric in RANKING_METRICS:
         if f"{metric}_low" in table:
-            shown[metric] = [bounded_cell(*cells) for cells in zip(table[metric], table[f"{metric}_low"],
-                                                                   table[f"{metric}_high"], strict=True)]
+            cells = zip(table[metric], table[f"{metric}_low"], table[f"{metric}_high"], strict=True)
+            shown[metric] = [f"{value:.3f}" if pd.isna(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+                             for value, low, high in cells]
     return shown
 
 

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -89,18 +90,6 @@ def load_binary(senteval_dir: str | Path, task: str) -> Labelled:
     return Labelled((sentences,), np.array([1] * len(positive) + [0] * len(negative)))
 
 
-def load_sst2(senteval_dir: str | Path, split: str) -> Labelled:
-    """SST-2 ``sentiment-{train,dev,test}``: sentence, tab, 0/1 label."""
-    path = Path(senteval_dir) / "SST" / "binary" / f"sentiment-{split}"
-    sentences, labels = [], []
-    for line, fields in read_tsv(path):
-        if len(fields) != 2:
-            raise DefSentError(path, f"expected 'sentence<TAB>label', got {len(fields)} fields", line=line)
-        labels.append(int(parse_label(fields[1].strip(), path, line)))
-        sentences.append(normalise_space(fields[0]))
-    return Labelled((sentences,), np.array(labels))
-
-
 def load_trec(senteval_dir: str | Path, split: str) -> Labelled:
     """TREC ``COARSE:fine question`` lines; labels index :data:`TREC_CLASSES`."""
     name, encoding = TREC_FILES[split]
@@ -116,23 +105,32 @@ def load_trec(senteval_dir: str | Path, split: str) -> Labelled:
     return Labelled((sentences,), np.array(labels))
 
 
-def load_mrpc(senteval_dir: str | Path, split: str) -> Labelled:
-    """MRPC ``msr_paraphrase_{train,test}.txt``: header, then Quality, #1 ID, #2 ID, #1 String, #2 String."""
-    path = Path(senteval_dir) / "MRPC" / f"msr_paraphrase_{split}.txt"
-    s1, s2, labels = [], [], []
-    for line, fields in read_tsv(path, encoding="utf-8-sig"):
-        if line == 1:
+TAB_SPLITS = {  # task -> (file of a split, encoding, header lines, fields, label column, sentence columns, layout)
+    "SST2": ("SST/binary/sentiment-{split}", "utf-8", 0, 2, 1, (0,), "'sentence<TAB>label'"),
+    "MRPC": ("MRPC/msr_paraphrase_{split}.txt", "utf-8-sig", 1, 5, 0, (3, 4), "5 tab-separated fields"),
+}
+
+
+def load_tab_split(task: str, senteval_dir: str | Path, split: str) -> Labelled:
+    """SST-2 ``sentiment-{train,dev,test}`` (sentence, tab, 0/1 label) or MRPC ``msr_paraphrase_{train,test}.txt``
+    (header, then Quality, #1 ID, #2 ID, #1 String, #2 String), read by the task's :data:`TAB_SPLITS` row."""
+    name, encoding, header, width, label, columns, layout = TAB_SPLITS[task]
+    path = Path(senteval_dir) / name.format(split=split)
+    texts, labels = tuple([] for _ in columns), []
+    for line, fields in read_tsv(path, encoding=encoding):
+        if line <= header:
             continue
-        if len(fields) != 5:
-            raise DefSentError(path, f"expected 5 tab-separated fields, got {len(fields)}", line=line)
-        labels.append(int(parse_label(fields[0].strip(), path, line)))
-        s1.append(normalise_space(fields[3]))
-        s2.append(normalise_space(fields[4]))
-    return Labelled((s1, s2), np.array(labels))
+        if len(fields) != width:
+            raise DefSentError(path, f"expected {layout}, got {len(fields)} fields", line=line)
+        labels.append(int(parse_label(fields[label].strip(), path, line)))
+        for sentences, column in zip(texts, columns, strict=True):
+            sentences.append(normalise_space(fields[column]))
+    return Labelled(texts, np.array(labels))
 
 
-SPLIT_LOADERS = {"SST2": (load_sst2, ("train", "dev", "test")), "TREC": (load_trec, ("train", "test")),
-                 "MRPC": (load_mrpc, ("train", "test"))}  # the tasks with splits: their loader and splits
+SPLIT_LOADERS = {"SST2": (partial(load_tab_split, "SST2"), ("train", "dev", "test")),
+                 "TREC": (load_trec, ("train", "test")),
+                 "MRPC": (partial(load_tab_split, "MRPC"), ("train", "test"))}  # the tasks with splits: loader, splits
 
 
 def load_transfer_task(senteval_dir: str | Path, task: str) -> dict[str, Labelled]:

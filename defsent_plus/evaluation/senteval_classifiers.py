@@ -30,16 +30,12 @@ C_GRIDS = {  # SentEval's scikit-learn grids of inverse L2 strengths, per classi
 L2_GRID = tuple(10.0**t for t in range(-5, -1))  # the PyTorch protocol's weight decays, every classifier: 1e-5 .. 1e-2
 
 
-def make_classifier(seed: int, c: float = 1.0) -> OneVsRestClassifier:
-    """SentEval's ``LogisticRegression(C=reg, random_state=seed)`` as its scikit-learn (< 0.22) ran it: liblinear,
-    OvR; ``max_iter`` 1,000 where that scikit-learn stopped at 100 (the same accuracy on all seven tasks,
-    docs/evaluation.md)."""
-    return OneVsRestClassifier(LogisticRegression(C=c, solver="liblinear", random_state=seed, max_iter=1000))
-
-
-def sklearn_fit(x: np.ndarray, y: np.ndarray, reg: float, seed: int, validation: Validation):
-    """The scikit-learn protocol's fit (no validation set)."""
-    return make_classifier(seed, reg).fit(x, y)
+def sklearn_fit(x: np.ndarray, y: np.ndarray, reg: float, seed: int, validation: Validation) -> OneVsRestClassifier:
+    """The scikit-learn protocol's fit (no validation set): SentEval's ``LogisticRegression(C=reg,
+    random_state=seed)`` as its scikit-learn (< 0.22) ran it: liblinear, OvR; ``max_iter`` 1,000 where that
+    scikit-learn stopped at 100 (the same accuracy on all seven tasks, docs/evaluation.md)."""
+    model = LogisticRegression(C=reg, solver="liblinear", random_state=seed, max_iter=1000)
+    return OneVsRestClassifier(model).fit(x, y)
 
 
 @dataclass(frozen=True)

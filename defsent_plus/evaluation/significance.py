@@ -58,10 +58,6 @@ def difference_text(test: PairedTest) -> str:
 OTHER_AGGREGATION = {"all": "mean", "mean": "all", "wmean": "all"}  # the average's verdict is also given under
 
 
-def verdict(test: PairedTest) -> str:
-    return "distinguishable from 0" if test.distinguishable else "not distinguishable from 0"
-
-
 def paired_rows(comparisons: Sequence[tuple[str, int, int]], bootstrap: Bootstrap,
                 other: tuple[str, Bootstrap] | None = None) -> pd.DataFrame:
     """One row per ``(label, a, b)``: model a minus model b on every task, the average's p-value and verdict; with
@@ -71,7 +67,8 @@ def paired_rows(comparisons: Sequence[tuple[str, int, int]], bootstrap: Bootstra
     for label, a, b in comparisons:
         tests = bootstrap.paired(a, b)
         row = {"comparison": label, **{k: difference_text(t) for k, t in tests.items()},
-               "p (Avg.)": f"p = {tests['avg'].p_value:.3f}", "Avg. difference": verdict(tests["avg"])}
+               "p (Avg.)": f"p = {tests['avg'].p_value:.3f}",
+               "Avg. difference": f"{'' if tests['avg'].distinguishable else 'not '}distinguishable from 0"}
         if other is not None:
             aggregation, resampled = other
             test = resampled.paired(a, b)["avg"]

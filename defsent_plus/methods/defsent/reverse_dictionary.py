@@ -16,12 +16,13 @@ import pandas as pd
 from defsent_plus.dictionary.table import definition_pairs, read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.reverse_dictionary import (
-    cosine_protocol,
+    cosine_ranks,
     encoded_queries,
     metrics_by_split,
     only,
     query_ranks,
     ranking_page,
+    ranks_by_split,
     read_queries,
     write_ranking,
 )
@@ -100,7 +101,7 @@ def headword_model(encoder: Encoder, head: torch.nn.Module, pooling: str, frame:
     from defsent_plus.methods.defsent.objective import headword_token_ids
 
     ranks = {**headword_ranks(encoder, head, pooling, frame, queries, batch_size),
-             COSINE: cosine_protocol(encoder, space, queries, batch_size, max_length)}
+             COSINE: ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)}
     token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
     return ranks, {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
                    "candidates": int(encoder.model.config.vocab_size),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from defsent_plus.dictionary.table import read_dataset
 from defsent_plus.errors import DefSentError
 from defsent_plus.evaluation.embeddings import training_card
 from defsent_plus.evaluation.reverse_dictionary import (
-    cosine_protocol,
+    cosine_ranks,
     encoded_queries,
     metrics_by_split,
     only,
@@ -141,26 +142,24 @@ class ReverseDictionary:
         check_encoder_dir(model_dir)
         card = training_card(model_dir)
         self.folders = model_folders(model_dir)
-        space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
+        self.space_path = training_input(model_dir, card, space_path, self.folders, "entry_space")
         if search is None:
             dataset_path = training_input(model_dir, card, dataset_path, self.folders, "dataset")
         self.pooling = pooling or card.get("pooling", "cls")
         self.encoder = load_encoder(model_dir)
         self.scoring, self.note = chosen_scoring(card, scoring)
-        self.space_path = space_path
-        if search is None:
-            self.frame = read_dataset(dataset_path)
-            self.dataset_path = dataset_path
+        if search is None:  # the training dataset's entries; the trained space is loaded (and checked) always
+            self.frame, self.dataset_path = read_dataset(dataset_path), dataset_path
             self.searched = f"{len(self.frame):,} entries of {dataset_path}, the model's training dataset"
-            self.space = torch.from_numpy(load_space(space_path, len(self.frame)))
-            if self.scoring == "cosine":
-                self.cosine_space = unit_rows(amp_space(cosine_space, space_path, len(self.frame)))
+            self.space = torch.from_numpy(load_space(self.space_path, len(self.frame)))
+            amp = partial(amp_space, cosine_space, self.space_path, len(self.frame))
         else:
-            extended = extended_space(space_path, search, cache_dir)
+            extended = extended_space(self.space_path, search, cache_dir)
             self.frame, self.dataset_path, self.searched = extended.frame, extended.dataset, extended.description()
             self.space = torch.from_numpy(extended.trained()) if self.scoring == "dot" else None
-            if self.scoring == "cosine":
-                self.cosine_space = unit_rows(extended.base("amp"))
+            amp = partial(extended.base, "amp")
+        if self.scoring == "cosine":
+            self.cosine_space = unit_rows(amp())
         self.entries = list(self.frame["entry"])
 
     def scores(self, sentences: Sequence[str]) -> np.ndarray:
@@ -237,7 +236,7 @@ def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[
     held_out = read_queries(queries, rd.frame)
     amp = load_space(only(base_space), len(rd.frame))
     trained = ranks_by_split(dot_ranks(rd, held_out, batch_size, max_length), held_out)
-    cosine = {label: cosine_protocol(encoder, amp, held_out, batch_size, max_length)
+    cosine = {label: ranks_by_split(cosine_ranks(encoder, amp, held_out, batch_size, max_length), held_out)
               for label, encoder in (("trained", rd.encoder), ("base", load_encoder(base_model)))}
     ranks = {"trained": {"heldout_queries": trained, COSINE: cosine["trained"]},  # a base model ranks by cosine
              "base": {"heldout_queries": cosine["base"], COSINE: cosine["base"]}}
