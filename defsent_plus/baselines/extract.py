@@ -255,10 +255,8 @@ class Extraction:
         """Avg. (per main layer set) and random embeddings: token vectors looked up in the splits' tokenisation, no
         forward pass."""
         tokenizer = self.encoder.tokenizer
-        lookups = {}
-        for name, accumulator in self.statics.items():
-            table, seen = accumulator.table()
-            lookups[name, AVG] = (table.to(self.device), seen.to(self.device))
+        lookups = {(name, AVG): tuple(part.to(self.device) for part in accumulator.table())  # (table, seen)
+                   for name, accumulator in self.statics.items()}
         if RANDOM in self.request["aggregations"]:
             options = self.options["random"]
             table = random_table(len(tokenizer), self.encoder.hidden_size, options["seed"], options["std"])
