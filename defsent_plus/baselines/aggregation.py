@@ -144,12 +144,11 @@ def token_weights(name: str, tokens: BatchTokens, tables: DeviceTables) -> torch
 def biases_kept(tokens: BatchTokens, tables: DeviceTables) -> torch.Tensor:
     """Tokens left after removing special tokens and the switched-on bias classes."""
     kept = tokens.attention & ~tokens.special
-    if tables.biases["frequent"]:
-        kept &= ~tables.frequent[tokens.input_ids]
-    if tables.biases["punctuation"]:
-        kept &= ~tables.punctuation[tokens.input_ids]
-    if tables.biases["subword"]:
-        kept &= ~tokens.continuation
+    classes = {"frequent": tables.frequent[tokens.input_ids], "punctuation": tables.punctuation[tokens.input_ids],
+               "subword": tokens.continuation}
+    for name, tokens_of_class in classes.items():
+        if tables.biases[name]:
+            kept &= ~tokens_of_class
     return kept
 
 

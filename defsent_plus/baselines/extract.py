@@ -161,13 +161,12 @@ class Extraction:
         n_layers = encoder.model.config.num_hidden_layers
         main, sweep = layer_sets(request["layers"], request["sweep"], n_layers, grid_key)
         self.main = {layer_set_name(s): s for s in main}
-        self.aggregations = {name: for_layers(request["aggregations"].get(ENCODER, []), s)
-                             for name, s in self.main.items()}
-        for layers in sweep:
-            name = layer_set_name(layers)
-            self.aggregations[name] = for_layers(list(dict.fromkeys([*self.aggregations.get(name, []),
-                                                                      *request["sweep"]])), layers)
-        self.layers = {**{layer_set_name(s): s for s in sweep}, **self.main}
+        self.layers = {layer_set_name(s): s for s in [*sweep, *main]}
+        encoder_aggregations = request["aggregations"].get(ENCODER, [])
+        self.aggregations = {  # the encoder's aggregations of a main layer set, then the sweep's of a single layer
+            name: for_layers(list(dict.fromkeys([*(encoder_aggregations if s in main else []),
+                                                 *(request["sweep"] if s in sweep else [])])), s)
+            for name, s in self.layers.items()}
         self.statics: dict[str, StaticAccumulator] = {}
 
     def texts(self, sentences: Sequence[str], max_length: int, split: str) -> list[str]:
@@ -256,10 +255,8 @@ class Extraction:
         """Avg. (per main layer set) and random embeddings: token vectors looked up in the splits' tokenisation, no
         forward pass."""
         tokenizer = self.encoder.tokenizer
-        lookups = {}
-        for name, accumulator in self.statics.items():
-            table, seen = accumulator.table()
-            lookups[name, AVG] = (table.to(self.device), seen.to(self.device))
+        lookups = {(name, AVG): tuple(part.to(self.device) for part in accumulator.table())  # (table, seen)
+                   for name, accumulator in self.statics.items()}
         if RANDOM in self.request["aggregations"]:
             options = self.options["random"]
             table = random_table(len(tokenizer), self.encoder.hidden_size, options["seed"], options["std"])

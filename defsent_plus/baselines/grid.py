@@ -300,9 +300,11 @@ class EmbeddingRows:
         else:
             dev_score = dev.spearman(dev.cosines(processed(DEV, dev.rows)))
             shape_metrics = shape.metrics(processed(SHAPE_KEY, shape.rows))
+        if chain not in self.isotropy:  # of the fit corpus post-processed by the chain, fitted on it whatever the fit
+            self.isotropy[chain] = self.targets.isotropy(self.transform(chain, self.corpus))
         return {**vars(combination), "transductive": self.transductive or combination.fit == "eval", **scores,
                 "avg": float(np.mean(list(scores.values()))), "dev": dev_score, **shape_metrics,
-                **self.space_metrics(chain)}, cosines
+                **self.isotropy[chain]}, cosines
 
     def processor(self, chain: str, fit: str) -> Callable[[str, np.ndarray], np.ndarray]:
         """(evaluated set, its evaluation rows) -> the set's vectors post-processed by ``chain``: fitted on the fit
@@ -330,13 +332,6 @@ class EmbeddingRows:
         if chain not in self.fitted:
             self.fitted[chain] = fit_chain(chain, self.corpus, self.targets.abtt_components, FIT_CORPUS_KEY, fast=True)
         return transform_rows(self.fitted[chain], x)
-
-    def space_metrics(self, chain: str) -> dict:
-        """IsoScore and mean cosine of the fit corpus post-processed by ``chain`` (fitted on itself, whatever the
-        row's fit)."""
-        if chain not in self.isotropy:
-            self.isotropy[chain] = self.targets.isotropy(self.transform(chain, self.corpus))
-        return self.isotropy[chain]
 
 
 def score_block(block: dict[tuple, list[tuple[int, Combination]]], embeddings: CachedEmbeddings,

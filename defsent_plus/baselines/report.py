@@ -309,6 +309,5 @@ def plot_layers(table: pd.DataFrame, n_layers: int, out_png: str | Path, title: 
     if not rows.empty:
         honest_ylim(ax, rows["avg"])
     ax.set_xticks(range(len(order)), ["static" if name == "static" else name[1:] for name in order])
-    ax.set_xlabel("layer (static = input embedding rows, 0 = embedding output)")
-    ax.set_ylabel("STS average, Spearman × 100")
+    ax.set(xlabel="layer (static = input embedding rows, 0 = embedding output)", ylabel="STS average, Spearman × 100")
     save_plot(fig, ax, title, out_png)

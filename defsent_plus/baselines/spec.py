@@ -180,6 +180,8 @@ def sources_for(grid: dict, template: str) -> list[str]:
 def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) -> list[Combination]:
     """Every row of a grid, in a stable order: the main product first, then the layer sweep."""
     main_sets, sweep_sets = layer_sets(grid["layers"], grid["layer_sweep"], n_layers, key)
+    post_fits = [(post, fit) for post in grid["postprocess"]  # "none" once, every other chain once per fit
+                 for fit in (grid["fit"] if post != "none" else [NO_FIT])]
     rows = []
     for template in grid["templates"]:
         for source in sources_for(grid, template):
@@ -188,7 +190,7 @@ def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) ->
                 aggregations = aggregations_for(grid["aggregations"], template, source, custom_templates)
                 for aggregation in for_layers(aggregations, layers) if layers else aggregations:
                     rows += [Combination(source, template, layer_set_name(layers) if layers else RANDOM_LAYERS,
-                                         aggregation, post, fit) for post, fit in post_fits(grid)]
+                                         aggregation, post, fit) for post, fit in post_fits]
         if ENCODER in grid["sources"]:
             for layers in sweep_sets:
                 swept = aggregations_for(grid["layer_sweep"], template, ENCODER, custom_templates)
@@ -197,11 +199,6 @@ def combinations(grid: dict, n_layers: int, custom_templates: dict, key: str) ->
                     if Combination(*astuple(row)[:-1], False) not in rows:  # not already a row of the main product
                         rows.append(row)
     return rows
-
-
-def post_fits(grid: dict) -> list[tuple[str, str]]:
-    """(post-processing, fit) pairs: ``none`` once, every other chain once per fit."""
-    return [(post, fit) for post in grid["postprocess"] for fit in (grid["fit"] if post != "none" else [NO_FIT])]
 
 
 def extraction_request(grid: dict, template: str, custom_templates: dict) -> dict:

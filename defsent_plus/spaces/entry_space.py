@@ -65,9 +65,8 @@ def write_entry_space(
     """Build and write the AC/AMP spaces of a dataset with an encoder, and a JSON naming their provenance;
     ``timings`` gets the encoding's seconds and pace (the job's work clock; the JSON holds no timing)."""
     frame = read_dataset(dataset_path)
-    encoder = load_encoder(encoder_path)
     device = device_for_run()
-    encoder.to(device)
+    encoder = load_encoder(encoder_path).to(device)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
     n_definitions = int(frame["definitions"].map(len).sum())

@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +23,11 @@ import numpy as np
 import pandas as pd
 
 from defsent_plus.dictionary.table import read_dataset
-from defsent_plus.encoders.encoding import device_for_run
-from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
-from defsent_plus.io import file_sha256, read_json, write_json, write_npy
+from defsent_plus.io import file_sha256, read_json, write_json
 from defsent_plus.recorded_paths import located, search_folders
 from defsent_plus.spaces.entry_matrix import load_space
-from defsent_plus.spaces.entry_space import ENTRY_POOLINGS, entry_embeddings
+from defsent_plus.spaces.entry_space import ENTRY_POOLINGS, write_entry_space
 
 log = logging.getLogger(__name__)
 
@@ -165,21 +162,11 @@ def extended_space(space_path: str | Path, dataset_path: str | Path, cache_dir: 
     folder = Path(cache_dir or default_cache_dir()) / "entry-spaces" / hashlib.sha256(
         json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     seconds = None
-    if not all((folder / f"{name}.npy").is_file() for name in ENTRY_POOLINGS):
-        seconds = encode_base_spaces(recipe, frame, folder, batch_size)
+    if not all((folder / f"{name}.npy").is_file() for name in ENTRY_POOLINGS):  # one encoding pass, then cached
+        timings: dict = {}
+        write_entry_space(recipe.encoder_path, dataset_path, {name: folder / f"{name}.npy" for name in ENTRY_POOLINGS},
+                          folder / SPACE_META, batch_size, recipe.max_length, timings=timings)
+        seconds = timings["seconds"]
         write_json(folder / "meta.json", {**key, "encoder_path": recipe.encoder_path, "dataset_path": str(dataset_path),
                                           "entries": len(frame), "seconds": round(seconds, 1)})
     return ExtendedSpace(frame, Path(dataset_path), folder, recipe, seconds)
-
-
-def encode_base_spaces(recipe: SpaceRecipe, frame: pd.DataFrame, folder: Path, batch_size: int) -> float:
-    """Write the AC and AMP vectors of every entry of ``frame`` into ``folder``; returns the seconds it took."""
-    encoder = load_encoder(recipe.encoder_path).to(device_for_run())
-    n_definitions = int(frame["definitions"].map(len).sum())
-    log.info("encoding %d definitions of %d entries with %s (once: cached in %s)", n_definitions, len(frame),
-             recipe.encoder_path, folder)
-    started = time.perf_counter()
-    spaces = entry_embeddings(encoder, frame, batch_size, recipe.max_length, progress=True)
-    for name, matrix in spaces.items():
-        write_npy(folder / f"{name}.npy", matrix)
-    return time.perf_counter() - started

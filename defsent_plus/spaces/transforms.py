@@ -1,14 +1,8 @@
-"""Candidate-space transforms of an entry space E [n_entries, hidden], selected by name.
-
-``apply_transform(E, name, **params)`` returns the transformed float32 matrix and an info dict (JSON-ready)
-describing what was done. Transforms:
-
-- ``none``:   E unchanged.
-- ``center``: E minus its mean.
-- ``whiten``: PCA whitening (centered, unit variance per component, all ``hidden`` components).
-- ``ica``:    the DefSent+ recipe (Appendix A, after Yamagiwa et al. 2023): StandardScaler, then scikit-learn
-  FastICA(n_components=hidden, whiten="unit-variance", fun="logcosh", max_iter=1000, tol=1e-4,
-  random_state=42), then x 100.
+"""Candidate-space transforms of an entry space E [n_entries, hidden], selected by name: ``none``, ``center``,
+``whiten`` (PCA whitening of all ``hidden`` components) and ``ica``, the DefSent+ recipe (Appendix A, after Yamagiwa
+et al. 2023): StandardScaler, then scikit-learn FastICA(n_components=hidden, whiten="unit-variance", fun="logcosh",
+max_iter=1000, tol=1e-4, random_state=42), then x 100. ``apply_transform(E, name, **params)`` returns the float32
+matrix and a JSON-ready info dict describing what was done.
 
 ICA backends: ``sklearn`` is the reference; ``torch`` runs the same parallel FastICA (same whitening, same
 initial matrix ``w_init`` drawn from ``random_state``, same update, same stopping rule) with PyTorch, on the
@@ -217,8 +211,9 @@ def ica(
     started = time.perf_counter()
     with limited_threads(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        if chosen == "sklearn":
-            sources, n_iter, device_used = _ica_sklearn(scaled, fastica_options)
+        if chosen == "sklearn":  # the reference
+            model = FastICA(**fastica_options)
+            sources, n_iter, device_used = model.fit_transform(scaled), model.n_iter_, "cpu"
         else:
             sources, n_iter, device_used = _ica_torch(scaled, fastica_options, device)
     seconds = time.perf_counter() - started
@@ -241,7 +236,11 @@ def ica(
         "numerical_rank": rank,
         "warnings": convergence_messages + ([rank_message] if rank_message else []),
     }
-    _log_ica_result(info)
+    log.log(logging.INFO if info["converged"] else logging.WARNING, "ICA (%s, %s): %d/%d iterations, %s (tol %s), %s s",
+            chosen, precision, info["n_iter"], max_iter, "converged" if info["converged"] else "NOT converged", tol,
+            info["seconds"])
+    for message in info["warnings"]:
+        log.warning(message)
     return (sources * scale).astype(np.float32), info
 
 
@@ -255,21 +254,6 @@ def _convergence_messages(caught: list[warnings.WarningMessage]) -> list[str]:
         else:
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
     return messages
-
-
-def _log_ica_result(info: dict) -> None:
-    summary = (f"ICA ({info['backend']}, {info['precision']}): {info['n_iter']}/{info['max_iter']} iterations, "
-               f"{'converged' if info['converged'] else 'NOT converged'} (tol {info['tol']}), {info['seconds']} s")
-    log.log(logging.INFO if info["converged"] else logging.WARNING, summary)
-    for message in info["warnings"]:
-        log.warning(message)
-
-
-def _ica_sklearn(scaled: np.ndarray, options: dict) -> tuple[np.ndarray, int, str]:
-    """The reference: scikit-learn FastICA on the standardized matrix; returns (sources, n_iter, device)."""
-    model = FastICA(**options)
-    sources = model.fit_transform(scaled)
-    return sources, model.n_iter_, "cpu"
 
 
 def sklearn_whitening(scaled: np.ndarray, n_components: int, solver: str) -> tuple[np.ndarray, np.ndarray]:
