@@ -22,11 +22,6 @@ ENTRIES, VOCABULARY, IN_BATCH = "entries", "vocabulary", "in-batch"  # what an o
 CLASSES = (ENTRIES, VOCABULARY, IN_BATCH)
 
 
-def run_definitions(options: dict, definitions: float) -> float:
-    """An epoch over every training definition of the run's dataset (DefSent+, DefSent)."""
-    return definitions
-
-
 @dataclass(frozen=True)
 class TrainingCosts:
     """What a method's work is, as the cost model asks it (:mod:`defsent_plus.pipeline.requests`, the cost sheet,
@@ -38,7 +33,7 @@ class TrainingCosts:
     saved model holds the masked-LM head."""
 
     classes: str | None = None
-    sentences: Callable[[dict, float], float] = run_definitions
+    sentences: Callable[[dict, float], float] = lambda options, definitions: definitions  # the run's definitions
     saves_masked_lm_head: bool = False
 
     def __post_init__(self):
@@ -161,19 +156,14 @@ class Method:
 
     def training_card(self, options: dict | None = None) -> dict:
         """What every model this method trains records about the method (and the variant ``options`` name)."""
-        card = {"method": self.name, "paper": self.paper, "deviations": [*self.deviations,
-                                                                        *self.deviations_of_options(options)]}
+        resolved = self.options_in_force(options or {})  # the option_deviations of the options in force
+        card = {"method": self.name, "paper": self.paper, "deviations": [
+            *self.deviations, *(text for (name, value), text in self.option_deviations if resolved.get(name) == value)]}
         variant = None if options is None else self.variant_of(options)
         if variant is not None:
             card.update(variant=options["variant"], variant_source=variant.source)
             card["deviations"] += list(variant.deviations)
         return card
-
-    def deviations_of_options(self, options: dict | None) -> list[str]:
-        """The ``option_deviations`` the options in force have (the schema's defaults where ``options`` is None or
-        leaves an option out)."""
-        resolved = self.options_in_force(options or {})
-        return [text for (name, value), text in self.option_deviations if resolved.get(name) == value]
 
     def variant_of(self, options: dict) -> Variant | None:
         """The variant ``options`` (a ``methods.<name>`` block) picks; None for a method without variants."""
@@ -214,9 +204,7 @@ class Method:
 def without_defaults(options: dict, names: set[str] | list[str], note: str) -> dict:
     """``options`` (JSON-schema properties) with no schema default for ``names`` (a variant supplies them);
     ``note`` is added to their descriptions."""
-    unknown = set(names) - set(options)
-    if unknown:
-        raise ValueError(f"no such options: {sorted(unknown)}")
+    require_known(options, names)
     return {name: ({k: v for k, v in spec.items() if k != "default"}
                    | {"description": (spec.get("description", "") + " " + note).strip()})
             if name in names else spec for name, spec in options.items()}
@@ -224,7 +212,11 @@ def without_defaults(options: dict, names: set[str] | list[str], note: str) -> d
 
 def with_defaults(options: dict, **defaults) -> dict:
     """``options`` (JSON-schema properties) with other ``default`` values for some of them."""
-    unknown = set(defaults) - set(options)
+    require_known(options, defaults)
+    return {name: {**spec, "default": defaults[name]} if name in defaults else spec for name, spec in options.items()}
+
+
+def require_known(options: dict, names) -> None:
+    unknown = set(names) - set(options)
     if unknown:
         raise ValueError(f"no such options: {sorted(unknown)}")
-    return {name: {**spec, "default": defaults[name]} if name in defaults else spec for name, spec in options.items()}

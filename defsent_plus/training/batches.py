@@ -87,9 +87,8 @@ def _host_tensor(array: np.ndarray, pin: bool) -> torch.Tensor:
 def model_attention_mask(model: torch.nn.Module, attention_mask: torch.Tensor, padded: bool
                          ) -> torch.Tensor | None:
     """The attention mask to hand the model, built without reading the device: with SDPA attention, ``None`` for a
-    batch without padding and the boolean ``[batch, 1, tokens, tokens]`` mask otherwise, exactly what transformers'
-    ``sdpa_mask`` builds after checking the mask on the device (``padding_mask.all()``, a host sync every forward
-    pass); with any other attention implementation, the 2-D mask as it is (the model builds its own)."""
+    batch without padding and else the boolean ``[batch, 1, tokens, tokens]`` mask transformers' ``sdpa_mask``
+    builds (after a host sync on the device); with any other attention, the 2-D mask as it is."""
     if getattr(model.config, "_attn_implementation", None) != "sdpa":
         return attention_mask
     if not padded:

@@ -19,7 +19,7 @@ tables compare byte for byte.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,23 +66,21 @@ class MetricsTable:
         self._write(len(self.rows))
 
     def _write(self, upto: int) -> None:
+        """Rows ``written`` to ``upto`` to the file (the header first: the loss parts of the rows so far name the
+        last columns) and the sinks."""
         if upto <= self.written:
             return
-        new = self.rows[self.written : upto]
+        new, lines = self.rows[self.written : upto], []
+        if self.written == 0:
+            self.parts = sorted({k for row in self.rows for k in row} - {*COLUMNS, PACE})
+            lines.append(banner.comment_line() + "\t".join([*COLUMNS, *self.parts]))
+        lines += ["\t".join(cell(row.get(name)) for name in [*COLUMNS, *self.parts]) for row in new]
         if self.path is not None:
-            self._append(new, header=self.written == 0)
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write("\n".join(lines) + "\n")
         for sink in self.sinks:
             sink.log(new)
         self.written = upto
-
-    def _append(self, rows: list[dict], header: bool) -> None:
-        lines = []
-        if header:
-            self.parts = sorted({k for row in self.rows for k in row} - {*COLUMNS, PACE})
-            lines.append(banner.comment_line() + "\t".join([*COLUMNS, *self.parts]))
-        lines += ["\t".join(cell(row.get(name)) for name in [*COLUMNS, *self.parts]) for row in rows]
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")
 
 
 def parts_of(row: dict) -> dict[str, float]:
@@ -105,21 +103,19 @@ class NonFiniteLoss(FloatingPointError):
 class StepRecord:
     loss: torch.Tensor  # 0-d, detached
     parts: dict[str, torch.Tensor | float]
-    grad_norm: torch.Tensor | None = None
-    epoch: int = 0  # host values the loop knows when it adds the step
-    lr: float | None = None
+    grad_norm: torch.Tensor | None
+    epoch: int  # 0-based
+    lr: float  # the learning rate the step used
 
 
 class LossTally:
-    """Pending step records on the device; ``first_step``: the 1-based number of the first pending step."""
+    """Pending step records on the device (``pending``); ``first_step``: the 1-based number of the first pending
+    step."""
 
     def __init__(self, first_step: int = 1, lr: float | None = None):
         self.first_step = first_step
         self.lr = lr
         self.pending: list[StepRecord] = []
-
-    def add(self, record: StepRecord) -> None:
-        self.pending.append(record)
 
     def read(self) -> list[dict]:
         """Every pending step's row (step, epoch, lr, loss, gradient norm and named parts), in one device-to-host
@@ -128,28 +124,25 @@ class LossTally:
             return []
         tensors = [value for record in self.pending for value in device_values(record)]
         values = iter(torch.stack([t.detach().float() for t in tensors]).tolist())
-        rows = [self._row(self.first_step + offset, record, values) for offset, record in enumerate(self.pending)]
-        self._check_finite([row["loss"] for row in rows])
+        rows = [row_of(self.first_step + offset, record, values) for offset, record in enumerate(self.pending)]
+        for row in rows:
+            if not math.isfinite(row["loss"]):
+                raise NonFiniteLoss(f"training loss became {row['loss']} at step {row['step']}"
+                                    f"{'' if self.lr is None else f' (lr {self.lr})'}; stopping")
         self.first_step += len(self.pending)
         self.pending = []
         return rows
-
-    @staticmethod
-    def _row(step: int, record: StepRecord, values) -> dict:
-        """A step's row, its device values taken from ``values`` in :func:`device_values`' order."""
-        loss = next(values)
-        parts = {k: (next(values) if isinstance(v, torch.Tensor) else float(v)) for k, v in record.parts.items()}
-        norm = None if record.grad_norm is None else next(values)
-        return {"step": step, "epoch": record.epoch + 1, "lr": record.lr, "loss": loss, "grad_norm": norm, **parts}
-
-    def _check_finite(self, losses: list[float]) -> None:
-        for offset, loss in enumerate(losses):
-            if not math.isfinite(loss):
-                raise NonFiniteLoss(f"training loss became {loss} at step {self.first_step + offset}"
-                                    f"{'' if self.lr is None else f' (lr {self.lr})'}; stopping")
 
 
 def device_values(record: StepRecord) -> list[torch.Tensor]:
     """A record's device tensors in reading order: loss, tensor parts (in their order), gradient norm."""
     parts = [v for v in record.parts.values() if isinstance(v, torch.Tensor)]
     return [record.loss, *parts, *([] if record.grad_norm is None else [record.grad_norm])]
+
+
+def row_of(step: int, record: StepRecord, values: Iterator[float]) -> dict:
+    """A step's row, its device values taken from ``values`` in :func:`device_values`' order."""
+    loss = next(values)
+    parts = {k: (next(values) if isinstance(v, torch.Tensor) else float(v)) for k, v in record.parts.items()}
+    norm = None if record.grad_norm is None else next(values)
+    return {"step": step, "epoch": record.epoch + 1, "lr": record.lr, "loss": loss, "grad_norm": norm, **parts}

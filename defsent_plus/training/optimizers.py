@@ -25,9 +25,8 @@ class TransformersAdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        """One update of every parameter with a gradient, with foreach kernels over the parameters at the same
-        step count (a parameter without a gradient does not step, so counts can differ within a group): the same
-        operations in the same order per parameter as the per-parameter loop, a few kernels instead of six each."""
+        """One update of every parameter with a gradient, with foreach kernels over the parameters at the same step
+        count (a parameter without a gradient does not step, so counts can differ within a group)."""
         for group in self.param_groups:
             at_step: dict[int, list[torch.Tensor]] = {}
             for param in group["params"]:

@@ -111,10 +111,10 @@ def split_optimizer(state: dict) -> tuple[dict[str, torch.Tensor], dict]:
     for index, values in state["state"].items():
         for key, value in values.items():
             if isinstance(value, torch.Tensor):
-                tensors[f"optim.{index}.{key}"] = value.detach().to("cpu", copy=True).contiguous()
+                tensors[f"{index}.{key}"] = value
             else:
                 plain.setdefault(str(index), {})[key] = value
-    return tensors, {"plain": plain, "param_groups": state["param_groups"]}
+    return tensors_of("optim.", tensors), {"plain": plain, "param_groups": state["param_groups"]}
 
 
 def joined_optimizer(tensors: dict[str, torch.Tensor], saved: dict) -> dict:
@@ -132,9 +132,7 @@ def random_states(objective: nn.Module) -> tuple[dict[str, torch.Tensor], dict]:
         tensors |= {f"rng.cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
     tensors |= {f"rng.objective.{name}": g.get_state() for name, g in generators_of(objective).items()}
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    python = random.getstate()
-    return tensors, {"numpy": [kind, keys.tolist(), pos, has_gauss, gauss],
-                     "python": [python[0], list(python[1]), python[2]]}
+    return tensors, {"numpy": [kind, keys.tolist(), pos, has_gauss, gauss], "python": random.getstate()}
 
 
 def restore_random_states(tensors: dict[str, torch.Tensor], saved: dict, objective: nn.Module) -> None:
@@ -227,7 +225,7 @@ class Checkpointer:
         optimizer_tensors, optimizer_plain = split_optimizer(parts.optimizer.state_dict())
         rng_tensors, rng_plain = random_states(parts.objective)
         keeper = parts.keeper
-        best = tensors_of("best.", keeper.best) if getattr(keeper, "best", None) is not None else {}
+        best = tensors_of("best.", keeper.best or {})
         self.saves += 1
         name = f"tensors-{os.getpid()}-{self.saves}.safetensors"
         partial = self.directory / f".{name}.partial"
@@ -273,8 +271,7 @@ class Checkpointer:
         parts.objective.load_state_dict(with_prefix(tensors, "objective."))
         parts.optimizer.load_state_dict(joined_optimizer(tensors, state["optimizer"]))
         parts.scheduler.load_state_dict(state["scheduler"])
-        best = with_prefix(tensors, "best.")
-        parts.keeper.best = best or None
+        parts.keeper.best = with_prefix(tensors, "best.") or None
         parts.keeper.curve = [tuple(point) for point in state["keeper"]["curve"]]
         parts.keeper.misses = state["keeper"]["misses"]
         restore_random_states(tensors, state["random"], parts.objective)

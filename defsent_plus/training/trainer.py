@@ -102,14 +102,11 @@ def train_epoch(
     progress: bool = True, dev_score: Callable[[Encoder], float] | None = None, checkpoint: Checkpointer | None = None,
     metrics_path: str | Path | None = None, trackers: Sequence = (),
 ) -> dict:
-    """``cfg.epochs`` epochs (one for a PST step) of the configured optimiser and schedule (+ gradient clipping);
-    with ``cfg.select_every`` and a ``dev_score``, the encoder's weights at the best STS-B dev score are kept
-    (checked every N steps of an epoch and at its end; ``cfg.patience`` scores without a new best stop training).
-    With a ``checkpoint``, the loop's state is saved as it asks and a saved state is resumed mid-epoch
-    (:mod:`defsent_plus.training.resume`). Every step's metrics are appended to ``metrics_path`` as the loop reads
-    them (:mod:`defsent_plus.training.metrics`) and sent to the ``trackers`` (:mod:`defsent_plus.training.trackers`).
-    Returns a summary of the run. No step makes a host round trip: batches are padded per epoch
-    (:mod:`.batches`) and losses read at logging steps (:mod:`.metrics`; a non-finite one stops training there)."""
+    """``cfg.epochs`` epochs of the configured optimiser and schedule (+ gradient clipping), keeping the weights at
+    the best STS-B dev score (:class:`BestWeights`) with ``cfg.select_every`` and a ``dev_score``. With a
+    ``checkpoint``, the state is saved as it asks and a saved state resumed mid-epoch (:mod:`.resume`); every step's
+    metrics go to ``metrics_path`` and the ``trackers`` (:mod:`.metrics`). No step makes a host round trip: batches
+    are padded per epoch (:mod:`.batches`), losses read at logging steps. Returns a summary of the run."""
     if len(texts) == 0:
         raise DefSentError("training data", "no training examples")
     checkpoint = checkpoint or Checkpointer(None)
@@ -156,9 +153,7 @@ def train_epoch(
             steps = len(prepared)
             for step, batch in prepared.batches(position.step if epoch == position.epoch else 0):
                 begin_step()
-                record = step_of(batch, step / steps, epoch)
-                record.epoch, record.lr = epoch, optimizer.param_groups[0]["lr"]
-                tally.add(record)
+                tally.pending.append(step_of(batch, step / steps, epoch, optimizer.param_groups[0]["lr"]))
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -211,8 +206,7 @@ class BestWeights:
     new best, so it costs a unit of patience."""
 
     def __init__(self, encoder: Encoder, dev_score: Callable[[Encoder], float] | None, every: int,
-                 patience: int | None = None, rescore_at_epoch_end: bool = False,
-                 on_score: Callable[[int, float], None] | None = None):
+                 patience: int | None = None, rescore_at_epoch_end: bool = False):
         if every and dev_score is None:
             raise DefSentError("config: methods.*.select_every", "needs STS-B dev data (the train job's senteval)")
         if patience is not None and (not every or patience < 1):
@@ -220,7 +214,7 @@ class BestWeights:
                                                               f">= 1, got select_every {every}, patience {patience}")
         self.encoder, self.dev_score, self.every, self.patience = encoder, dev_score, every, patience
         self.rescore_at_epoch_end = rescore_at_epoch_end
-        self.on_score = on_score  # told every (step, score), e.g. the metrics table
+        self.on_score: Callable[[int, float], None] | None = None  # told every (step, score): the metrics table
         self.curve: list[tuple[int, float]] = []
         self.best: dict[str, torch.Tensor] | None = None
         self.misses = 0  # scores in a row without a new best
@@ -263,7 +257,7 @@ class BestWeights:
 
 
 SCHEDULES = {  # name -> (optimizer, warm-up steps, steps) -> the schedule
-    "linear": lambda optimizer, warmup, steps: get_linear_schedule_with_warmup(optimizer, warmup, steps),
+    "linear": get_linear_schedule_with_warmup,
     "constant": lambda optimizer, warmup, steps: get_constant_schedule_with_warmup(optimizer, warmup),
 }
 WARMUP_ROUNDINGS = {"up": math.ceil, "none": float}
@@ -287,9 +281,7 @@ def parameter_groups(named: list[tuple[str, nn.Parameter]], cfg: TrainConfig) ->
 
 
 def make_optimizer(params: list, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """torch's AdamW (DefSent+'s default), Adam (DefSent), transformers' AdamW (DefSent+'s authors) or its
-    uncorrected form (ConSERT / SLT-FAI) over ``params`` (parameters or parameter groups); the config schema
-    allows only these names."""
+    """The configured optimiser of :data:`OPTIMIZERS` over ``params`` (parameters or parameter groups)."""
     optimizer, arguments = OPTIMIZERS[cfg.optimizer]
     if arguments.get("fused"):
         arguments = {"fused": device.type in ("cpu", "cuda")}
@@ -298,9 +290,7 @@ def make_optimizer(params: list, cfg: TrainConfig, device: torch.device) -> torc
 
 def learning_rate_schedule(optimizer: torch.optim.Optimizer, cfg: TrainConfig, steps: int):
     """Linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0 or a constant rate. The warm-up
-    length is rounded up to whole steps or, with ``warmup_rounding: none``, left as ``warmup_ratio x steps``:
-    transformers' schedules divide the step by it as a float, as DefSent's own LambdaLR does (the config schema
-    allows only the names of ``SCHEDULES`` and ``WARMUP_ROUNDINGS``)."""
+    length is rounded up to whole steps or, with ``warmup_rounding: none``, left a float (DefSent's LambdaLR)."""
     warmup = WARMUP_ROUNDINGS[cfg.warmup_rounding](cfg.warmup_ratio * steps)
     return SCHEDULES[cfg.schedule](optimizer, warmup, steps)
 
@@ -313,7 +303,7 @@ class TrainStep:
         self.encoder, self.objective, self.params, self.cfg, self.device = encoder, objective, params, cfg, device
         self.view = getattr(objective, "first_view", None)  # an objective may augment the loop's forward (ConSERT)
 
-    def __call__(self, batch: DeviceBatch, progress: float, epoch: int) -> StepRecord:
+    def __call__(self, batch: DeviceBatch, progress: float, epoch: int, lr: float) -> StepRecord:
         model = self.encoder.model
         mask = model_attention_mask(model, batch.attention_mask, batch.padded)
         extra, augmentation = self.view(batch.attention_mask) if self.view else ({}, nullcontext())
@@ -325,7 +315,7 @@ class TrainStep:
         norm = None
         if self.cfg.max_grad_norm is not None:
             norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.max_grad_norm)
-        return StepRecord(loss.detach(), parts, norm)
+        return StepRecord(loss.detach(), parts, norm, epoch, lr)
 
 
 TIMING_KEYS = ("seconds", "sentences_per_second")  # a summary's timings: the job's work clock keeps them
@@ -365,21 +355,17 @@ def train_on_space(
     tracking: Tracking | None = None,
     timings: dict | None = None,
 ) -> dict:
-    """Train the ORIGINAL base encoder for one epoch with ``method``'s task (its declaration) (against the frozen entry
-    space in ``space_path`` for methods that use one; ``options``: the method's objective options) and save the encoder
-    (+ pooler, + what the objective adds). With ``senteval_dir`` and ``cfg.select_every``, the weights with the best
-    STS-B dev score during training are the ones saved. With a ``checkpoint``, a saved state of this job is resumed
-    and the state is removed once the outputs are written. ``metrics_out``: the per-step metrics table; ``tracking``:
-    the experiment trackers that get its rows, the job's config and its summary; ``max_examples``: a rehearsal's
-    cap on the examples (a seeded sample, recorded in the card). The summary's timings
-    (``TIMING_KEYS``) go to ``timings`` (the job's work clock), not to ``summary_out``: two runs' results compare byte
-    for byte; the returned summary has them."""
+    """Train the ORIGINAL base encoder with ``method``'s task (against the frozen entry space in ``space_path`` for
+    methods that use one; ``options``: its objective options) and save the encoder (+ pooler, + what the objective
+    adds), with :func:`train_epoch`'s selection and resume. ``tracking``: the trackers that get the metrics rows, the
+    config and the summary; ``max_examples``: a rehearsal's cap (a seeded sample, recorded in the card). The
+    summary's timings (``TIMING_KEYS``) go to ``timings`` (the job's work clock), not to ``summary_out``, so two
+    runs' results compare byte for byte; the returned summary has them."""
     frame = read_dataset(dataset_path)
     texts, entry_ids = training_pairs(frame)  # held-out entries: classes of the softmax, never examples
     encoder = load_encoder(base_model, pooler_seed=cfg.seed)
-    space = None
-    if space_path is not None:
-        space = torch.from_numpy(frozen_space(space_path, frame, entry_ids, encoder, dataset_path))
+    space = None if space_path is None else torch.from_numpy(frozen_space(space_path, frame, entry_ids, encoder,
+                                                                           dataset_path))
     device = device_for_run()
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -479,12 +465,11 @@ def train_candidate(method: TrainingMethod, options: dict, lr: float, batch_size
                     max_examples: int | None = None, resume: ResumeSettings | None = None,
                     compile: bool | str = False, metrics_out: str | Path | None = None,
                     tracking: Tracking | None = None, timings: dict | None = None) -> dict:
-    """One PST candidate: ``method`` (its declaration) with its config block ``options`` (methods.<method>,
-    completed by its variant: the optimisation fields of :class:`TrainConfig`, the rest the objective's) and the
-    run's lr, batch size, pooling and seed; where these depart from the variant's published ones, the training card
-    says so. ``resume``: where and how often the training state is saved, so that a re-run of a killed job continues
-    it (keyed by these arguments and the inputs' files); ``compile``: config ``training.compile``
-    (:mod:`.compilation`); the other arguments as :func:`train_on_space` takes them."""
+    """One PST candidate: ``method`` with its config block ``options`` (completed by its variant: the fields of
+    :class:`TrainConfig`, the rest the objective's) and the run's lr, batch size, pooling and seed; the training card
+    records where these depart from the variant's. ``resume``: where and how often the state is saved (keyed by
+    these arguments and the inputs' files); ``compile``: config ``training.compile``; the rest as
+    :func:`train_on_space` takes them."""
     options = method.resolved_options(options)
     optimisation = {f.name for f in fields(TrainConfig)}
     chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k in optimisation}

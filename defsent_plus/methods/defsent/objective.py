@@ -58,19 +58,10 @@ HEAD_LAYOUTS = (
 
 
 def layout_named(name: str, where: str | Path) -> HeadLayout:
-    for layout in HEAD_LAYOUTS:
-        if layout.name == name:
-            return layout
-    raise DefSentError(where, f"unknown masked-LM head layout {name!r}; expected one of "
-                              f"{[layout.name for layout in HEAD_LAYOUTS]}")
-
-
-def layout_of(head: nn.Module) -> HeadLayout:
-    """The layout whose class built ``head``."""
-    for layout in HEAD_LAYOUTS:
-        if type(head) is layout.head_class:
-            return layout
-    raise TypeError(f"{type(head).__name__} is not a masked-LM head of {[lay.name for lay in HEAD_LAYOUTS]}")
+    layouts = {layout.name: layout for layout in HEAD_LAYOUTS}
+    if name not in layouts:
+        raise DefSentError(where, f"unknown masked-LM head layout {name!r}; expected one of {list(layouts)}")
+    return layouts[name]
 
 
 def _owner_prefix(layout: HeadLayout) -> str:
@@ -205,15 +196,9 @@ def _fill(head: nn.Module, tensors: dict[str, torch.Tensor], where: str | Path, 
             state[key].copy_(tensor)
 
 
-def embedding_block(model: nn.Module) -> nn.Module:
-    """The model's embedding block (word, position, token-type embeddings, LayerNorm), else its word embeddings."""
-    block = getattr(model, "embeddings", None)
-    return block if isinstance(block, nn.Module) else model.get_input_embeddings()
-
-
 def save_head(head: nn.Module, out_dir: str | Path, info: dict | None = None) -> Path:
     """Save the head's own weights (not the tied decoder) under its checkpoint key prefix to ``HEAD_FILE``."""
-    layout = layout_of(head)
+    layout = next(layout for layout in HEAD_LAYOUTS if type(head) is layout.head_class)  # heads are built here
     state = head.state_dict()
     tensors = {layout.prefix + key: state[key].detach().cpu().contiguous() for key in own_keys(head, layout)}
     info = {"layout": layout.name, **{k: str(v) for k, v in (info or {}).items()}}
@@ -286,8 +271,9 @@ def defsent_objective(encoder: Encoder, pooling: str, seed: int, freeze_embeddin
     ``freeze_token_embeddings``), the whole embedding block of the encoder.
     """
     head, info = masked_lm_head(encoder, seed)
-    if freeze_embedding_block:
-        embedding_block(encoder.model).requires_grad_(False)
+    if freeze_embedding_block:  # word, position, token-type embeddings and LayerNorm; else the word embeddings
+        block = getattr(encoder.model, "embeddings", None)
+        (block if isinstance(block, nn.Module) else encoder.model.get_input_embeddings()).requires_grad_(False)
     return HeadwordPrediction(head, pooling, info)
 
 
@@ -351,16 +337,13 @@ def predict_words(encoder_dir: str | Path, definitions: Sequence[str], k: int = 
     """Top-``k`` words with softmax probabilities for each definition, from a DefSent-trained model directory
     (``pooling``: default the one in its training card)."""
     encoder, head = load_defsent_model(encoder_dir)
-    pooling = pooling or _trained_pooling(encoder_dir)
+    card = Path(encoder_dir) / TRAINING_CARD
+    if pooling is None and not card.is_file():
+        raise DefSentError(encoder_dir, f"no {TRAINING_CARD}: pass the pooling explicitly")
+    pooling = pooling or read_json(card)["pooling"]
     probabilities = word_logits(encoder, head, definitions, pooling).softmax(-1)
     top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)
     tokenizer = encoder.tokenizer
     return [[(tokenizer.decode([i]).strip(), float(p)) for p, i in zip(ps.tolist(), ids.tolist(), strict=True)]
             for ps, ids in zip(top.values, top.indices, strict=True)]
 
-
-def _trained_pooling(model_dir: str | Path) -> str:
-    card = Path(model_dir) / TRAINING_CARD
-    if not card.is_file():
-        raise DefSentError(model_dir, f"no {TRAINING_CARD}: pass the pooling explicitly")
-    return read_json(card)["pooling"]

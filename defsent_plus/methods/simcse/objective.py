@@ -33,17 +33,12 @@ COSINE_EPS = 1e-8  # torch.nn.CosineSimilarity's default, as SimCSE's Similarity
 _SHARE_EPS = 1e-9  # share * count rounding guard: 0.29 * 100 is 28.999999999999996 in floating point
 
 
-def cosine_matrix(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
-    """Pairwise cosine similarities ``[len(z1), len(z2)]`` in float32."""
-    z1, z2 = z1.float(), z2.float()
-    norms = z1.norm(dim=-1, keepdim=True) * z2.norm(dim=-1, keepdim=True).T
-    return (z1 @ z2.T) / norms.clamp_min(COSINE_EPS)
-
-
 def info_nce(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:
-    """InfoNCE with in-batch negatives: cross-entropy of cos(z1_i, z2_j) / temperature against j = i."""
+    """InfoNCE with in-batch negatives: cross-entropy of cos(z1_i, z2_j) / temperature against j = i (float32)."""
     with torch.autocast(device_type=z1.device.type, enabled=False):
-        logits = cosine_matrix(z1, z2) / temperature
+        z1, z2 = z1.float(), z2.float()
+        norms = z1.norm(dim=-1, keepdim=True) * z2.norm(dim=-1, keepdim=True).T
+        logits = (z1 @ z2.T) / norms.clamp_min(COSINE_EPS) / temperature
         labels = torch.arange(len(z1), device=z1.device)
         return F.cross_entropy(logits, labels)
 
@@ -73,11 +68,6 @@ def without_dropout(model: nn.Module) -> None:
             module.p = 0.0
 
 
-def share_count(totals: torch.Tensor, rate: float) -> torch.Tensor:
-    """How many of each row's ``totals`` items a cutoff ``rate`` removes (rounded down, as ConSERT does)."""
-    return torch.floor(totals.double() * rate + _SHARE_EPS).long()
-
-
 def random_pick(eligible: torch.Tensor, counts: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Boolean mask choosing ``counts[i]`` uniformly random eligible items of each row ``i``."""
     scores = torch.rand(eligible.shape, generator=generator).to(eligible.device)
@@ -87,9 +77,10 @@ def random_pick(eligible: torch.Tensor, counts: torch.Tensor, generator: torch.G
 
 
 def token_cutoff_mask(attention_mask: torch.Tensor, rate: float, generator: torch.Generator) -> torch.Tensor:
-    """``[batch, tokens]``: True at the ``rate`` share of each sentence's non-padding positions to zero."""
+    """``[batch, tokens]``: True at the ``rate`` share of each sentence's non-padding positions to zero (their
+    number rounded down, as ConSERT does)."""
     present = attention_mask.bool()
-    return random_pick(present, share_count(present.sum(1), rate), generator)
+    return random_pick(present, torch.floor(present.sum(1).double() * rate + _SHARE_EPS).long(), generator)
 
 
 def feature_cutoff_mask(attention_mask: torch.Tensor, hidden_size: int, rate: float,
@@ -150,8 +141,7 @@ class UnsupervisedContrastive(nn.Module):
                  config_key: str = "config: methods", loss: str = "info_nce", first_augmentation: str = "none",
                  first_cutoff_rate: float | None = None, dropout: bool = True, shuffled_positions: str = "model"):
         super().__init__()
-        check_options(temperature, cutoff_rate, config_key)
-        check_views(first_augmentation, augmentation, dropout, config_key)
+        check_options(temperature, cutoff_rate, first_augmentation, augmentation, dropout, config_key)
         self.encoder = encoder
         self.pooling = get_pooling(pooling)
         self.temperature = temperature
@@ -236,21 +226,17 @@ def embedding_layer(encoder: Encoder, config_key: str) -> nn.Module:
     return layer
 
 
-def check_views(first_augmentation: str, augmentation: str, dropout: bool, config_key: str) -> None:
-    """Fail with the config key to fix for two views that are the same pass (no dropout and neither view
-    augmented)."""
-    if not dropout and first_augmentation == "none" and augmentation == "dropout":
-        raise DefSentError(f"{config_key}.dropout", "without dropout and without an augmentation the two views are "
-                                                    "the same forward pass; set augmentation or first_augmentation")
-
-
-def check_options(temperature: float, cutoff_rate: float, config_key: str) -> None:
+def check_options(temperature: float, cutoff_rate: float, first_augmentation: str, augmentation: str, dropout: bool,
+                  config_key: str) -> None:
     """Fail with the config key to fix for an out-of-range number (NaN included, which the config schema lets
-    through; it allows only known names of losses, poolings and augmentations)."""
+    through) or for two views that are the same pass (no dropout and neither view augmented)."""
     if not temperature > 0:
         raise DefSentError(f"{config_key}.temperature", f"temperature must be > 0, got {temperature!r}")
     if not 0 < cutoff_rate < 1:
         raise DefSentError(f"{config_key}.cutoff_rate", f"cutoff rate must lie in (0, 1), got {cutoff_rate!r}")
+    if not dropout and first_augmentation == "none" and augmentation == "dropout":
+        raise DefSentError(f"{config_key}.dropout", "without dropout and without an augmentation the two views are "
+                                                    "the same forward pass; set augmentation or first_augmentation")
 
 
 OBJECTIVE_OPTIONS = ("temperature", "mlp", "augmentation", "cutoff_rate", "loss", "first_augmentation",

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import torch
@@ -53,17 +52,6 @@ RATE_KEY = "config: methods.slt_fai.frequency_rate"
 TOKENIZE_CHUNK = 4096
 
 
-def _count_tokens(tokenizer, sentences: Sequence[str], size: int) -> np.ndarray:
-    """Occurrences of each token id in ``sentences`` (tokenised without special tokens)."""
-    counts = np.zeros(size, dtype=np.int64)
-    texts = list(sentences)
-    for start in range(0, len(texts), TOKENIZE_CHUNK):
-        ids = tokenizer(texts[start : start + TOKENIZE_CHUNK], add_special_tokens=False)["input_ids"]
-        flat = np.fromiter((i for sentence in ids for i in sentence), dtype=np.int64)
-        counts += np.bincount(flat, minlength=size)[:size]
-    return counts
-
-
 def frequency_labels(tokenizer, sentences: Sequence[str], rate: float = 0.5,
                      where: str = "frequency corpus") -> torch.Tensor:
     """Bool ``[len(tokenizer)]``: True for low-frequency token types (004 §3.5, λ = ``rate``).
@@ -73,7 +61,11 @@ def frequency_labels(tokenizer, sentences: Sequence[str], rate: float = 0.5,
     """
     if not 0.0 < rate < 1.0:
         raise DefSentError(RATE_KEY, f"frequency rate must lie in (0, 1), got {rate}")
-    counts = _count_tokens(tokenizer, sentences, len(tokenizer))
+    counts, texts = np.zeros(len(tokenizer), dtype=np.int64), list(sentences)
+    for start in range(0, len(texts), TOKENIZE_CHUNK):  # token counts without special tokens
+        ids = tokenizer(texts[start : start + TOKENIZE_CHUNK], add_special_tokens=False)["input_ids"]
+        flat = np.fromiter((i for sentence in ids for i in sentence), dtype=np.int64)
+        counts += np.bincount(flat, minlength=len(tokenizer))[: len(tokenizer)]
     seen = np.flatnonzero(counts)
     if len(seen) == 0:
         raise DefSentError(where, "empty corpus: no tokens to count frequencies from")
@@ -188,6 +180,7 @@ class SltFai(nn.Module):
                                                           f"the tokenizer has {len(tokenizer)}")
         self.encoder_model = [encoder.model]  # a list: the encoder's parameters are not this module's
         self.usrl = usrl
+        self.first_view = getattr(usrl, "first_view", None)  # the loop's forward pass is R_USRL's first view
         self.pooling = get_pooling(pooling)
         self.alpha, self.beta, self.epsilon, self.warmup = alpha, beta, epsilon, warmup
         self.usrl_weight = usrl_weight
@@ -238,11 +231,6 @@ class SltFai(nn.Module):
         zeros = torch.zeros(len(original), dtype=torch.long, device=original.device)
         return (F.cross_entropy(self.sentence_discriminator(original), zeros)
                 + F.cross_entropy(self.sentence_discriminator(incomplete), zeros + 1))
-
-    def first_view(self, attention_mask: torch.Tensor) -> tuple[dict, AbstractContextManager]:
-        """The training loop's forward pass is R_USRL's first view (augmented as it says)."""
-        view = getattr(self.usrl, "first_view", None)
-        return view(attention_mask) if view else ({}, nullcontext())
 
     def forward(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor | float]]:
         usrl_loss, usrl_parts = self.usrl(batch)
