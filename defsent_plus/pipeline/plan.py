@@ -195,6 +195,10 @@ class Plan:
     def final_step(self, run: str) -> int:
         return len(self.run(run)["steps"])
 
+    def steps(self, run: str) -> range:
+        """A run's PST steps, 1 to the final one."""
+        return range(1, self.final_step(run) + 1)
+
     def start(self, run: str, seen: tuple[str, ...] = ()) -> EncoderId:
         """The model a run starts from: its configured ``model``, or another run's final dev-selected model
         (``start_from``, the paper's Table 3 chain). Every PST step trains from these weights."""
@@ -227,9 +231,6 @@ class Plan:
         if name in self.config.get("subsets", {}):
             return subset_file(name)
         return dictionary_file(f"{name}.parquet")
-
-    def run_dataset(self, run: str) -> str:
-        return self.dataset_file(self.run(run)["dataset"])
 
     def space_of(self, run: str, step: int, space: str) -> str:
         """The entry space a step's candidates train against."""
@@ -274,12 +275,14 @@ class Plan:
                 "mteb": [mteb_check(e, pooling) for e, pooling in self.mteb_models() if e.name in names],
                 "baselines": [baselines_file(e, "scores.tsv") for e in self.baseline_encoders() if e in names]}
 
+    def winner(self, run: str, step: int) -> EncoderId:
+        """A step's dev-selected candidate (asks its selection)."""
+        best = self.selection(run, step)
+        return EncoderId.candidate(run, step, best["space"], best["seed"])
+
     def dev_of(self, encoder: EncoderId) -> str:
         """An encoder's STS-B dev score file (a step's best: its winning candidate's)."""
-        if encoder.kind == "selected":
-            best = self.selection(encoder.run, encoder.step)
-            return dev_file(EncoderId.candidate(encoder.run, encoder.step, best["space"], best["seed"]))
-        return dev_file(encoder)
+        return dev_file(self.winner(encoder.run, encoder.step) if encoder.kind == "selected" else encoder)
 
     def wait_for_selections(self, encoder: EncoderId) -> list[str]:
         """Ask every selection the encoder comes from (no files). In the workflow, asking a pending selection makes
@@ -293,8 +296,8 @@ class Plan:
         """A candidate's training: the run's starting weights (``base``), its ``dataset``, for methods that use
         one the frozen entry ``space`` built by the previous step's best, and for methods that select their weights
         on STS-B dev while training (SimCSE) the ``senteval`` data."""
-        files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.run_dataset(candidate.run)}
-        method = self.method(candidate.run)
+        method, cfg = self.method(candidate.run), self.run(candidate.run)
+        files = {"base": self.model_dir(self.start(candidate.run)), "dataset": self.dataset_file(cfg["dataset"])}
         if method.uses_entry_space:
             files["space"] = self.space_of(candidate.run, candidate.step, candidate.space)
         if method.dev_in_training:
@@ -321,9 +324,8 @@ class Plan:
     def chain_targets(self, run: str) -> list[str]:
         """``rule all``'s part of a run's chain: every step's selected model (and, with ``keep_weights: selected``,
         the record of its candidates' pruning)."""
-        steps = range(1, self.final_step(run) + 1)
-        return [best_dir(run, step) for step in steps] + [
-            pruned_record(run, step) for step in steps if self.keeps_selected_weights_only]
+        return [best_dir(run, step) for step in self.steps(run)] + [
+            pruned_record(run, step) for step in self.steps(run) if self.keeps_selected_weights_only]
 
     # ------------------------------------------------------------------------------------------ evaluation
 
@@ -361,27 +363,22 @@ class Plan:
     def dev_scored(self) -> list[EncoderId]:
         """The encoders scored on STS-B dev: every candidate (its selection) and a base starting model (the steps
         report's reference; a run starting from another's selection reads its winning candidate's)."""
-        runs = self.config["runs"]
-        return [encoder for run in runs for encoder in (
+        return [encoder for run in self.config["runs"] for encoder in (
             *([self.start(run)] if self.start(run).kind == "base" else []),
-            *(candidate for step in range(1, self.final_step(run) + 1) for candidate in self.candidates(run, step)))]
+            *(candidate for step in self.steps(run) for candidate in self.candidates(run, step)))]
 
     def _start_row(self, run: str) -> Evaluated:
         start = self.start(run)
         label = f"base ({start.name})" if start.kind == "base" else f"start ({start.name}, dev-selected)"
         return Evaluated(start, label, "", 0)
 
-    def embedding_options(self, sentences: str) -> dict:
-        """How a sentence set is encoded: STS-B dev with the selection's options (so evaluation options never re-run
-        a selection), every other set with the evaluation's."""
-        block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
-        return {"batch_size": block["batch_size"], "max_length": block["max_length"]}
-
     def embedding_job(self, encoder: str, sentences: str, pooling: str) -> dict:
-        """An ``embed`` job's params: its forward pass's options and, where the encoder's baselines pass computes the
-        same vectors bit for bit (its last layer over the STS sentences, same batches), the ``cache`` to read them
+        """An ``embed`` job's params: its forward pass's options (STS-B dev: the selection's, so evaluation options
+        never re-run a selection; every other set: the evaluation's) and, where the encoder's baselines pass computes
+        the same vectors bit for bit (its last layer over the STS sentences, same batches), the ``cache`` to read them
         from instead (:mod:`defsent_plus.baselines.reuse`), so they are not encoded twice."""
-        options = self.embedding_options(sentences)
+        block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
+        options = {"batch_size": block["batch_size"], "max_length": block["max_length"]}
         if not self._cached_by_baselines(encoder, sentences, pooling, options["max_length"]):
             return options
         return {**options, "cache": baseline_cache(encoder, NO_TEMPLATE), "aggregation": pooling,
@@ -409,11 +406,11 @@ class Plan:
         report and the training curves)."""
         return [{"step": k, "best": best_json(run, k), "train": [train_summary(c) for c in self.candidates(run, k)],
                  "metrics": [train_metrics(c) for c in self.candidates(run, k)]}
-                for k in range(1, self.final_step(run) + 1)]
+                for k in self.steps(run)]
 
     def analysed_encoders(self, run: str) -> list[EncoderId]:
         """Encoders whose entry spaces a run builds (one per step): their isotropy is measured."""
-        return [self.space_builder(run, k) for k in range(1, self.final_step(run) + 1)]
+        return [self.space_builder(run, k) for k in self.steps(run)]
 
     def analysed_spaces(self, run: str) -> list[tuple[EncoderId, str]]:
         """(encoder, dataset) of every step's entry space whose isotropy is measured (methods that train against
@@ -465,13 +462,9 @@ class Plan:
         """MTEB's cross-check of every (model, pooling) of :meth:`mteb_models`."""
         return [mteb_check(encoder, pooling) for encoder, pooling in self.mteb_models()]
 
-    def table_files(self) -> list[str]:
-        """A run's files of the tables ``rule all`` builds, as the summary links them."""
-        return [name for e in self.tables() for name in (f"{e.name}.md", f"{e.name}_by_step.png")]
-
     def reverse_dictionary_targets(self) -> list[str]:
         """Every held-out run's reverse dictionary."""
-        return [run_file(run, "reverse_dictionary.json") for run in self.heldout_runs()]
+        return [record["json"] for record in self.reverse_dictionary_comparison()]
 
     def evaluation_targets(self, run: str) -> list[str]:
         """``rule all``'s part of a run's evaluation: the isotropy of every step's entry space (methods that train
@@ -550,8 +543,9 @@ class Plan:
     def run_details(self) -> list[dict]:
         """Per run, its method and the detail files the summary links to (those ``rule all`` builds for it)."""
         heldout = set(self.heldout_runs())
+        tables = [name for e in self.tables() for name in (f"{e.name}.md", f"{e.name}_by_step.png")]
         return [{"run": run, "method": self.method(run).name,
-                 "files": [run_file(run, name) for name in (*self.table_files(), "steps.tsv", "curves.png",
+                 "files": [run_file(run, name) for name in (*tables, "steps.tsv", "curves.png",
                                                              *(["reverse_dictionary.md"] if run in heldout else []))]}
                 for run in self.config["runs"]]
 
@@ -580,10 +574,7 @@ class Plan:
     def scored_final(self, run: str) -> EncoderId:
         """A run's final dev-selected model under the name its STS table scores it by."""
         last = self.final_step(run)
-        if self.config["evaluation"]["final"] == "best":
-            return EncoderId.selected(run, last)
-        best = self.selection(run, last)
-        return EncoderId.candidate(run, last, best["space"], best["seed"])
+        return EncoderId.selected(run, last) if self.config["evaluation"]["final"] == "best" else self.winner(run, last)
 
     def reverse_dictionary_comparison(self) -> list[dict]:
         """Every held-out run's reverse dictionary (rule compare_reverse_dictionary)."""
