@@ -1,9 +1,6 @@
 """What a validated config implies: :class:`Plan` checks the config's references and plans, by stage, the training
-chain (runs, PST steps, candidates, selections, where an encoder's weights are, the files training reads), the
-evaluation (the tables' models, their embeddings and score files, the steps report, the held-out split, MTEB's
-cross-checks), the training-free baselines (grids, requests, caches, the fit corpus) and the comparison of the runs;
-``rule all`` is composed of the stages' parts. :mod:`defsent_plus.pipeline.rule_inputs` turns these into the rules'
-inputs. Light on purpose (no torch).
+chain, the evaluation, the training-free baselines and the comparison of the runs, and composes ``rule all`` from the
+stages' parts. :mod:`defsent_plus.pipeline.rule_inputs` turns these into the rules' inputs. Light (no torch).
 """
 
 from __future__ import annotations
