@@ -11,7 +11,7 @@ A selected encoder is named, not resolved: no checkpoint is asked. Light on purp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -203,13 +203,10 @@ def embed_jobs(plan: Plan) -> list[Wildcards]:
                   for evaluator, encoder, pooling in table_scores(plan)]
 
 
-def table_scores(plan: Plan) -> Iterator[tuple]:
+def table_scores(plan: Plan) -> list[tuple]:
     """(evaluator, encoder name, pooling) of every score of every table the DAG builds."""
-    for evaluator in plan.built_tables():
-        for run in plan.config["runs"]:
-            for row in plan.table_models(run, evaluator.name):
-                for pooling in plan.config["evaluation"]["poolings"]:
-                    yield evaluator, row.encoder.name, pooling
+    return [(evaluator, row.encoder.name, pooling) for evaluator in plan.built_tables() for run in plan.config["runs"]
+            for row in plan.table_models(run, evaluator.name) for pooling in plan.config["evaluation"]["poolings"]]
 
 
 def score_jobs(paired: bool) -> JobsOfPlan:
