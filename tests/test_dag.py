@@ -15,8 +15,7 @@ from defsent_plus.errors import DefSentError
 from defsent_plus.names import SPACE_PATTERN, split_space
 from defsent_plus.pipeline import dag
 from defsent_plus.pipeline.dag import EncoderId
-from defsent_plus.pipeline.plan import Plan
-from defsent_plus.pipeline.plan_evaluation import Evaluated
+from defsent_plus.pipeline.plan import Evaluated, Plan
 from defsent_plus.pipeline.rule_inputs import RuleInputs
 from defsent_plus.pipeline.snakemake_api import PREFIX_VARIABLE
 

@@ -11,8 +11,7 @@ from conftest import REPO
 from workflow_utils import validated
 
 from defsent_plus.evaluation.report import average_by_step_figure
-from defsent_plus.pipeline.plan import Plan
-from defsent_plus.pipeline.plan_evaluation import unshown_steps
+from defsent_plus.pipeline.plan import Plan, unshown_steps
 
 
 def default_plan(**evaluation) -> Plan:

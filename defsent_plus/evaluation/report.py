@@ -81,7 +81,7 @@ def write_score_tables(
     STS also its per-pair similarities (``pairs``), which with ``bootstrap`` (config ``evaluation.bootstrap``) give
     every score's interval and every later model's paired test against the starting model. ``columns``: the score
     keys' headers (STS's by default); ``axis``: the plot's y label; ``unshown``: the plot's line naming the PST
-    steps the table does not evaluate (:func:`~defsent_plus.pipeline.plan_evaluation.unshown_steps`)."""
+    steps the table does not evaluate (:func:`~defsent_plus.pipeline.plan.unshown_steps`)."""
     columns = STS_COLUMNS if columns is None else columns
     table = scores_table([row["scores"] for row in rows], best_json)
     marks = ["*" if selected else "" for selected in table["dev_selected"]]

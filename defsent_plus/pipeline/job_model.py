@@ -11,7 +11,7 @@ A selected encoder is named, not resolved: no checkpoint is asked. Light on purp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -144,10 +144,8 @@ def read_datasets(plan: Plan) -> list[str]:
 
 def subset_jobs(heldout: bool) -> JobsOfPlan:
     """The subsets read, those with a held-out split (rule heldout_subset) or without (rule dictionary_subset)."""
-    def jobs(plan: Plan) -> list[Wildcards]:
-        return [{"dataset": name} for name in read_datasets(plan)
-                if name in plan.config.get("subsets", {}) and (plan.heldout(name) is not None) == heldout]
-    return jobs
+    return lambda plan: [{"dataset": name} for name in read_datasets(plan)
+                         if name in plan.config.get("subsets", {}) and (plan.heldout(name) is not None) == heldout]
 
 
 # ------------------------------------------------------------------------------------------------ entry spaces
@@ -185,18 +183,12 @@ def transform_space_jobs(plan: Plan) -> list[Wildcards]:
 def candidate_jobs(plan: Plan) -> list[Wildcards]:
     """Every candidate of every step of every run."""
     return [{"run": c.run, "step": str(c.step), "space": c.space, "seed": str(c.seed)} for run in plan.config["runs"]
-            for step in range(1, plan.final_step(run) + 1) for c in plan.candidates(run, step)]
+            for step in plan.steps(run) for c in plan.candidates(run, step)]
 
 
 def step_jobs(plan: Plan) -> list[Wildcards]:
     """Every step of every run (its selection, its selected copy)."""
-    return [{"run": run, "step": str(step)} for run in plan.config["runs"]
-            for step in range(1, plan.final_step(run) + 1)]
-
-
-def pruning_jobs(plan: Plan) -> list[Wildcards]:
-    """Every step's pruning, with ``selection.keep_weights: selected``."""
-    return step_jobs(plan) if plan.keeps_selected_weights_only else []
+    return [{"run": run, "step": str(step)} for run in plan.config["runs"] for step in plan.steps(run)]
 
 
 # -------------------------------------------------------------------------------------------------- evaluation
@@ -211,30 +203,17 @@ def embed_jobs(plan: Plan) -> list[Wildcards]:
                   for evaluator, encoder, pooling in table_scores(plan)]
 
 
-def table_scores(plan: Plan) -> Iterator[tuple]:
+def table_scores(plan: Plan) -> list[tuple]:
     """(evaluator, encoder name, pooling) of every score of every table the DAG builds."""
-    for evaluator in plan.built_tables():
-        for run in plan.config["runs"]:
-            for row in plan.table_models(run, evaluator.name):
-                for pooling in plan.config["evaluation"]["poolings"]:
-                    yield evaluator, row.encoder.name, pooling
+    return [(evaluator, row.encoder.name, pooling) for evaluator in plan.built_tables() for run in plan.config["runs"]
+            for row in plan.table_models(run, evaluator.name) for pooling in plan.config["evaluation"]["poolings"]]
 
 
 def score_jobs(paired: bool) -> JobsOfPlan:
     """The scores of every table the DAG builds whose evaluator writes per-pair similarities (rule score) or not
     (rule score_unpaired): each model of the table, each evaluated pooling."""
-    def jobs(plan: Plan) -> list[Wildcards]:
-        return [{"encoder": encoder, "evaluator": evaluator.name, "pooling": pooling}
-                for evaluator, encoder, pooling in table_scores(plan) if evaluator.paired == paired]
-    return jobs
-
-
-# ---------------------------------------------------------------------------------------------------- baselines
-
-
-def baseline_embed_jobs(plan: Plan) -> list[Wildcards]:
-    return [{"encoder": encoder, "template": template} for encoder in plan.baseline_encoders()
-            for template in plan.baseline_grid(encoder)["templates"]]
+    return lambda plan: [{"encoder": encoder, "evaluator": evaluator.name, "pooling": pooling}
+                         for evaluator, encoder, pooling in table_scores(plan) if evaluator.paired == paired]
 
 
 # ------------------------------------------------------------------------------------- what one job asks and keeps
@@ -293,7 +272,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
             keeps=CANDIDATE_WEIGHTS),
     JobKind("select_best", step_jobs),
     JobKind("keep_best", step_jobs, keeps=SELECTED_COPY),
-    JobKind("prune_candidates", pruning_jobs),
+    JobKind("prune_candidates", lambda plan: step_jobs(plan) if plan.keeps_selected_weights_only else []),
     # evaluation
     JobKind("embed", embed_jobs, SET_SENTENCES,
             encoding(lambda config, job: EVALUATION_SENTENCES[job["sentences"]]), on_gpu=always, keeps=EMBEDDINGS,
@@ -310,7 +289,10 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
             reverse_dictionary_request, on_gpu=always),
     # training-free baselines
     JobKind("baseline_fit_corpus", one_job_if(lambda plan: plan.baseline_encoders())),
-    JobKind("baseline_embed", baseline_embed_jobs, BASELINE_PASS,  # the evaluation set and fit corpus
+    JobKind("baseline_embed", lambda plan: [{"encoder": encoder, "template": template}
+                                            for encoder in plan.baseline_encoders()
+                                            for template in plan.baseline_grid(encoder)["templates"]],
+            BASELINE_PASS,  # the evaluation set and fit corpus
             encoding(lambda config, job: BASELINE_EVALUATION_SENTENCES
                      + config["baselines"]["fit_corpus"]["max_sentences"]), on_gpu=always),
     JobKind("baseline_grid", each("encoder", lambda plan: plan.baseline_encoders()), BASELINE_SCORES),

@@ -83,16 +83,13 @@ def dataset_size(config: dict, name: str, built: dict | None = None) -> tuple[in
 def training_examples(config: dict, run: str, method, options: dict, built: dict | None = None) -> tuple[float, int]:
     """(examples per epoch, epochs) of a run's training by ``method`` (its declaration), ``options`` its resolved
     options (``built``: as :func:`dataset_size`): the sentences its cost facts say an epoch trains on
-    (:class:`~defsent_plus.methods.base.TrainingCosts`), given the run's training definitions."""
-    return method.costs.sentences(options, training_definitions(config, run, built)), options.get("epochs", 1)
-
-
-def training_definitions(config: dict, run: str, built: dict | None = None) -> float:
-    """Definitions a run's dataset trains on: all of them, less a held-out split's share."""
+    (:class:`~defsent_plus.methods.base.TrainingCosts`), given the run's training definitions: all of its dataset's,
+    less a held-out split's share."""
     name = config["runs"][run]["dataset"]
     definitions, _ = dataset_size(config, name, built)
     heldout = config.get("subsets", {}).get(name, {}).get("heldout")
-    return definitions * (1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"])
+    trained = definitions * (1.0 if not heldout else 1.0 - heldout["dev"] - heldout["test"])
+    return method.costs.sentences(options, trained), options.get("epochs", 1)
 
 
 def output_classes(config: dict, run: str, method, architecture: Architecture, built: dict | None = None) -> int:

@@ -35,6 +35,11 @@ def formatted(pattern: str | list[str]) -> InputFunction:
     return lambda wildcards: pattern.format(**wildcards)
 
 
+def entries(files: Callable[[Any], dict], names: tuple[str, ...]) -> dict[str, InputFunction]:
+    """One input function per name: that entry of ``files(wildcards)`` (none where it has no such entry)."""
+    return {name: (lambda wildcards, name=name: files(wildcards).get(name, [])) for name in names}
+
+
 class RuleInputs:
     """Named input functions per rule (``input: **INPUTS.<rule>(...)`` in the rule files)."""
 
@@ -61,11 +66,9 @@ class RuleInputs:
     def training(self) -> dict[str, InputFunction]:
         """A candidate's starting weights (``base``), ``dataset``, frozen entry ``space`` (methods with one) and
         ``senteval`` data (methods that select on STS-B dev while training)."""
-        def training_file(name: str) -> InputFunction:
-            return lambda wildcards: self.plan.training_files(candidate_of(wildcards)).get(name, [])
-
-        names = ("base", "dataset", "space", "senteval", "corpus")
-        return self.computed_from(candidate_of, model=False, **{name: training_file(name) for name in names})
+        files = entries(lambda wildcards: self.plan.training_files(candidate_of(wildcards)),
+                        ("base", "dataset", "space", "senteval", "corpus"))
+        return self.computed_from(candidate_of, model=False, **files)
 
     def selection(self) -> dict[str, InputFunction]:
         """A step's candidates: their dev scores (after the previous step's selection). Not their weights, which
@@ -84,10 +87,8 @@ class RuleInputs:
 
     def pruning(self) -> dict[str, InputFunction]:
         """Everything that reads a step's candidates' weights (they are deleted after it)."""
-        def reader(name: str) -> InputFunction:
-            return lambda wildcards: self.plan.weight_readers(wildcards.run, int(wildcards.step))[name]
-
-        return {name: reader(name) for name in ("dev", "best", "tables", "mteb", "baselines")}
+        return entries(lambda wildcards: self.plan.weight_readers(wildcards.run, int(wildcards.step)),
+                       ("dev", "best", "tables", "mteb", "baselines"))
 
     def reverse_dictionary(self) -> dict[str, InputFunction]:
         """The final dev-selected model, the held-out queries, the run's starting model and its AMP space of the run's
@@ -107,7 +108,7 @@ class RuleInputs:
         return self.computed_from(
             final_model,
             spaces=final_spaces,
-            dataset=lambda wildcards: plan.run_dataset(wildcards.run),
+            dataset=lambda wildcards: plan.dataset_file(plan.run(wildcards.run)["dataset"]),
             queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
             base=lambda wildcards: plan.model_dir(plan.start(wildcards.run)),
             base_space=lambda wildcards: [plan.space_of(wildcards.run, 1, "amp")],

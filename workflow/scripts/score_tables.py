@@ -2,7 +2,7 @@
 
 from defsent_plus.evaluation.report import write_score_tables
 from defsent_plus.pipeline.jobs import start_job, work_clock
-from defsent_plus.pipeline.plan_evaluation import unshown_steps
+from defsent_plus.pipeline.plan import unshown_steps
 
 start_job(snakemake)
 with work_clock(snakemake.log.work):
