@@ -29,7 +29,7 @@ from defsent_plus.dictionary.sources import (
     read_oxford,
     read_tsv,
     read_wordnet,
-    wordnet_reader,
+    wordnet_root,
 )
 from defsent_plus.dictionary.subsets import subsample_entries
 from defsent_plus.dictionary.table import read_dataset
@@ -518,7 +518,9 @@ def test_a_relative_wordnet_path_not_found_names_the_folder_looked_in_and_the_ke
 
 @pytest.mark.slow
 def test_wordnet_reader_reads_what_nltk_reads_from_wordnet_30():
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
     nltk_data = REPO / "nltk_data"
-    expected = [(lemma.replace("_", " "), synset.definition())
-                for synset in wordnet_reader(nltk_data).all_synsets() for lemma in synset.lemma_names()]
+    expected = [(lemma.replace("_", " "), synset.definition()) for synset in
+                WordNetCorpusReader(wordnet_root(nltk_data), None).all_synsets() for lemma in synset.lemma_names()]
     assert [(r.entry, r.text) for r in read_wordnet(nltk_data, "wordnet", "error", DropCounts())] == expected

@@ -91,7 +91,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
 SKIP_HINT = "dictionary.on_malformed: skip skips such lines"
 
 
-def malformed(path: Path, number: int, reason: str, message: str, on_malformed: str, drops: DropCounts,
+def malformed(path: str | Path, number: int, reason: str, message: str, on_malformed: str, drops: DropCounts,
               source: str) -> None:
     """A malformed line: an error naming file and line, or (``on_malformed: skip``) counted with its place."""
     if on_malformed != "skip":
@@ -262,13 +262,6 @@ def wordnet_root(nltk_data: str | Path | None):
         raise wordnet_missing(nltk_data) from err
 
 
-def wordnet_reader(nltk_data: str | Path | None):
-    """An nltk WordNet reader rooted in ``nltk_data`` (or nltk's own search path when None)."""
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-    return WordNetCorpusReader(wordnet_root(nltk_data), None)
-
-
 def wordnet_synset(line: str) -> tuple[str, list[str]]:
     """(definition, lemma names) of a synset's line in a WordNet data file (wndb(5WN)), as nltk's parser reads them:
     the gloss without its quoted examples, and each lemma without its syntactic marker."""
@@ -311,11 +304,9 @@ def read_wordnet(path: str | Path | None, name: str, on_malformed: str, drops: D
                 continue
             try:
                 definition, lemmas = wordnet_synset(line)
-            except (ValueError, IndexError) as err:
-                if on_malformed != "skip":
-                    raise DefSentError(file, f"not a WordNet synset line (wndb(5WN)) ({SKIP_HINT})",
-                                       line=number) from err
-                drops.add(name, "malformed_line", where=f"{file}:{number}")
+            except (ValueError, IndexError):
+                malformed(file, number, "malformed_line", "not a WordNet synset line (wndb(5WN))", on_malformed,
+                          drops, name)
                 continue
             for lemma in lemmas:
                 yield Definition(lemma.replace("_", " "), definition, name, f"{file}:{number}")
