@@ -64,13 +64,6 @@ class Layout:
     files: tuple[str, ...]
     checksums: dict[str, str] = field(default_factory=dict)
 
-    @classmethod
-    def of(cls, spec: DataSpec, manifest: str | Path | None) -> Layout:
-        if manifest is None:
-            return cls(spec.files)
-        checksums = read_manifest(manifest)
-        return cls(tuple(checksums), checksums)
-
     def accepts(self, name: str, path: Path) -> str | None:
         """Why ``path`` cannot be the layout file ``name`` (None: it can)."""
         expected = self.checksums.get(name)
@@ -84,7 +77,8 @@ def acquire(spec: DataSpec, out_dir: str | Path, mirror: str | Path | None, link
             archives: tuple[Archive, ...] | None = None) -> dict:
     """Fill ``out_dir`` with ``spec``'s layout from ``mirror`` (copied or linked) or else by downloading
     ``archives`` (default: the catalog's) into ``downloads``; verify it and write its record."""
-    layout = Layout.of(spec, manifest)
+    checksums = {} if manifest is None else read_manifest(manifest)
+    layout = Layout(tuple(checksums), checksums) if checksums else Layout(spec.files)
     if not layout.files and mirror is not None and Path(mirror).is_dir():
         layout = Layout(mirror_files(Path(mirror)))  # no manifest: the mirror's whole layout, recorded below
     if not layout.files:

@@ -160,14 +160,6 @@ class Datasets:
     raw_counts: dict[str, int]
 
 
-def read_source(spec: SourceSpec, index: int, on_malformed: str, drops: DropCounts) -> list[Definition]:
-    """The records of one configured source; a source not found names its config key."""
-    try:
-        return list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
-    except SourceNotFound as err:
-        raise DefSentError(f"{SOURCES_KEY}[{index}].path ({spec.name})", err.message) from err
-
-
 def build_datasets(sources: list[dict], tokenizer, primary: str | None = None, lowercase: bool = True,
                    on_malformed: str = "error") -> Datasets:
     """Read, normalise and merge the configured sources into datasets a, b and c."""
@@ -177,7 +169,10 @@ def build_datasets(sources: list[dict], tokenizer, primary: str | None = None, l
     raw_counts: dict[str, int] = {}
     records: list[Definition] = []
     for index, spec in enumerate(specs):
-        raw = read_source(spec, index, on_malformed, drops)
+        try:
+            raw = list(READERS[spec.type](spec.path, spec.name, on_malformed, drops))
+        except SourceNotFound as err:  # named by its config key
+            raise DefSentError(f"{SOURCES_KEY}[{index}].path ({spec.name})", err.message) from err
         raw_counts[spec.name] = len(raw)
         kept = list(normalise_records(raw, lowercase, drops))
         warn_dropped(spec.name, drops)

@@ -237,19 +237,10 @@ class SourceNotFound(DefSentError):
     """A source's files are not where its configured path points (the dictionary stage names the config key)."""
 
 
-def wordnet_missing(nltk_data: str | Path | None) -> SourceNotFound:
-    """The error of a WordNet not found under ``nltk_data`` (None: nltk's search path): the folder looked in, as an
-    absolute path (a relative one is read from the job's working directory, a module's prefix folder), and what to
-    set or run."""
-    import nltk
-
-    looked = (f"under {(Path(nltk_data) / 'corpora' / 'wordnet').resolve()}" if nltk_data
-              else "on nltk's search path (" + ", ".join(map(str, nltk.data.path)) + ")")
-    return SourceNotFound(nltk_data or "NLTK_DATA", f"no WordNet {looked}; {WORDNET_REMEDY}")
-
-
 def wordnet_root(nltk_data: str | Path | None):
-    """WordNet's ``corpora/wordnet`` (an nltk path pointer) under ``nltk_data``, or on nltk's search path when None."""
+    """WordNet's ``corpora/wordnet`` (an nltk path pointer) under ``nltk_data``, or on nltk's search path when None;
+    not found, an error naming the folder looked in as an absolute path (a relative one is read from the job's
+    working directory, a module's prefix folder) and what to set or run."""
     import nltk
 
     if nltk_data:
@@ -259,7 +250,9 @@ def wordnet_root(nltk_data: str | Path | None):
     try:
         return nltk.data.find("corpora/wordnet", paths=[str(Path(nltk_data).resolve())] if nltk_data else None)
     except LookupError as err:
-        raise wordnet_missing(nltk_data) from err
+        looked = (f"under {(Path(nltk_data) / 'corpora' / 'wordnet').resolve()}" if nltk_data
+                  else "on nltk's search path (" + ", ".join(map(str, nltk.data.path)) + ")")
+        raise SourceNotFound(nltk_data or "NLTK_DATA", f"no WordNet {looked}; {WORDNET_REMEDY}") from err
 
 
 def wordnet_synset(line: str) -> tuple[str, list[str]]:

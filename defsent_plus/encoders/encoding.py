@@ -212,18 +212,14 @@ def encode(
     was_training = model.training
     model.eval()
     out: dict[str, np.ndarray] = {}
-    for names in _group_by_template(poolings).values():
+    by_template: dict[str | None, list[str]] = {}  # poolings that share an input text share a forward pass
+    for name in dict.fromkeys(poolings):
+        by_template.setdefault(get_pooling(name).template, []).append(name)
+    for names in by_template.values():
         texts = [get_pooling(names[0]).prepare(s, tokenizer) for s in sentences]
         out.update(_encode_texts(model, tokenizer, texts, names, batch_size, max_tokens, max_length, progress, desc))
     model.train(was_training)
     return {name: out[name] for name in poolings}
-
-
-def _group_by_template(poolings: Sequence[str]) -> dict[str | None, list[str]]:
-    groups: dict[str | None, list[str]] = {}
-    for name in dict.fromkeys(poolings):
-        groups.setdefault(get_pooling(name).template, []).append(name)
-    return groups
 
 
 def _encode_texts(model, tokenizer, texts, names, batch_size, max_tokens, max_length, progress, desc):
