@@ -23,7 +23,6 @@ class Registry(Generic[T]):
         self.kind, self.attribute, self.declared = kind, attribute, declared
         self.built_in, self.config_key = tuple(built_in), config_key
         self._loaded: dict[str, T] = {}
-        self._plugins: tuple[str, ...] = ()
 
     def declaration(self, module: str, where: str | None = None) -> T:
         """The declaration ``module`` holds."""
@@ -52,7 +51,7 @@ class Registry(Generic[T]):
             if name in loaded and loaded[name] is not declared:
                 raise DefSentError(where, f"{module} declares {self.kind} {name!r}, which another module declares")
             loaded[name] = declared
-        self._loaded, self._plugins = loaded, tuple(plugins)
+        self._loaded = loaded
 
     def all(self) -> dict[str, T]:
         """Every registered declaration by name (built-ins first, in registry order)."""

@@ -33,8 +33,7 @@ def export_sentence_transformers(model_dir: str | Path, out_dir: str | Path, poo
     if pooling not in POOLINGS:
         raise DefSentError("pooling", f"expected one of {list(POOLINGS)}, got {pooling!r}")
     model_dir = check_encoder_dir(model_dir)
-    modules = prompt_modules(model_dir, max_length) if pooling == "prompt" else pooled_modules(model_dir, pooling,
-                                                                                                max_length)
+    modules = st_modules(model_dir, pooling, max_length)
     with atomic_path(out_dir) as tmp:
         SentenceTransformer(modules=modules, device="cpu").save(str(tmp))
         if pooling == "prompt":
@@ -45,22 +44,20 @@ def export_sentence_transformers(model_dir: str | Path, out_dir: str | Path, poo
     return Path(out_dir)
 
 
-def pooled_modules(model_dir: Path, pooling: str, max_length: int) -> list:
-    """sentence-transformers' own Transformer and Pooling: its cls, mean and max (same names) equal this
-    workflow's."""
+def st_modules(model_dir: Path, pooling: str, max_length: int) -> list:
+    """The sentence-transformers modules giving ``pooling``'s vectors: for ``prompt``, the template-wrapping
+    Transformer and the mask-position pooling of :mod:`.st_prompt`; else sentence-transformers' own Transformer and
+    Pooling, whose cls, mean and max (same names) equal this workflow's."""
+    if pooling == "prompt":
+        from defsent_plus.encoders.st_prompt import MaskPooling, PromptTransformer
+
+        transformer = PromptTransformer(str(model_dir), max_seq_length=max_length)
+        return [transformer, MaskPooling(transformer.tokenizer.mask_token_id, transformer.get_embedding_dimension())]
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     transformer = Transformer(str(model_dir), max_seq_length=max_length)
     return [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)]
-
-
-def prompt_modules(model_dir: Path, max_length: int) -> list:
-    """The template-wrapping Transformer and the mask-position pooling of :mod:`.st_prompt`."""
-    from defsent_plus.encoders.st_prompt import MaskPooling, PromptTransformer
-
-    transformer = PromptTransformer(str(model_dir), max_seq_length=max_length)
-    return [transformer, MaskPooling(transformer.tokenizer.mask_token_id, transformer.get_embedding_dimension())]
 
 
 def install_prompt_code(out_dir: Path) -> None:
