@@ -2,8 +2,8 @@
 
 A trained model's training card records its dataset, entry space and base model, an entry space's record the
 encoder that built it: paths relative to the workflow folder the job ran in (so that two checkouts write the same
-files, byte for byte). A model that still lies in that folder finds them from anywhere: the workflow folder is the
-nearest folder above the model under which one of them exists. The current folder comes second, as it did before.
+files, byte for byte). They are looked for under the nearest folder above the model under which one of them exists,
+then under the current folder.
 """
 
 from __future__ import annotations

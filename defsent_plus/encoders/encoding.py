@@ -3,12 +3,10 @@
 Callers embed through :meth:`defsent_plus.encoders.models.Encoder.encode`, which delegates to :func:`encode` here,
 with the batching :func:`batching_for` picks for the device.
 
-Every pooling answers two questions: how a sentence is turned into model input text (``prompt`` wraps it
-in a template) and how the last hidden states become one vector. Every text is tokenised once, sorted by length
-(longest first) and its batch padded from those ids, so padding never changes a result and costs as little as
-possible. A batch holds at most ``batch_size`` sentences and, with a token budget ``max_tokens``, at most that many
-padded tokens (short sentences go in larger batches). Pooled rows stay on the device and reach the host in large
-chunks (non-blocking, into pinned memory, on CUDA): no synchronisation per batch.
+Every pooling says how a sentence becomes model input text (``prompt`` wraps it in a template) and how the last
+hidden states become one vector. Every text is tokenised once, sorted longest first and its batch padded from those
+ids, so padding never changes a result and costs as little as possible; pooled rows reach the host in large chunks
+(:class:`HostCopies`), with no synchronisation per batch.
 """
 
 from __future__ import annotations
