@@ -1,11 +1,12 @@
-"""Every workflow script's and benchmark's package imports resolve (a script is a few lines calling one package
-function: a moved or renamed function would otherwise fail only when its job, or the benchmark, runs)."""
+"""Every workflow script's, benchmark's and bin/ snippet's package imports resolve (a script is a few lines calling one
+package function: a moved or renamed function would otherwise fail only when its job, or the benchmark, runs)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import importlib.util
+import re
 
 import pytest
 from conftest import REPO
@@ -16,8 +17,22 @@ BENCHMARKS = sorted((REPO / "bench").glob("*.py"))
 
 def package_imports(path):
     """Every ``from defsent_plus... import`` of a file, function-level ones included."""
-    return [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+    return imports_of(path.read_text())
+
+
+def imports_of(source: str) -> list[ast.ImportFrom]:
+    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
             and node.module and node.module.startswith("defsent_plus")]
+
+
+def test_the_package_imports_of_the_bin_scripts_python_snippets_resolve():
+    snippets = [snippet for path in (REPO / "bin").iterdir() for snippet in re.findall(r"python -c '([^']*)'",
+                                                                                          path.read_text())]
+    imports = [node for snippet in snippets for node in imports_of(snippet)]
+    assert imports, "bin/setup checks WordNet through the package"
+    for node in imports:
+        module = importlib.import_module(node.module)
+        assert all(hasattr(module, alias.name) for alias in node.names), f"bin/: {node.module} lacks {node.names}"
 
 
 @pytest.mark.parametrize("script", SCRIPTS + BENCHMARKS, ids=lambda path: f"{path.parent.name}/{path.name}")
