@@ -1,9 +1,7 @@
-"""Every rule's jobs, declared once per rule (``JOB_KINDS``): its jobs in a config (their wildcards, read from the
-plan before the DAG exists, named as the rules name them), what its work is counted in, what one asks its scheduler
-for where the cost model projects it (:mod:`defsent_plus.pipeline.requests`), whether it runs on a GPU node when there
-is one, and what it writes that stays. Snakemake's resources, ``estimate``, the cost sheet and the SLURM job groups
-read these; a new rule needs one ``JobKind`` here (tests check that every rule has one and that its jobs are the jobs
-Snakemake runs from empty, no more, no less).
+"""Every rule's jobs, declared once per rule as a :class:`JobKind` (``JOB_KINDS``; wildcards read from the plan before
+the DAG exists, named as the rules name them; requests projected by :mod:`defsent_plus.pipeline.requests`).
+Snakemake's resources, ``estimate``, the cost sheet and the SLURM job groups read these; a new rule needs one
+``JobKind`` here (tests check that every rule has one and that its jobs are exactly the jobs Snakemake runs from empty).
 
 A selected encoder is named, not resolved: no checkpoint is asked. Light on purpose (no torch, no pandas).
 """

@@ -23,12 +23,8 @@ TORCH_CPU_BLOCK_ROWS = 4096  # rows per block on CPU: keeps the [block, hidden] 
 def torch_parallel_fastica(whitened: np.ndarray, w_init: np.ndarray, *, fun: str = "logcosh", alpha: float = 1.0,
                            max_iter: int = 1000, tol: float = 1e-4, device: str = "cpu"
                            ) -> tuple[np.ndarray, int, bool]:
-    """Parallel FastICA fixed-point iterations on whitened data [n, k]; returns (W, n_iter, converged).
-
-    Same update and stopping rule as scikit-learn's ``_ica_par``:
-    W <- sym_decorrelation(E[g(W x) x^T] - E[g'(W x)] W) until max_i | |<w_i', w_i>| - 1 | < tol.
-    Works in the dtype of ``whitened`` (float64 or float32).
-    """
+    """Parallel FastICA on whitened data [n, k] (float64 or float32); returns (W, n_iter, converged). The update:
+    W <- sym_decorrelation(E[g(W x) x^T] - E[g'(W x)] W) until max_i | |<w_i', w_i>| - 1 | < tol."""
     nonlinearity = _torch_nonlinearity(fun, alpha)
     X = torch.from_numpy(np.ascontiguousarray(whitened)).to(device)
     W = _sym_decorrelation(torch.from_numpy(w_init).to(device=device, dtype=X.dtype))

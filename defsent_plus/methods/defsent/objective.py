@@ -76,15 +76,10 @@ def own_keys(head: nn.Module, layout: HeadLayout) -> list[str]:
 
 
 def masked_lm_head(encoder: Encoder, seed: int) -> tuple[nn.Module, dict]:
-    """The encoder's pre-trained masked-LM head, its decoder tied to the encoder's input word embeddings.
-
-    Head weights come from the encoder's ``*.safetensors`` files (layout found by key prefix). A checkpoint without
-    them gets a seeded initialisation (``torch.Generator(seed)``: dense weights normal with std
-    ``initializer_range``, biases 0, LayerNorm 1/0); keys missing from a partial head are initialised alike. A
-    decoder weight stored in the checkpoint is not read: the decoder is always the input embeddings (DefSent ties
-    them whenever head and embeddings are frozen).
-    Returns the head and ``{"head": "pretrained"|"initialised"|"partial", "layout", "missing", "seed"}``.
-    """
+    """The encoder's pre-trained masked-LM head from its ``*.safetensors`` files; weights they lack (all, or a
+    partial head's) get :func:`initialise_head`'s. A stored decoder weight is not read: the decoder is always the
+    input word embeddings (DefSent ties them whenever head and embeddings are frozen). Returns the head and
+    ``{"head": "pretrained"|"initialised"|"partial", "layout", "missing", "seed"}``."""
     keys = _checkpoint_keys(encoder.path)
     layout = _layout_from_keys(keys, encoder.model.config) or _layout_from_type(encoder)
     head = _tied_head(layout, encoder)
@@ -265,11 +260,8 @@ class HeadwordPrediction(nn.Module):
 
 def defsent_objective(encoder: Encoder, pooling: str, seed: int, freeze_embedding_block: bool = True
                       ) -> HeadwordPrediction:
-    """DefSent's objective for ``encoder``: its masked-LM head (``head_info`` says pretrained or initialised).
-
-    Freezes the word embeddings (tied to the head's decoder) and, with ``freeze_embedding_block`` (DefSent's
-    ``freeze_token_embeddings``), the whole embedding block of the encoder.
-    """
+    """DefSent's objective for ``encoder``: its masked-LM head (``head_info``: pretrained or initialised), frozen
+    with the embeddings as in the module doc (``freeze_embedding_block``: DefSent's ``freeze_token_embeddings``)."""
     head, info = masked_lm_head(encoder, seed)
     if freeze_embedding_block:  # word, position, token-type embeddings and LayerNorm; else the word embeddings
         block = getattr(encoder.model, "embeddings", None)
