@@ -180,8 +180,7 @@ class Extraction:
             batch_size: int, max_length: int, record: dict | None = None, leading: tuple[int, int] | None = None
             ) -> dict:
         """Encode both splits into the cache and write its index (with ``record``: what computed it). ``leading``:
-        (rows, batch size) of a first block of the evaluation split batched on its own (the STS sentences, batched as
-        rule ``embed`` batches them, so their vectors are its vectors bit for bit)."""
+        :func:`sts_block`, a first block of the evaluation split batched on its own."""
         tokenizer = self.encoder.tokenizer
         eval_texts = self.texts(evaluation, max_length, "eval")
         corpus_texts = self.texts(corpus, max_length, "corpus")

@@ -150,12 +150,9 @@ def write_subset(
     queries_path: str | Path | None = None,
     where: str = "config: subsets",
 ) -> pd.DataFrame:
-    """Write a seeded sub-sample of a dataset's entries (all definitions of each kept entry).
-
-    With ``heldout`` (``{dev, test, seed}``, the subset's config at ``where``), the entries are split by headword
-    and one definition of each held-out entry becomes a reverse-dictionary query, written to ``queries_path`` and
-    removed from the subset. Nothing is written unless every table was built.
-    """
+    """Write a seeded sub-sample of a dataset's entries (all definitions of each kept entry) and, with ``heldout``
+    (``{dev, test, seed}``, the subset's config at ``where``), its held-out split, its queries going to
+    ``queries_path`` (see module). Nothing is written unless every table was built."""
     frame = subsample_entries(read_dataset(dataset_path), max_entries, seed)
     tables = {out_path: frame}
     if heldout is not None:

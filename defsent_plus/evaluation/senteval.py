@@ -281,10 +281,7 @@ def task_result(
     protocol: str = "sklearn",
 ) -> TaskResult:
     """Accuracy (%) of one transfer task under a classifier ``protocol`` (:data:`PROTOCOLS`) and its spread; every
-    distinct sentence of the task is embedded once.
-
-    ``max_examples`` subsamples every split (for quick tests); ``None`` uses the full data.
-    """
+    distinct sentence of the task is embedded once; ``max_examples`` subsamples every split (for quick tests)."""
     if protocol not in PROTOCOLS:
         raise DefSentError("config: evaluation.senteval_protocol", f"unknown protocol {protocol!r}; expected one of "
                                                                    f"{list(PROTOCOLS)}")

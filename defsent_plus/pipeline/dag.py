@@ -200,7 +200,6 @@ def place_folder_settings(config: dict) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ paths
-# Each takes values or wildcard names ("{run}"), so one function is both a path and a rule's output pattern.
 
 
 def data_dir(name: str) -> str:

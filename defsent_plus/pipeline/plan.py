@@ -78,9 +78,8 @@ class Evaluated:
 
 
 class Plan:
-    """What a validated config implies, by stage (the chain, the evaluation, the baselines), and the comparison.
-    ``selection`` reads a step's selection; in the workflow it asks the select_best checkpoint, so calling it makes a
-    job wait for (and be re-planned after) that selection."""
+    """See the module. ``selection`` reads a step's selection; in the workflow it asks the select_best checkpoint,
+    so calling it makes a job wait for (and be re-planned after) that selection."""
 
     def __init__(self, config: dict, selection: Selection):
         self.config = config

@@ -130,11 +130,9 @@ def edited_output(module: nn.Module, keep: torch.Tensor) -> Iterator[None]:
 
 
 class UnsupervisedContrastive(nn.Module):
-    """SimCSE's unsupervised objective with an optional ConSERT augmentation of the second view.
-
-    The encoder is referenced, not registered: the loop optimises its parameters itself, this module owns only
-    the training MLP (never saved, so evaluation uses the pooled vector before it: SimCSE's ``cls_before_pooler``).
-    """
+    """The module's objective. The encoder is referenced, not registered: the loop optimises its parameters itself,
+    this module owns only the training MLP (never saved, so evaluation uses the pooled vector before it: SimCSE's
+    ``cls_before_pooler``)."""
 
     def __init__(self, encoder: Encoder, pooling: str = "cls", temperature: float = 0.05, mlp: bool | None = None,
                  augmentation: str = "dropout", cutoff_rate: float = 0.1, seed: int = 0,
