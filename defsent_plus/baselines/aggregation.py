@@ -14,8 +14,7 @@ to sum to 1.
   switchable, baselines.biases) and special tokens (003's "-biases", after PromptBERT).
 - ``mask``: the mean of a prompt's mask positions (T1-T4 have several).
 
-``cls``, ``mean`` and ``max`` are the embedding stage's pooling functions themselves, so a cached last layer equals
-rule ``embed``'s vectors bit for bit where the batches are the same (:mod:`defsent_plus.baselines.reuse`).
+``cls``, ``mean`` and ``max`` are rule ``embed``'s pooling functions themselves (:mod:`defsent_plus.baselines.reuse`).
 
 A sentence whose weights are all zero (e.g. only frequent tokens) falls back to ``mean_nospecial``; the job counts
 and logs these.

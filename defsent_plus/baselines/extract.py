@@ -3,9 +3,7 @@ set x source x aggregation the grid asks for, cached as one directory per layer 
 
 The cache (``results/baselines/<encoder>/cache/<template>/``, laid out as :func:`.spec.cache_file` says) is read
 without a model, so adding a post-processor re-runs only the grid job. Length-sorted, dynamically padded batches;
-bf16 autocast on a GPU. Without a template, the evaluation split's STS sentences are sorted and batched on their
-own, exactly as rule ``embed`` batches them, so its last layer's ``cls``, ``mean`` and ``max`` vectors are ``embed``'s
-(:mod:`defsent_plus.baselines.reuse`).
+bf16 autocast on a GPU; without a template, the STS sentences are batched as :mod:`defsent_plus.baselines.reuse` says.
 
 Token vectors without a forward pass (003 Sections 3.2.3 and 3.2.5): Avg. averages each token's contextual vectors (of
 one layer set) over all its occurrences in the fit corpus, and a sentence is then aggregated from these static vectors

@@ -7,8 +7,7 @@ alignment/uniformity on their STS-B train sentences) — transductive, and marke
 transductive too; they have no alignment/uniformity (their idf exists only per STS task).
 
 :func:`score_grid` scores a grid block by block, sharing every read, fit and ranking its combinations have in common
-(docs/baselines.md "Grid speed"; tests/grid_reference.py scores one combination at a time, the same table); every
-process it starts runs one BLAS thread (whitened numbers depend on BLAS's summation order).
+(docs/baselines.md "Grid speed"; tests/grid_reference.py scores one combination at a time, the same table).
 """
 
 from __future__ import annotations

@@ -371,8 +371,7 @@ class Plan:
     def embedding_job(self, encoder: str, sentences: str, pooling: str) -> dict:
         """An ``embed`` job's params: its forward pass's options (STS-B dev: the selection's, so evaluation options
         never re-run a selection; every other set: the evaluation's) and, where the encoder's baselines pass computes
-        the same vectors bit for bit (its last layer over the STS sentences, same batches), the ``cache`` to read them
-        from instead (:mod:`defsent_plus.baselines.reuse`), so they are not encoded twice."""
+        the same vectors, the ``cache`` to read them from instead (:mod:`defsent_plus.baselines.reuse`)."""
         block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
         options = {"batch_size": block["batch_size"], "max_length": block["max_length"]}
         if not self._cached_by_baselines(encoder, sentences, pooling, options["max_length"]):
