@@ -19,10 +19,8 @@ from defsent_plus.errors import DefSentError
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path``; it is renamed onto ``path`` only if the block succeeds.
-
-    Works for files and directories; the temporary is removed on failure.
-    """
+    """Yield a temporary sibling of ``path`` (a file or directory), renamed onto ``path`` only if the block
+    succeeds and removed on failure."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)) / path.name

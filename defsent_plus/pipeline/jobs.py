@@ -24,8 +24,8 @@ from typing import Any
 def start_job(snakemake: Any, gpu: bool = False) -> None:
     """Work in a prefixed module's folder; log to the job's log file; put a rehearsal's banner (``params.banner``) on
     its tables and plots; register the config's method and evaluator plugins (their jobs ask their declarations);
-    with ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to the job's
-    threads. Then freeze the imports' objects and turn the collector on; the job exits without its last walk."""
+    with ``gpu``, take the job's own GPU slot (none for CPU jobs) before CUDA starts and limit torch to its threads;
+    then the garbage collector as the module says."""
     from defsent_plus import banner
     from defsent_plus.evaluation.evaluators import load_plugins as load_evaluators
     from defsent_plus.methods import load_plugins

@@ -130,7 +130,6 @@ def train_epoch(
     objective.train()
     tally = LossTally(first_step=len(position.losses) + 1, lr=cfg.lr)
     step_of = TrainStep(encoder, objective, [p for _, p in named], cfg, device)
-    # a compiled run pads every batch to the longest kept sentence (one length), else each to its own longest
     multiple = cfg.kept_tokens if compile_wanted(cfg.compile, device) else None
     start = time.perf_counter() - position.seconds
     interval = (position.examples, time.perf_counter(), 0.0)  # where the logging interval began; the last's pace
