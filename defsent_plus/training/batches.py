@@ -5,7 +5,7 @@ The step loop never pads, tokenises or copies synchronously: every batch of an e
 (a non-blocking copy) while the current step runs. Each batch is padded to its own longest example, exactly as
 ``tokenizer.pad`` pads it, so the arithmetic equals per-step padding; ``pad_to_multiple_of`` rounds that length up
 (a compiled step's one length, :mod:`.compilation`). The host also knows which batches have no padding at all, so
-the model's attention mask is built here (:func:`model_attention_mask`), not inspected on the device at every forward pass.
+the model's attention mask is built here (:func:`model_attention_mask`), not read on the device at every forward pass.
 """
 
 from __future__ import annotations
