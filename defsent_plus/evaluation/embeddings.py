@@ -115,8 +115,7 @@ def training_seeds(model_dir: str | Path) -> dict:
 
 
 def training_provenance(model_dir: str | Path) -> dict:
-    """What a trained model was trained with (its training card's ``provenance``: versions, device, precision,
-    threads, seed), empty for a model this workflow did not train or a card written before it was recorded."""
+    """:func:`training_card`'s ``provenance`` (versions, device, precision, threads, seed), else empty."""
     return training_card(model_dir).get("provenance") or {}
 
 

@@ -251,8 +251,7 @@ def cv_selected_correct(
     seed: int, kfold: int = 10, n_jobs: int | None = None, protocol: Protocol = PROTOCOLS["sklearn"],
 ) -> np.ndarray:
     """Whether each test example is classified correctly, with the regularisation chosen by k-fold CV on train
-    (seeded with ``seed``; SentEval's scikit-learn grid 2^-1 .. 2^5) and the classifier refit on all of train
-    (KFoldClassifier)."""
+    (seeded with ``seed``) and the classifier refit on all of train (KFoldClassifier)."""
     folds = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
     reg = chosen_c(x_train, y_train, protocol.grids["kfold"], folds, seed, n_jobs, protocol)
     return protocol.fit(x_train, y_train, reg, seed, VALIDATION_SPLIT).predict(x_test) == y_test

@@ -2,11 +2,9 @@
 measured rates, with ``costs.margin``: training in detail, an encoding job (a forward pass of its sentences), a space
 transform (FastICA's iterations). :mod:`defsent_plus.pipeline.job_model` applies them to each rule's jobs.
 
-A train job's work is its examples per epoch (the method's declaration says which sentences) × epochs, each a forward
-and backward pass at the median definition length: its runtime is their FLOPs at ``costs.gpu``'s rate (or
-``costs.cpu``'s per thread), or the GPU's per-step floor, plus a start; its memory is weights, gradients, Adam's
-moments, activations and a base. Light on purpose (no torch, no pandas). docs/rehearsal.md compares it with measured
-jobs.
+A train job's work is its examples per epoch × epochs (:func:`training_examples`), each a forward and backward pass
+at the median definition length (:func:`train_flops`, :func:`training_memory_bytes`). Light on purpose (no torch,
+no pandas). docs/rehearsal.md compares it with measured jobs.
 """
 
 from __future__ import annotations

@@ -189,12 +189,9 @@ def ica(
     device: str | None = None,
 ) -> tuple[np.ndarray, dict]:
     """StandardScaler -> FastICA -> x ``scale`` (the DefSent+ recipe); FastICA options as in scikit-learn.
-
-    ``precision`` is the floating type of the standardisation and the ICA iterations: ``float32`` is the
-    reference's computation, ``float64`` the numerically safer one;
-    ``threads`` defaults to 1 for sklearn (the exact reference, and the fastest on CPU at these sizes) and to all
-    cores for torch; ``device`` (torch only) defaults to cuda when present.
-    """
+    ``precision``: the type of the standardisation and the ICA iterations (see module); ``threads`` defaults to 1 for
+    sklearn (the exact reference, and the fastest on CPU at these sizes) and to all cores for torch; ``device`` (torch
+    only) defaults to cuda when present."""
     where = "transform 'ica'"
     require_whitenable(E, where)
     if precision not in ICA_PRECISIONS:

@@ -238,8 +238,7 @@ def check_pooling(pooling: str) -> None:
 
 
 class HeadwordPrediction(nn.Module):
-    """DefSent's objective: pooled sentence -> frozen masked-LM head -> softmax over the vocabulary -> CE on the
-    headword's token id (``batch.entry_ids``). Only the encoder learns; the head is frozen here."""
+    """The module's objective on a batch (targets: ``batch.entry_ids``, headword token ids); it freezes the head."""
 
     def __init__(self, head: nn.Module, pooling: str, info: dict | None = None):
         super().__init__()

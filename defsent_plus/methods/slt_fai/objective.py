@@ -194,10 +194,9 @@ class SltFai(nn.Module):
         self.mask_generator = torch.Generator().manual_seed(seed)
 
     def adversarial_loss(self, batch) -> torch.Tensor:
-        """L_AT (Eq. 4): frequency-label cross-entropy of the token discriminator behind a gradient reversal layer,
-        averaged over each sentence's non-padding, non-special tokens, then over sentences; with ``at_views: both``
-        the mean of that over the two views' token states (the released code's ``(CE(view 1) + CE(view 2)) / 2``),
-        where the contrastive objective exposes its second view (``second_hidden``)."""
+        """L_AT (Eq. 4, averaged as the module says): the token discriminator's frequency-label cross-entropy behind a
+        gradient reversal layer; with ``at_views: both`` its mean over the two views (the released code's
+        ``(CE(view 1) + CE(view 2)) / 2``), where the contrastive objective exposes ``second_hidden``."""
         views = [batch.hidden]
         second = getattr(self.usrl, "second_hidden", None)
         if self.at_views == "both" and second is not None:
