@@ -106,9 +106,7 @@ class Method:
     option_deviations: tuple[tuple[tuple[str, object], str], ...] = ()
     max_steps: int | None = None  # None: any number of PST steps
     dev_in_training: bool = False  # selects its weights on STS-B dev while training (its train job reads SentEval)
-    # named sets of option defaults (``variant`` in its block picks one): the options without a schema default
-    # take the variant's; ``run`` holds the run-level settings (lr, batch_size, pooling) its authors published
-    variants: dict[str, Variant] | None = None
+    variants: dict[str, Variant] | None = None  # ``variant`` in its block picks one; it fills options without a default
     # forward (and backward) passes of the encoder over the batch's sentences per optimiser step: each pass adds its
     # layers' launches to a GPU step's latency and its activations to the peak memory (pipeline/requests.py)
     encoder_passes: int = 1

@@ -1,8 +1,7 @@
 """SLT-FAI (004): a contrastive objective plus frequency-adversarial and incomplete-sentence discriminators.
 
 004 (Section 4.1) names two variants, each on its backbone's settings: ConSERT + SLT-FAI and SimCSE + SLT-FAI
-(``variant`` in ``methods.slt_fai``). The options a variant sets have no schema default: the variant's apply unless
-the block sets them; a run whose lr, batch size or pooling differ from the variant's published ones records that.
+(``variant`` in ``methods.slt_fai``; :class:`~defsent_plus.methods.base.Variant`).
 """
 
 from __future__ import annotations
