@@ -85,8 +85,7 @@ def get_pooling(name: str) -> Pooling:
     return POOLINGS[name]
 
 
-# Encoding batches by device type, (batch_size, max_tokens): at most batch_size sentences a batch and, with
-# max_tokens, at most that many padded tokens. A device type not listed keeps the caller's batch_size without a budget.
+# Encoding batches by device type: (batch_size, max_tokens), as :func:`batching_for` and :func:`batch_bounds` read them.
 DEVICE_BATCHING: dict[str, tuple[int, int | None]] = {"cuda": (1024, 65_536)}
 HOST_CHUNK_ROWS = 16_384  # pooled rows gathered on the device before one copy to the host
 TOKENISE_CHUNK = 8_192  # texts tokenised per tokenizer call (bounds the Python lists alive at once)
@@ -202,15 +201,12 @@ def encode(
     *,
     max_tokens: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """Encode ``sentences`` once per distinct input text, returning float32 ``[n, hidden]`` per pooling.
-
-    Poolings that share the same input text (``cls`` and ``mean``) share one forward pass. A batch holds at most
-    ``batch_size`` sentences and, with ``max_tokens``, at most that many padded tokens (:func:`batching_for`).
-    """
+    """Encode ``sentences`` once per distinct input text, returning float32 ``[n, hidden]`` per pooling: poolings
+    that share an input text (``cls`` and ``mean``) share one forward pass; batched as :func:`batch_bounds` says."""
     was_training = model.training
     model.eval()
     out: dict[str, np.ndarray] = {}
-    by_template: dict[str | None, list[str]] = {}  # poolings that share an input text share a forward pass
+    by_template: dict[str | None, list[str]] = {}
     for name in dict.fromkeys(poolings):
         by_template.setdefault(get_pooling(name).template, []).append(name)
     for names in by_template.values():
