@@ -60,8 +60,7 @@ def headword_examples(frame: pd.DataFrame, queries: pd.DataFrame, token_ids: lis
 def headword_ranks(encoder: Encoder, head: torch.nn.Module, pooling: str, frame: pd.DataFrame,
                    queries: pd.DataFrame, batch_size: int = 128) -> dict[str, dict[str, np.ndarray]]:
     """A DefSent model's rank of each example's headword token among the WHOLE vocabulary, ``{protocol: {split:
-    ranks}}``: per split over all the split's definitions (``all_definitions``, DefSent's protocol) and over the
-    held-out queries with a single-token headword (``heldout_queries``, the queries DefSent+ ranks its entries for)."""
+    ranks}}`` per :data:`HEADWORD_PROTOCOLS` (``heldout_queries``: those with a single-token headword)."""
     import torch
 
     from defsent_plus.methods.defsent.objective import check_pooling, head_logits, headword_token_ids

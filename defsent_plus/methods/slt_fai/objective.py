@@ -54,11 +54,8 @@ TOKENIZE_CHUNK = 4096
 
 def frequency_labels(tokenizer, sentences: Sequence[str], rate: float = 0.5,
                      where: str = "frequency corpus") -> torch.Tensor:
-    """Bool ``[len(tokenizer)]``: True for low-frequency token types (004 §3.5, λ = ``rate``).
-
-    Among the token types occurring in ``sentences``, the ``floor(rate * seen)`` least frequent (ties: lower token
-    id first) are low-frequency; types that never occur are low-frequency too (the public code's choice).
-    """
+    """Bool ``[len(tokenizer)]``: True for the ``floor(rate * seen)`` least frequent token types of ``sentences``
+    (004 §3.5, λ = ``rate``; ties as the module says) and for types that never occur (the public code's choice)."""
     if not 0.0 < rate < 1.0:
         raise DefSentError(RATE_KEY, f"frequency rate must lie in (0, 1), got {rate}")
     counts, texts = np.zeros(len(tokenizer), dtype=np.int64), list(sentences)
@@ -124,11 +121,9 @@ class Discriminator(nn.Module):
 def incomplete_input_ids(input_ids: torch.Tensor, attention_mask: torch.Tensor, low_frequency: torch.Tensor,
                          ratio: float, mask_token_id: int, generator: torch.Generator,
                          special: torch.Tensor | None = None) -> torch.Tensor:
-    """Each sentence with ``max(1, round(ratio · n))`` of its ``n`` low-frequency tokens replaced by the mask token.
-
-    Only non-padding tokens that are low-frequency and not special (``special``: bool per token id) are eligible;
-    which ones are masked is drawn from ``generator`` (on the CPU, so the choice does not depend on the device).
-    """
+    """Each sentence with ``max(1, round(ratio · n))`` of its ``n`` eligible tokens (non-padding, low-frequency, not
+    ``special``: bool per token id) replaced by the mask token, drawn from ``generator`` (on the CPU, so the choice
+    does not depend on the device)."""
     eligible = low_frequency.to(input_ids.device)[input_ids] & attention_mask.bool()
     if special is not None:
         eligible &= ~special.to(input_ids.device)[input_ids]
