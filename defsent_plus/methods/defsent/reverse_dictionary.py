@@ -116,8 +116,7 @@ def write_headword_ranking(*, method: str, model_dir: str | Path, dataset: str |
                            description: str = "", **_unused) -> dict:
     """DefSent's reverse dictionary (the ``vocabulary`` protocol) for a run's final model (its trained head) and its
     starting model (its own masked-LM head, seeded initialisation where it has none), and both by the ``cosine``
-    protocol against the starting model's AMP space (``base_space``); with ``bootstrap`` their intervals and paired
-    tests; JSON (with its provenance), TSV and markdown (with a provenance footer)."""
+    protocol against the starting model's AMP space (``base_space``), written by :func:`write_ranking`."""
     from defsent_plus.encoders.encoding import device_for_run
     from defsent_plus.encoders.models import load_encoder  # torch
     from defsent_plus.methods.defsent.objective import load_defsent_model, masked_lm_head

@@ -228,8 +228,7 @@ def write_entry_ranking(*, method: str, model_dir: str | Path, spaces: Sequence[
     """The ``entries`` protocol: score a run's final model against the space it was trained on (one of
     ``spaces``), and the untrained ``base_model`` against its AMP space (``base_space``, one file) by cosine, on the
     held-out ``queries`` of ``dataset``; the trained model also by cosine against that AMP space (like for like);
-    with ``bootstrap`` the intervals and paired tests; JSON (with its provenance), TSV and markdown (with a
-    provenance footer; ``description``: the protocol's)."""
+    written as :func:`~defsent_plus.evaluation.reverse_dictionary.write_ranking` writes them."""
     from defsent_plus.encoders.models import load_encoder  # torch
 
     rd = ReverseDictionary(model_dir, trained_space(model_dir, spaces, dataset), dataset, scoring="dot")
