@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from defsent_plus.encoders.devices import device_ids, gpu_slot
+from defsent_plus.encoders.devices import device_count, device_ids, gpu_slot
 
 CLAIMER = """
 import sys, time
@@ -58,11 +58,11 @@ def no_visible_devices(monkeypatch):
 
 
 def test_device_count_override(monkeypatch):
-    assert device_ids() == [0, 1]
+    assert device_ids() == [0, 1] and device_count() == 2
     monkeypatch.setenv("DEFSENT_GPUS", "2,3")
     assert device_ids() == [2, 3]
     monkeypatch.setenv("DEFSENT_GPUS", "0")
-    assert device_ids() == []
+    assert device_count() == 0
 
 
 def test_two_concurrent_jobs_get_different_devices_and_a_third_waits(tmp_path):

@@ -9,6 +9,7 @@ import importlib.util
 import re
 
 import pytest
+import yaml
 from conftest import REPO
 
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
@@ -25,14 +26,17 @@ def imports_of(source: str) -> list[ast.ImportFrom]:
             and node.module and node.module.startswith("defsent_plus")]
 
 
-def test_the_package_imports_of_the_bin_scripts_python_snippets_resolve():
+def test_the_package_imports_of_bin_and_the_profiles_python_resolve():
+    """bin/'s ``python -c`` snippets and the profiles' YTE definitions run only when a user runs them."""
     snippets = [snippet for path in (REPO / "bin").iterdir() for snippet in re.findall(r"python -c '([^']*)'",
                                                                                           path.read_text())]
+    for profile in (REPO / "profiles").glob("*/config.yaml"):
+        snippets += [line for line in yaml.safe_load(profile.read_text()).get("__definitions__", [])]
     imports = [node for snippet in snippets for node in imports_of(snippet)]
-    assert imports, "bin/setup checks WordNet through the package"
+    assert {node.module for node in imports} >= {"defsent_plus.dictionary.sources", "defsent_plus.encoders.devices"}
     for node in imports:
         module = importlib.import_module(node.module)
-        assert all(hasattr(module, alias.name) for alias in node.names), f"bin/: {node.module} lacks {node.names}"
+        assert all(hasattr(module, alias.name) for alias in node.names), f"{node.module} lacks {node.names}"
 
 
 @pytest.mark.parametrize("script", SCRIPTS + BENCHMARKS, ids=lambda path: f"{path.parent.name}/{path.name}")

@@ -58,6 +58,11 @@ def _nvidia_smi_count() -> int:
     return sum(line.startswith("GPU ") for line in out.splitlines())
 
 
+def device_count() -> int:
+    """Number of GPUs on this machine (see :func:`device_ids`; the workstation profile's ``gpu`` resource)."""
+    return len(device_ids())
+
+
 @contextmanager
 def gpu_slot(
     requested: int,
