@@ -36,7 +36,8 @@ def test_the_package_imports_of_bin_and_the_profiles_python_resolve():
     assert {node.module for node in imports} >= {"defsent_plus.dictionary.sources", "defsent_plus.encoders.devices"}
     for node in imports:
         module = importlib.import_module(node.module)
-        assert all(hasattr(module, alias.name) for alias in node.names), f"{node.module} lacks {node.names}"
+        missing = [alias.name for alias in node.names if not hasattr(module, alias.name)]
+        assert not missing, f"{node.module} lacks {missing}"
 
 
 @pytest.mark.parametrize("script", SCRIPTS + BENCHMARKS, ids=lambda path: f"{path.parent.name}/{path.name}")
