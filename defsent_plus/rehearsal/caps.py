@@ -157,7 +157,10 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
             source_block["path"] = str(REPO / path)  # nltk_data, a user's TSV: the checkout's own
     config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
     cap_entries(config, caps.entries, caps.heldout_entries)
-    cap_fit_corpus(config, caps.entries)
+    # the baselines' fit corpus at most the entry cap (more rows than the widest hidden size, as whitening needs),
+    # so that their forward pass grows with the work size too
+    corpus = config.setdefault("baselines", {}).setdefault("fit_corpus", {})
+    corpus["max_sentences"] = min(corpus.get("max_sentences", FIT_CORPUS_SENTENCES), caps.entries)
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
     cap_method_epochs(config, caps.epochs)
@@ -199,13 +202,6 @@ def keep_heldout_entries(heldout: dict, entries: int, kept: int) -> None:
     floor = kept / entries
     for split in HELDOUT_SPLITS:
         heldout[split] = max(heldout.get(split, getattr(HeldOut, split)), floor)
-
-
-def cap_fit_corpus(config: dict, sentences: int) -> None:
-    """The baselines' fit corpus keeps at most ``sentences`` (the entry cap: more rows than the widest hidden size,
-    as whitening needs), so that their forward pass grows with the work size too."""
-    block = config.setdefault("baselines", {}).setdefault("fit_corpus", {})
-    block["max_sentences"] = min(block.get("max_sentences", FIT_CORPUS_SENTENCES), sentences)
 
 
 def cap_method_epochs(config: dict, epochs: int) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import replace
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 import pandas as pd
@@ -219,12 +221,9 @@ def dev_scoring_flops(context: Context, run: str, steps: float, architecture) ->
 
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per rule: real jobs and work, measured seconds per unit, and the projections (CPU hours, GPU-hours)."""
-    start = start_seconds(rows)
-    by_rule: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_rule[row["rule"]].append(row)
-    table = []
-    for rule, jobs in sorted(by_rule.items()):
+    start, table = start_seconds(rows), []
+    for rule, group in groupby(sorted(rows, key=itemgetter("rule")), key=itemgetter("rule")):
+        jobs = list(group)
         lines = job_lines(jobs, start)
         cpu = gpu_seconds = flops = longest = 0.0
         for r, (job_start, rate) in zip(jobs, lines, strict=True):
@@ -255,17 +254,13 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     return frame
 
 
-def directory_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     """The real config's checkpoints (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`; a full-size
     rehearsal's copy of a run's selected model measured, same architecture), the embeddings, the spaces."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
-    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
-                if kept[id(r)] == job_model.SELECTED_COPY and full}
+    measured = {r["run"]: sum(p.stat().st_size for p in (workdir / r["outputs"][0]).rglob("*") if p.is_file())
+                for r in rows if kept[id(r)] == job_model.SELECTED_COPY and full}
     embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
