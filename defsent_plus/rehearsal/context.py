@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property, partial
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -206,21 +206,16 @@ def rehearsal_config(workdir: Path) -> dict:
 
 
 def build_context(workdir: Path, senteval: Path) -> Context:
+    """The :class:`Context` of the finished rehearsal in ``workdir`` (each pinned model's tokenizer loaded once)."""
+    from transformers import AutoTokenizer
+
     rehearsal = rehearsal_config(workdir)
     real = read_config(REPO / rehearsal["rehearsal"]["config"])  # an absolute path as it is
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
     heldout = built_heldout_texts(workdir, real) if built else None
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built, heldout,
-                   tokenizer_of=partial(pinned_tokenizer, workdir))
-
-
-@cache
-def pinned_tokenizer(workdir: Path, model: str):
-    """The tokenizer of a rehearsal's pinned copy of a model (loaded once)."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
+                   tokenizer_of=cache(lambda model: AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))))
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from defsent_plus.acquisition.catalog import CATALOG, mirror_variable
+from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.job_model import STS_UNITS, kind_of
@@ -86,7 +87,7 @@ def standin_blocks(root: Path, caps: capping.Caps, size: str, nltk_data: Path, s
         manifest = out.with_name(name + ".sha256")
         if not manifest.is_file():
             write(out)
-            standins.write_with_manifest(out)
+            write_manifest(manifest_of(out), manifest)
         blocks[name] = {"mirror": str(out.resolve()), "link": "copy", "checksums": str(manifest.resolve())}
     return blocks
 

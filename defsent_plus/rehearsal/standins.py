@@ -21,7 +21,6 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
-from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.io import atomic_path
 
 POS_OF_FILE = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
@@ -120,9 +119,3 @@ def write_senteval(out_dir: Path, senteval: Path, pairs: int) -> Path:
             capped_copy(source, target, relative, pairs)
     return out_dir
 
-
-def write_with_manifest(out_dir: Path) -> Path:
-    """The ``sha256sum`` manifest of a stand-in folder, written beside it (``<folder>.sha256``)."""
-    manifest = out_dir.with_name(out_dir.name + ".sha256")
-    write_manifest(manifest_of(out_dir), manifest)
-    return manifest
