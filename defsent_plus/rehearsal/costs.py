@@ -120,7 +120,7 @@ def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
-    step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
+    step, its method's ``encoder_passes``), without scoring an entry space (:func:`gpu_job`)."""
     hidden, flops = architecture.config["hidden_size"], unit_of(rule).flops
     if flops == NO_FLOPS:
         return 0.0
@@ -128,14 +128,6 @@ def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> f
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = forward_flops(architecture, tokens)
     return TRAINING_FLOPS * passes * forward if flops == TRAINING else forward
-
-
-def scoring_flops(row: dict, context: Context, architecture) -> float:
-    """FLOPs of a real job's scored sentences against its run's classes (h · Eᵀ; training: with its backward)."""
-    if not row.get("real_scored"):
-        return 0.0
-    product = output_layer_flops(architecture, classes_of(context, row["run"]))
-    return row["real_scored"] * product * (TRAINING_FLOPS if trains(row) else 1.0)
 
 
 def trains(row: dict) -> bool:
@@ -199,24 +191,20 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
     passes = context.method_of_run(row["run"]).encoder_passes if trains(row) else 1
-    flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
-             + scoring_flops(row, context, architecture))
+    flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
+    if row.get("real_scored"):  # its sentences scored against its run's classes (h · Eᵀ; training: and backward)
+        product = output_layer_flops(architecture, classes_of(context, row["run"]))
+        flops += row["real_scored"] * product * (TRAINING_FLOPS if trains(row) else 1.0)
     steps = 0.0
     if trains(row):
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
-        flops += dev_scoring_flops(context, row["run"], steps, architecture)
+        every = context.method_of_run(row["run"]).dev_scorings_every(context.method_options(row["run"]))
+        if every:  # scoring STS-B dev while training (SimCSE's and SLT-FAI's select_every steps)
+            sentences, tokens = context.real_sets["stsb-dev"]
+            flops += steps / every * sentences * forward_flops(architecture, tokens)
     if unit_of(row["rule"]).flops == ICA:
         return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
-
-
-def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
-    """FLOPs of scoring STS-B dev while training (SimCSE's and SLT-FAI's ``select_every`` steps)."""
-    every = context.method_of_run(run).dev_scorings_every(context.method_options(run))
-    if not every:
-        return 0.0
-    sentences, tokens = context.real_sets["stsb-dev"]
-    return steps / every * sentences * forward_flops(architecture, tokens)
 
 
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
