@@ -144,7 +144,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
         real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **job.measured, "units": done, "real_units": real_units,
-                     "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
+                     "real_scored": unit.scored(job, context) if unit.scored else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -172,7 +172,7 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     capped subset's, measured on this machine at the job's threads. 0 for other rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
-    if not unit_of(row["rule"]).ranks or architecture is None or not rehearsed:
+    if unit_of(row["rule"]).scored is None or architecture is None or not rehearsed:
         return 0.0
     if not context.method_of_run(row["run"]).uses_entry_space:
         return 0.0
