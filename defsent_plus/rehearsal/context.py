@@ -200,16 +200,11 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
     return sets
 
 
-def rehearsal_config(workdir: Path) -> dict:
-    """A rehearsal's config, validated (its ``rehearsal`` block: the real config, the size and the caps)."""
-    return read_config(workdir / "config.yaml")
-
-
 def build_context(workdir: Path, senteval: Path) -> Context:
     """The :class:`Context` of the finished rehearsal in ``workdir`` (each pinned model's tokenizer loaded once)."""
     from transformers import AutoTokenizer
 
-    rehearsal = rehearsal_config(workdir)
+    rehearsal = read_config(workdir / "config.yaml")  # its rehearsal block: the real config, the size, the caps
     real = read_config(REPO / rehearsal["rehearsal"]["config"])  # an absolute path as it is
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)

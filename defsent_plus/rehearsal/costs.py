@@ -27,7 +27,7 @@ from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
 from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
-from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
+from defsent_plus.rehearsal.context import Context, build_context
 from defsent_plus.rehearsal.records import executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
@@ -277,7 +277,8 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     rows = job_rows(workdir, context)
     larger = workdir / LARGER
     if (larger / "benchmarks").is_dir():
-        rows = with_larger_size(rows, job_rows(larger, replace(context, rehearsal=rehearsal_config(larger))))
+        second = replace(context, rehearsal=estimate.read_config(larger / "config.yaml"))
+        rows = with_larger_size(rows, job_rows(larger, second))
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
 
 
@@ -296,7 +297,7 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
     out = workdir / "results" / "cost_sheet.md"
     write_tsv(out.with_suffix(".tsv"), rules, float_format="%.4g")
     totals = rules[["rehearsal_seconds", "real_cpu_hours", "real_gpu_hours"]].sum()
-    context = rehearsal_config(workdir)
+    context = estimate.read_config(workdir / "config.yaml")
     text = (f"# Cost sheet of {context['rehearsal']['config']}\n\n"
             f"Measured by its {context['rehearsal']['size']}-size rehearsal (random weights, capped data; "
             f"{totals['rehearsal_seconds'] / 60:.1f} job-minutes on this machine), projected to the real config. "
@@ -323,11 +324,11 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
 
 def work_sizes(workdir: Path) -> str:
     """What the CPU projection was fitted on: the rehearsal's caps at one or two work sizes."""
-    first = rehearsal_config(workdir)["rehearsal"]["caps"]
+    first = estimate.read_config(workdir / "config.yaml")["rehearsal"]["caps"]
     if not (workdir / LARGER / "config.yaml").is_file():
         return (f"one ({first['training_examples']} examples a candidate, {first['sts_pairs']} STS pairs a file): "
                 "one start for every rule, each rule's median rate (not calibrated)")
-    second = rehearsal_config(workdir / LARGER)["rehearsal"]["caps"]
+    second = estimate.read_config(workdir / LARGER / "config.yaml")["rehearsal"]["caps"]
     return (f"two ({first['training_examples']} and {second['training_examples']} examples a candidate, "
             f"{first['sts_pairs']} and {second['sts_pairs']} STS pairs a file, {first['entries']} and "
             f"{second['entries']} entries): each job's own start and rate")
