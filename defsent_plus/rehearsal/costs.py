@@ -172,9 +172,8 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     capped subset's, measured on this machine at the job's threads. 0 for other rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
-    if unit_of(row["rule"]).scored is None or architecture is None or not rehearsed:
-        return 0.0
-    if not context.method_of_run(row["run"]).uses_entry_space:
+    if (unit_of(row["rule"]).scored is None or architecture is None or not rehearsed
+            or not context.method_of_run(row["run"]).uses_entry_space):
         return 0.0
     training = trains(row)
     # a step's examples; a reverse-dictionary job scores its queries an evaluation batch at a time
