@@ -82,8 +82,7 @@ def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None, sen
 
 def pairs_for_distinct_sentences(senteval: Path | None, sentences: int, start: int) -> int:
     """First scored pairs a file (at least ``start``) that give every STS task at least ``sentences`` distinct
-    sentences (STS-B test and SICK-R are one file each and repeat sentences): from half as many pairs as sentences,
-    a tenth more at a time (409 for MiniLM's 384 dimensions on SentEval's data)."""
+    sentences (STS-B test and SICK-R repeat sentences): from half as many pairs as sentences, a tenth more at a time."""
     from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts
 
     if senteval is None:
@@ -196,9 +195,8 @@ def cap_entries(config: dict, entries: int, heldout_entries: int) -> None:
 
 
 def keep_heldout_entries(heldout: dict, entries: int, kept: int) -> None:
-    """Raise the dev and test fractions of a capped subset to ``kept`` of its ``entries`` where they are
-    below it (in place): a split gets a query only from an entry with two definitions, which a few entries may lack
-    (configs/minilm-full.yaml's 2% of 200 is 4 entries)."""
+    """Raise the dev and test fractions of a capped subset to ``kept`` of its ``entries`` where they are below it
+    (in place): a split gets a query only from an entry with two definitions, which a few entries may lack."""
     floor = kept / entries
     for split in HELDOUT_SPLITS:
         heldout[split] = max(heldout.get(split, getattr(HeldOut, split)), floor)
