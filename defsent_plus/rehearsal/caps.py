@@ -82,8 +82,7 @@ def caps_for(size: str, hidden_sizes: list[int], config: dict | None = None, sen
 
 def pairs_for_distinct_sentences(senteval: Path | None, sentences: int, start: int) -> int:
     """First scored pairs a file (at least ``start``) that give every STS task at least ``sentences`` distinct
-    sentences (STS-B test and SICK-R are one file each and repeat sentences): from half as many pairs as sentences,
-    a tenth more at a time (409 for MiniLM's 384 dimensions on SentEval's data)."""
+    sentences (STS-B test and SICK-R repeat sentences): from half as many pairs as sentences, a tenth more at a time."""
     from defsent_plus.evaluation.sts import STS_TASKS, load_sts_parts
 
     if senteval is None:
@@ -157,7 +156,10 @@ def derive(real: dict, *, models: dict[str, Path], standins: dict[str, dict], ca
             source_block["path"] = str(REPO / path)  # nltk_data, a user's TSV: the checkout's own
     config["resources"] = {**config.get("resources", {}), "gpu": 0, "threads": "auto"}
     cap_entries(config, caps.entries, caps.heldout_entries)
-    cap_fit_corpus(config, caps.entries)
+    # the baselines' fit corpus at most the entry cap (more rows than the widest hidden size, as whitening needs),
+    # so that their forward pass grows with the work size too
+    corpus = config.setdefault("baselines", {}).setdefault("fit_corpus", {})
+    corpus["max_sentences"] = min(corpus.get("max_sentences", FIT_CORPUS_SENTENCES), caps.entries)
     for run in config["runs"].values():
         run["seeds"] = run["seeds"][: caps.seeds]
     cap_method_epochs(config, caps.epochs)
@@ -193,19 +195,11 @@ def cap_entries(config: dict, entries: int, heldout_entries: int) -> None:
 
 
 def keep_heldout_entries(heldout: dict, entries: int, kept: int) -> None:
-    """Raise the dev and test fractions of a capped subset to ``kept`` of its ``entries`` where they are
-    below it (in place): a split gets a query only from an entry with two definitions, which a few entries may lack
-    (configs/minilm-full.yaml's 2% of 200 is 4 entries)."""
+    """Raise the dev and test fractions of a capped subset to ``kept`` of its ``entries`` where they are below it
+    (in place): a split gets a query only from an entry with two definitions, which a few entries may lack."""
     floor = kept / entries
     for split in HELDOUT_SPLITS:
         heldout[split] = max(heldout.get(split, getattr(HeldOut, split)), floor)
-
-
-def cap_fit_corpus(config: dict, sentences: int) -> None:
-    """The baselines' fit corpus keeps at most ``sentences`` (the entry cap: more rows than the widest hidden size,
-    as whitening needs), so that their forward pass grows with the work size too."""
-    block = config.setdefault("baselines", {}).setdefault("fit_corpus", {})
-    block["max_sentences"] = min(block.get("max_sentences", FIT_CORPUS_SENTENCES), sentences)
 
 
 def cap_method_epochs(config: dict, epochs: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property, partial
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,38 +62,34 @@ def entry_scoring_seconds(classes: int, rows: int, hidden: int, threads: int, ba
     (h · Eᵀ and each row's rank of its target; ``backward``: the training objective's cross-entropy and its gradient
     to h instead): a memory-bound product whose pace depends on where its matrix lands in memory, so the median over
     ``SCORING_ALLOCATIONS`` fresh matrices of each one's median of ``SCORING_REPEATS`` after ``SCORING_WARMUP``."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        generator = torch.Generator().manual_seed(0)
-        return statistics.median(scoring_pace(classes, rows, hidden, backward, generator)
-                                 for _ in range(SCORING_ALLOCATIONS))
-    finally:
-        torch.set_num_threads(before)
-
-
-def scoring_pace(classes: int, rows: int, hidden: int, backward: bool, generator) -> float:
-    """The median seconds of scoring against one freshly allocated entry matrix (:func:`entry_scoring_seconds`)."""
     import time
 
     import torch
     import torch.nn.functional as F
 
-    entries = torch.randn(classes, hidden, generator=generator)
-    h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
-    targets = torch.randint(0, classes, (rows,), generator=generator)
-    times = []
-    for _ in range(SCORING_WARMUP + SCORING_REPEATS):
-        start = time.perf_counter()
-        logits = h @ entries.T
-        if backward:
-            F.cross_entropy(logits, targets).backward()
-        else:
-            (logits >= logits.gather(1, targets[:, None])).sum(1)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times[SCORING_WARMUP:])
+    def pace(generator: torch.Generator) -> float:
+        """The median seconds of scoring against one freshly allocated entry matrix."""
+        entries = torch.randn(classes, hidden, generator=generator)
+        h = torch.randn(rows, hidden, generator=generator, requires_grad=backward)
+        targets = torch.randint(0, classes, (rows,), generator=generator)
+        times = []
+        for _ in range(SCORING_WARMUP + SCORING_REPEATS):
+            start = time.perf_counter()
+            logits = h @ entries.T
+            if backward:
+                F.cross_entropy(logits, targets).backward()
+            else:
+                (logits >= logits.gather(1, targets[:, None])).sum(1)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times[SCORING_WARMUP:])
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        return statistics.median(pace(generator) for _ in range(SCORING_ALLOCATIONS))
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -204,27 +200,17 @@ def real_sentence_sets(senteval: Path, real: dict) -> dict:
     return sets
 
 
-def rehearsal_config(workdir: Path) -> dict:
-    """A rehearsal's config, validated (its ``rehearsal`` block: the real config, the size and the caps)."""
-    return read_config(workdir / "config.yaml")
-
-
 def build_context(workdir: Path, senteval: Path) -> Context:
-    rehearsal = rehearsal_config(workdir)
+    """The :class:`Context` of the finished rehearsal in ``workdir`` (each pinned model's tokenizer loaded once)."""
+    from transformers import AutoTokenizer
+
+    rehearsal = read_config(workdir / "config.yaml")  # its rehearsal block: the real config, the size, the caps
     real = read_config(REPO / rehearsal["rehearsal"]["config"])  # an absolute path as it is
     architectures = {name: model_architecture(spec) for name, spec in real["models"].items()}
     built = built_datasets(workdir, real)
     heldout = built_heldout_texts(workdir, real) if built else None
     return Context(real, rehearsal, architectures, real_sentence_sets(senteval, real), built, heldout,
-                   tokenizer_of=partial(pinned_tokenizer, workdir))
-
-
-@cache
-def pinned_tokenizer(workdir: Path, model: str):
-    """The tokenizer of a rehearsal's pinned copy of a model (loaded once)."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))
+                   tokenizer_of=cache(lambda model: AutoTokenizer.from_pretrained(workdir / dag.pinned_model(model))))
 
 
 def built_datasets(workdir: Path, real: dict) -> dict | None:

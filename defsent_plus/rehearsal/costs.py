@@ -16,6 +16,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import replace
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 import pandas as pd
@@ -25,7 +27,7 @@ from defsent_plus.pipeline import job_model
 from defsent_plus.pipeline.requests import TRAINING_FLOPS, Gpu, forward_flops, output_classes, output_layer_flops
 from defsent_plus.rehearsal import estimate
 from defsent_plus.rehearsal.caps import LARGER
-from defsent_plus.rehearsal.context import Context, build_context, rehearsal_config
+from defsent_plus.rehearsal.context import Context, build_context
 from defsent_plus.rehearsal.records import executed_jobs, work_seconds
 from defsent_plus.rehearsal.units import ICA, NO_FLOPS, TRAINING, unit_of
 
@@ -118,7 +120,7 @@ def job_lines(jobs: list[dict], start: float) -> list[tuple[float, float]]:
 
 def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> float:
     """FLOPs of one unit of a rule's work with a model of ``architecture`` (training: ``passes`` of the encoder a
-    step, its method's ``encoder_passes``), without scoring an entry space (:func:`scoring_flops`)."""
+    step, its method's ``encoder_passes``), without scoring an entry space (:func:`gpu_job`)."""
     hidden, flops = architecture.config["hidden_size"], unit_of(rule).flops
     if flops == NO_FLOPS:
         return 0.0
@@ -126,14 +128,6 @@ def flops_per_unit(rule: str, architecture, tokens: float, passes: int = 1) -> f
         return 4.0 * hidden * hidden  # FastICA: two (hidden x hidden) x (hidden x n) products per iteration
     forward = forward_flops(architecture, tokens)
     return TRAINING_FLOPS * passes * forward if flops == TRAINING else forward
-
-
-def scoring_flops(row: dict, context: Context, architecture) -> float:
-    """FLOPs of a real job's scored sentences against its run's classes (h · Eᵀ; training: with its backward)."""
-    if not row.get("real_scored"):
-        return 0.0
-    product = output_layer_flops(architecture, classes_of(context, row["run"]))
-    return row["real_scored"] * product * (TRAINING_FLOPS if trains(row) else 1.0)
 
 
 def trains(row: dict) -> bool:
@@ -150,7 +144,7 @@ def job_rows(workdir: Path, context: Context) -> list[dict]:
         real_units, tokens = unit.real(job, done, context)
         model = context.model_of(job)
         rows.append({"rule": job.rule, **job.measured, "units": done, "real_units": real_units,
-                     "real_scored": unit.scored(job, context) if unit.ranks else 0.0,
+                     "real_scored": unit.scored(job, context) if unit.scored else 0.0,
                      "threads": job.threads, "work_seconds": work_seconds(workdir, job),
                      "tokens": tokens, "model": model, "real_jobs": context.seed_scale(job),
                      "requested_minutes": float(job.resources.get("runtime", "nan")),
@@ -178,9 +172,8 @@ def entry_scoring_rate(row: dict, context: Context) -> float:
     capped subset's, measured on this machine at the job's threads. 0 for other rules and methods."""
     architecture = context.architectures.get(row["model"])
     rehearsed = row.get("classes")
-    if not unit_of(row["rule"]).ranks or architecture is None or not rehearsed:
-        return 0.0
-    if not context.method_of_run(row["run"]).uses_entry_space:
+    if (unit_of(row["rule"]).scored is None or architecture is None or not rehearsed
+            or not context.method_of_run(row["run"]).uses_entry_space):
         return 0.0
     training = trains(row)
     # a step's examples; a reverse-dictionary job scores its queries an evaluation batch at a time
@@ -197,34 +190,27 @@ def gpu_job(row: dict, context: Context, gpu: Gpu) -> tuple[float, float]:
     if architecture is None or not row["real_units"]:
         return 0.0, 0.0
     passes = context.method_of_run(row["run"]).encoder_passes if trains(row) else 1
-    flops = (row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
-             + scoring_flops(row, context, architecture))
+    flops = row["real_units"] * flops_per_unit(row["rule"], architecture, row["tokens"], passes)
+    if row.get("real_scored"):  # its sentences scored against its run's classes (h · Eᵀ; training: and backward)
+        product = output_layer_flops(architecture, classes_of(context, row["run"]))
+        flops += row["real_scored"] * product * (TRAINING_FLOPS if trains(row) else 1.0)
     steps = 0.0
     if trains(row):
         steps = row["real_units"] / context.real["runs"][row["run"]]["batch_size"]
-        flops += dev_scoring_flops(context, row["run"], steps, architecture)
+        every = context.method_of_run(row["run"]).dev_scorings_every(context.method_options(row["run"]))
+        if every:  # scoring STS-B dev while training (SimCSE's and SLT-FAI's select_every steps)
+            sentences, tokens = context.real_sets["stsb-dev"]
+            flops += steps / every * sentences * forward_flops(architecture, tokens)
     if unit_of(row["rule"]).flops == ICA:
         return flops, gpu.ica_seconds(flops)
     return flops, gpu.seconds(flops, steps, architecture.config["num_hidden_layers"], passes)
 
 
-def dev_scoring_flops(context: Context, run: str, steps: float, architecture) -> float:
-    """FLOPs of scoring STS-B dev while training (SimCSE's and SLT-FAI's ``select_every`` steps)."""
-    every = context.method_of_run(run).dev_scorings_every(context.method_options(run))
-    if not every:
-        return 0.0
-    sentences, tokens = context.real_sets["stsb-dev"]
-    return steps / every * sentences * forward_flops(architecture, tokens)
-
-
 def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     """Per rule: real jobs and work, measured seconds per unit, and the projections (CPU hours, GPU-hours)."""
-    start = start_seconds(rows)
-    by_rule: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_rule[row["rule"]].append(row)
-    table = []
-    for rule, jobs in sorted(by_rule.items()):
+    start, table = start_seconds(rows), []
+    for rule, group in groupby(sorted(rows, key=itemgetter("rule")), key=itemgetter("rule")):
+        jobs = list(group)
         lines = job_lines(jobs, start)
         cpu = gpu_seconds = flops = longest = 0.0
         for r, (job_start, rate) in zip(jobs, lines, strict=True):
@@ -255,17 +241,13 @@ def projected(rows: list[dict], context: Context, gpu: Gpu) -> pd.DataFrame:
     return frame
 
 
-def directory_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def disk_gb(rows: list[dict], context: Context, workdir: Path) -> dict:
     """The real config's checkpoints (:func:`defsent_plus.rehearsal.estimate.checkpoint_gb`; a full-size
     rehearsal's copy of a run's selected model measured, same architecture), the embeddings, the spaces."""
     full = context.rehearsal["rehearsal"]["size"] == "full"  # a tiny rehearsal's copies are tiny models
     kept = {id(r): job_model.kind_of(r["rule"]).keeps for r in rows}
-    measured = {r["run"]: directory_bytes(workdir / r["outputs"][0]) for r in rows
-                if kept[id(r)] == job_model.SELECTED_COPY and full}
+    measured = {r["run"]: sum(p.stat().st_size for p in (workdir / r["outputs"][0]).rglob("*") if p.is_file())
+                for r in rows if kept[id(r)] == job_model.SELECTED_COPY and full}
     embeddings = spaces = 0.0
     for r in rows:
         architecture = context.architectures.get(r["model"])
@@ -294,7 +276,8 @@ def cost_sheet(workdir: Path, senteval: Path) -> tuple[pd.DataFrame, pd.DataFram
     rows = job_rows(workdir, context)
     larger = workdir / LARGER
     if (larger / "benchmarks").is_dir():
-        rows = with_larger_size(rows, job_rows(larger, replace(context, rehearsal=rehearsal_config(larger))))
+        second = replace(context, rehearsal=estimate.read_config(larger / "config.yaml"))
+        rows = with_larger_size(rows, job_rows(larger, second))
     return projected(rows, context, gpu), training_memory(context, gpu), disk_gb(rows, context, workdir), gpu
 
 
@@ -313,7 +296,7 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
     out = workdir / "results" / "cost_sheet.md"
     write_tsv(out.with_suffix(".tsv"), rules, float_format="%.4g")
     totals = rules[["rehearsal_seconds", "real_cpu_hours", "real_gpu_hours"]].sum()
-    context = rehearsal_config(workdir)
+    context = estimate.read_config(workdir / "config.yaml")
     text = (f"# Cost sheet of {context['rehearsal']['config']}\n\n"
             f"Measured by its {context['rehearsal']['size']}-size rehearsal (random weights, capped data; "
             f"{totals['rehearsal_seconds'] / 60:.1f} job-minutes on this machine), projected to the real config. "
@@ -340,11 +323,11 @@ def write_cost_sheet(workdir: Path, senteval: Path) -> Path:
 
 def work_sizes(workdir: Path) -> str:
     """What the CPU projection was fitted on: the rehearsal's caps at one or two work sizes."""
-    first = rehearsal_config(workdir)["rehearsal"]["caps"]
+    first = estimate.read_config(workdir / "config.yaml")["rehearsal"]["caps"]
     if not (workdir / LARGER / "config.yaml").is_file():
         return (f"one ({first['training_examples']} examples a candidate, {first['sts_pairs']} STS pairs a file): "
                 "one start for every rule, each rule's median rate (not calibrated)")
-    second = rehearsal_config(workdir / LARGER)["rehearsal"]["caps"]
+    second = estimate.read_config(workdir / LARGER / "config.yaml")["rehearsal"]["caps"]
     return (f"two ({first['training_examples']} and {second['training_examples']} examples a candidate, "
             f"{first['sts_pairs']} and {second['sts_pairs']} STS pairs a file, {first['entries']} and "
             f"{second['entries']} entries): each job's own start and rate")

@@ -94,7 +94,9 @@ def estimate(config: dict) -> Estimate:
     plan = Plan(config, lambda run, step: {})
     costs, modelled = config["costs"], modelled_gpu_jobs(config, plan)
     memory = {row["run"]: row["peak_gpu_gb"] for row in training_memory(config, plan)}
-    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=memory, **disk_gb(config, plan),
+    return Estimate(gpu_hours=hours_by_rule(modelled), training_memory_gb=memory, **checkpoint_gb(config, plan),
+                    embeddings_gb=job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
+                    spaces_gb=job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9,
                     gpu_jobs=dependencies(plan, modelled), cost_gpu=costs["gpu"]["name"], margin=costs["margin"],
                     min_runtime_minutes=costs["min_runtime_minutes"])
 
@@ -256,13 +258,6 @@ def checkpoint_gb(config: dict, plan, measured: dict[str, float] | None = None) 
     every, keep_all = sum(by_step), config["selection"]["keep_weights"] == "all"
     return {"checkpoints_gb": (selected + (every if keep_all else 0.0)) / 1e9, "every_candidate_gb": every / 1e9,
             "transient_gb": 0.0 if keep_all else largest / 1e9}
-
-
-def disk_gb(config: dict, plan) -> dict[str, float]:
-    """Checkpoints, every candidate's weights, the transient candidates, embeddings and entry spaces, in GB."""
-    return {**checkpoint_gb(config, plan),
-            "embeddings_gb": job_model.kept_bytes(config, plan, job_model.EMBEDDINGS) / 1e9,
-            "spaces_gb": job_model.kept_bytes(config, plan, *job_model.SPACES) / 1e9}
 
 
 def markdown_table(estimates: dict[str, Estimate]) -> str:

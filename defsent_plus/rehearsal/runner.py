@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from defsent_plus.acquisition.catalog import CATALOG, mirror_variable
+from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.errors import DefSentError
 from defsent_plus.model_specs import spec_kind
 from defsent_plus.pipeline.job_model import STS_UNITS, kind_of
@@ -86,7 +87,7 @@ def standin_blocks(root: Path, caps: capping.Caps, size: str, nltk_data: Path, s
         manifest = out.with_name(name + ".sha256")
         if not manifest.is_file():
             write(out)
-            standins.write_with_manifest(out)
+            write_manifest(manifest_of(out), manifest)
         blocks[name] = {"mirror": str(out.resolve()), "link": "copy", "checksums": str(manifest.resolve())}
     return blocks
 
@@ -109,17 +110,15 @@ def prepare(config_path: Path, size: str = "full", root: Path = REPO / "rehearsa
     real = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
     replaced = capping.replaced_models(real, size)
     caps = capping.caps_for(size, capping.rehearsal_hidden_sizes(real, size), real, senteval)
+    workdir = root / rehearsal_name(Path(config_path), size)
     if factor:
-        caps = capping.larger_caps(caps, factor)
+        caps, workdir = capping.larger_caps(caps, factor), workdir / capping.LARGER
     deep = capping.names_layers(real)
     models = {name: rehearsal_model(root, spec, size, nltk_data, senteval, deep) for name, spec in replaced.items()}
     blocks = standin_blocks(root, caps, size, nltk_data, senteval)
     shown = os.path.relpath(Path(config_path).resolve(), REPO) if Path(config_path).resolve().is_relative_to(
         REPO) else str(config_path)
     config = capping.derive(real, models=models, standins=blocks, caps=caps, source=shown, size=size)
-    workdir = root / rehearsal_name(Path(config_path), size)
-    if factor:
-        workdir = workdir / capping.LARGER
     workdir.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(config, sort_keys=False)
     validated_config(yaml.safe_load(text), SCHEMA)

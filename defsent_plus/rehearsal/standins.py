@@ -21,7 +21,6 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
-from defsent_plus.acquisition.layout import manifest_of, write_manifest
 from defsent_plus.io import atomic_path
 
 POS_OF_FILE = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
@@ -41,8 +40,8 @@ def split_of(headword: str) -> str:
     return OXFORD_SPLITS[int(hashlib.sha256(headword.encode("utf-8")).hexdigest(), 16) % 10]
 
 
-def oxford_lines(nltk_data: Path, max_lines: int | None) -> dict[str, list[str]]:
-    """Split file -> lines of the Oxford stand-in, from WordNet's single-word entries in WordNet's order."""
+def write_oxford(out_dir: Path, nltk_data: Path, max_lines: int | None = None) -> Path:
+    """The Oxford stand-in's split files, from WordNet's single-word entries in WordNet's order."""
     from defsent_plus.dictionary.sources import DropCounts, read_wordnet
 
     senses: dict[str, int] = defaultdict(int)
@@ -55,13 +54,9 @@ def oxford_lines(nltk_data: Path, max_lines: int | None) -> dict[str, list[str]]
         word = definition.entry
         files[split_of(word)].append(f"{word}%oxford.{senses[word]}\t{pos}\t\t{moses_like(definition.text)}")
         senses[word] += 1
-    return files
-
-
-def write_oxford(out_dir: Path, nltk_data: Path, max_lines: int | None = None) -> Path:
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
-        for name, lines in oxford_lines(nltk_data, max_lines).items():
+        for name, lines in files.items():
             (tmp / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return out_dir
 
@@ -120,9 +115,3 @@ def write_senteval(out_dir: Path, senteval: Path, pairs: int) -> Path:
             capped_copy(source, target, relative, pairs)
     return out_dir
 
-
-def write_with_manifest(out_dir: Path) -> Path:
-    """The ``sha256sum`` manifest of a stand-in folder, written beside it (``<folder>.sha256``)."""
-    manifest = out_dir.with_name(out_dir.name + ".sha256")
-    write_manifest(manifest_of(out_dir), manifest)
-    return manifest

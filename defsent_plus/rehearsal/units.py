@@ -45,11 +45,6 @@ class Unit:
     fits_start: bool = False
     classes: Callable[[Path, Job], int | None] = lambda workdir, job: None
 
-    @property
-    def ranks(self) -> bool:
-        """Whether its jobs score sentences against their run's classes (an entry space's pace, entry_scoring)."""
-        return self.scored is not None
-
 
 def unit_of(rule: str) -> Unit:
     """The unit of a rule's work, as its job declaration names it (none: a job of fixed cost)."""
