@@ -84,11 +84,6 @@ class JobKind:
     kept_bytes: Callable[[dict, Wildcards], float] | None = None
 
 
-def one_job(plan: Plan) -> list[Wildcards]:
-    """A rule of one job, without wildcards (the dictionary, the comparison, the summary)."""
-    return [{}]
-
-
 def each(key: str, names: Callable[[Plan], Iterable]) -> JobsOfPlan:
     """One job per name (an encoder: its name) that ``names(plan)`` gives, as wildcard ``key``."""
     return lambda plan: [{key: str(name)} for name in names(plan)]
@@ -97,6 +92,9 @@ def each(key: str, names: Callable[[Plan], Iterable]) -> JobsOfPlan:
 def one_job_if(condition: Callable[[Plan], Any]) -> JobsOfPlan:
     """A rule of one job, without wildcards, where ``condition(plan)`` holds."""
     return lambda plan: [{}] if condition(plan) else []
+
+
+one_job = one_job_if(lambda plan: True)  # a rule of one job always (the dictionary, the comparison, the summary)
 
 
 def distinct_jobs(jobs: list[Wildcards]) -> list[Wildcards]:
@@ -155,7 +153,7 @@ def entry_space_jobs(plan: Plan) -> list[Wildcards]:
     heldout = set(plan.heldout_runs())
     jobs = []
     for run, cfg in plan.config["runs"].items():
-        builders = plan.analysed_encoders(run) if plan.method(run).uses_entry_space else []
+        builders = [encoder for encoder, _ in plan.analysed_spaces(run)]
         builders += [plan.space_builder(run, 1)] if run in heldout else []
         jobs += [{"encoder": encoder.name, "dataset": cfg["dataset"]} for encoder in builders]
     return jobs

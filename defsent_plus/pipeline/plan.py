@@ -403,16 +403,12 @@ class Plan:
                  "metrics": [train_metrics(c) for c in self.candidates(run, k)]}
                 for k in self.steps(run)]
 
-    def analysed_encoders(self, run: str) -> list[EncoderId]:
-        """Encoders whose entry spaces a run builds (one per step): their isotropy is measured."""
-        return [self.space_builder(run, k) for k in self.steps(run)]
-
     def analysed_spaces(self, run: str) -> list[tuple[EncoderId, str]]:
-        """(encoder, dataset) of every step's entry space whose isotropy is measured (methods that train against
-        one)."""
+        """(encoder, dataset) of every step's entry space, built by the step's builder, whose isotropy is measured
+        (methods that train against one)."""
         if not self.method(run).uses_entry_space:
             return []
-        return [(encoder, self.run(run)["dataset"]) for encoder in self.analysed_encoders(run)]
+        return [(self.space_builder(run, k), self.run(run)["dataset"]) for k in self.steps(run)]
 
     def heldout(self, dataset: str) -> dict | None:
         """A subset's held-out split (subsets.<name>.heldout), or None (also for datasets a, b, c)."""
@@ -456,10 +452,6 @@ class Plan:
     def mteb_checks(self) -> list[str]:
         """MTEB's cross-check of every (model, pooling) of :meth:`mteb_models`."""
         return [mteb_check(encoder, pooling) for encoder, pooling in self.mteb_models()]
-
-    def reverse_dictionary_targets(self) -> list[str]:
-        """Every held-out run's reverse dictionary."""
-        return [record["json"] for record in self.reverse_dictionary_comparison()]
 
     def evaluation_targets(self, run: str) -> list[str]:
         """``rule all``'s part of a run's evaluation: the isotropy of every step's entry space (methods that train

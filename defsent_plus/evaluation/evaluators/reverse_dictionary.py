@@ -10,5 +10,5 @@ from defsent_plus.evaluation.evaluators import Evaluator
 EVALUATOR = Evaluator(
     name="reverse_dictionary",
     description="held-out definitions ranking their entries, by each method's protocol, with intervals",
-    targets=lambda plan: plan.reverse_dictionary_targets(),
+    targets=lambda plan: [record["json"] for record in plan.reverse_dictionary_comparison()],
 )
