@@ -374,18 +374,14 @@ class Plan:
         the same vectors, the ``cache`` to read them from instead (:mod:`defsent_plus.baselines.reuse`)."""
         block = self.config["selection" if sentences == "stsb-dev" else "evaluation"]
         options = {"batch_size": block["batch_size"], "max_length": block["max_length"]}
-        if not self._cached_by_baselines(encoder, sentences, pooling, options["max_length"]):
+        if encoder not in self.baseline_encoders() or sentences not in SHARED_SENTENCE_SETS:
+            return options
+        if not (pooling in SHARED_POOLINGS and NO_TEMPLATE in self.baseline_grid(encoder)["templates"]
+                and self.config["baselines"]["max_length"] == options["max_length"]
+                and caches_last_layer(self.baseline_request(encoder, NO_TEMPLATE), pooling)):
             return options
         return {**options, "cache": baseline_cache(encoder, NO_TEMPLATE), "aggregation": pooling,
                 "alignment": self.config["baselines"]["alignment"]}
-
-    def _cached_by_baselines(self, encoder: str, sentences: str, pooling: str, max_length: int) -> bool:
-        if encoder not in self.baseline_encoders() or sentences not in SHARED_SENTENCE_SETS:
-            return False
-        grid = self.baseline_grid(encoder)
-        return (pooling in SHARED_POOLINGS and NO_TEMPLATE in grid["templates"]
-                and self.config["baselines"]["max_length"] == max_length
-                and caches_last_layer(self.baseline_request(encoder, NO_TEMPLATE), pooling))
 
     def score_rows(self, models: list[Evaluated], benchmark: str) -> list[dict]:
         """One record per (model, pooling) of a table: its score file, label, seed group and step; a paired
