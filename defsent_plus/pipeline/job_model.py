@@ -221,17 +221,6 @@ def encoding(sentences: Callable[[dict, Wildcards], float]) -> RequestOf:
                                                               sentences(config, job), on_gpu)
 
 
-def transform_space_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    model = model_of_encoder(config, job["encoder"])
-    return transform_request(config, model, dataset_size(config, job["dataset"])[1], job["transform"], on_gpu)
-
-
-def reverse_dictionary_request(config: dict, plan: Plan, job: Wildcards, on_gpu: bool) -> Request:
-    run = job["run"]
-    return encoding_request(config, model_of_run(config, run),
-                            reverse_dictionary_sentences(config, plan.method(run), run), on_gpu)
-
-
 def hidden_of(config: dict, encoder: str) -> int:
     """Hidden size of an ``{encoder}`` wildcard's model."""
     return model_architecture(config["models"][model_of_encoder(config, encoder)]).config["hidden_size"]
@@ -258,7 +247,10 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("entry_space", entry_space_jobs, DATASET_TEXTS,  # every definition and entry of the dataset
             encoding(lambda config, job: sum(dataset_size(config, job["dataset"]))), on_gpu=always,
             keeps=SPACE_PAIR, kept_bytes=lambda config, job: SPACE_COPIES[SPACE_PAIR] * space_bytes(config, job)),
-    JobKind("transform_space", transform_space_jobs, ICA_ITERATIONS, transform_space_request,
+    JobKind("transform_space", transform_space_jobs, ICA_ITERATIONS,
+            lambda config, plan, job, on_gpu: transform_request(config, model_of_encoder(config, job["encoder"]),
+                                                                dataset_size(config, job["dataset"])[1],
+                                                                job["transform"], on_gpu),
             on_gpu=lambda job: job["transform"] in TORCH_TRANSFORMS, keeps=SPACE, kept_bytes=space_bytes),
     JobKind("isotropy", lambda plan: [{"encoder": encoder.name, "dataset": dataset} for run in plan.config["runs"]
                                       for encoder, dataset in plan.analysed_spaces(run)]),
@@ -282,7 +274,10 @@ JOB_KINDS: dict[str, JobKind] = {kind.rule: kind for kind in (
     JobKind("mteb", lambda plan: [{"encoder": encoder.name, "pooling": pooling}
                                   for encoder, pooling in plan.mteb_models()]),
     JobKind("reverse_dictionary", each("run", lambda plan: plan.heldout_runs()), PADDED_TOKENS,
-            reverse_dictionary_request, on_gpu=always),
+            lambda config, plan, job, on_gpu: encoding_request(
+                config, model_of_run(config, job["run"]),
+                reverse_dictionary_sentences(config, plan.method(job["run"]), job["run"]), on_gpu),
+            on_gpu=always),
     # training-free baselines
     JobKind("baseline_fit_corpus", one_job_if(lambda plan: plan.baseline_encoders())),
     JobKind("baseline_embed", lambda plan: [{"encoder": encoder, "template": template}
