@@ -34,7 +34,7 @@ from defsent_plus.baselines.spec import (  # noqa: E402
     layer_set_name,
 )
 from defsent_plus.evaluation.intervals import Bootstrap, TaskPairs  # noqa: E402
-from defsent_plus.evaluation.report import honest_ylim, markdown, save_plot  # noqa: E402
+from defsent_plus.evaluation.report import honest_ylim, label_plot, markdown, write_png  # noqa: E402
 from defsent_plus.evaluation.significance import (  # noqa: E402
     difference_text,
     interval_rows,
@@ -309,5 +309,6 @@ def plot_layers(table: pd.DataFrame, n_layers: int, out_png: str | Path, title: 
     if not rows.empty:
         honest_ylim(ax, rows["avg"])
     ax.set_xticks(range(len(order)), ["static" if name == "static" else name[1:] for name in order])
-    ax.set(xlabel="layer (static = input embedding rows, 0 = embedding output)", ylabel="STS average, Spearman × 100")
-    save_plot(fig, ax, title, out_png)
+    label_plot(fig, ax, "layer (static = input embedding rows, 0 = embedding output)", "STS average, Spearman × 100",
+               title)
+    write_png(fig, out_png)

@@ -169,7 +169,8 @@ def average_by_step_figure(data: pd.DataFrame, title: str, axis: str = "average 
                         capsize=4, label=f"{name}, {group}: mean ± std over {len(seeds)} seed(s)")
     honest_ylim(ax, data["avg"])
     xlabel = "\n".join(["PST step (0 = starting model)", *textwrap.wrap(unshown, 80)])
-    label_step_plot(fig, ax, data["step"], xlabel, axis, title)
+    ax.set_xticks(sorted(data["step"].unique()))
+    label_plot(fig, ax, xlabel, axis, title)
     return fig
 
 
@@ -193,20 +194,9 @@ def write_png(fig, out_png: str | Path) -> None:
     plt.close(fig)
 
 
-def save_plot(fig, ax, title: str, out_png: str | Path) -> None:
-    """Title and legend, then the figure written as PNG atomically and closed."""
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    write_png(fig, out_png)
-
-
-def label_step_plot(fig, ax, steps: pd.Series, xlabel: str, ylabel: str, title: str) -> None:
-    """Label a per-step plot (one tick per step), its title and legend."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_xticks(sorted(steps.unique()))
-    ax.set_title(title)
+def label_plot(fig, ax, xlabel: str, ylabel: str, title: str) -> None:
+    """A plot's axis labels, title and legend, laid out."""
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.legend(fontsize=7)
     fig.tight_layout()
 
@@ -239,7 +229,8 @@ def plot_steps(steps: pd.DataFrame, base_dev: float, out_png: str | Path, title:
     chosen = steps[steps["chosen"]].sort_values("step")
     ax.plot(chosen["step"], chosen["dev_score"], "k-o", label="chosen (dev-selected)")
     honest_ylim(ax, pd.concat([steps["dev_score"], pd.Series([base_dev])]))
-    label_step_plot(fig, ax, steps["step"], "PST step", "STS-B dev Spearman × 100", title)
+    ax.set_xticks(sorted(steps["step"].unique()))
+    label_plot(fig, ax, "PST step", "STS-B dev Spearman × 100", title)
     write_png(fig, out_png)
 
 
