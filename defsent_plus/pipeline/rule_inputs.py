@@ -73,12 +73,10 @@ class RuleInputs:
     def selection(self) -> dict[str, InputFunction]:
         """A step's candidates: their dev scores (after the previous step's selection). Not their weights, which
         ``selection.keep_weights: selected`` deletes: adding a seed re-selects without retraining the others."""
-        def step_candidates(wildcards) -> list[EncoderId]:
-            return self.plan.candidates(wildcards.run, wildcards.step)
-
-        return self.computed_from(
-            lambda wildcards: step_candidates(wildcards)[0], model=False,  # the step's candidates share selections
-            dev=lambda wildcards: [dag.dev_file(c) for c in step_candidates(wildcards)],
+        plan = self.plan
+        return self.computed_from(  # the step's candidates share their selections: the first one's are the step's
+            lambda wildcards: plan.candidates(wildcards.run, wildcards.step)[0], model=False,
+            dev=lambda wildcards: [dag.dev_file(c) for c in plan.candidates(wildcards.run, wildcards.step)],
         )
 
     def kept_best(self) -> dict[str, InputFunction]:
@@ -96,9 +94,6 @@ class RuleInputs:
         spaces the final step trained on."""
         plan = self.plan
 
-        def final_model(wildcards) -> EncoderId:
-            return EncoderId.selected(wildcards.run, plan.final_step(wildcards.run))
-
         def final_spaces(wildcards) -> list[str]:
             run, last = wildcards.run, plan.final_step(wildcards.run)
             if not plan.method(run).uses_entry_space:
@@ -106,7 +101,7 @@ class RuleInputs:
             return [plan.space_of(run, last, space) for space in plan.run(run)["steps"][-1]["spaces"]]
 
         return self.computed_from(
-            final_model,
+            lambda wildcards: EncoderId.selected(wildcards.run, plan.final_step(wildcards.run)),
             spaces=final_spaces,
             dataset=lambda wildcards: plan.dataset_file(plan.run(wildcards.run)["dataset"]),
             queries=lambda wildcards: plan.queries_file(plan.run(wildcards.run)["dataset"]),
