@@ -265,7 +265,7 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     Definitions of other entries (possible when the dataset was built with another model's tokenizer) are
     dropped, counted and logged; none left is an error naming the dataset."""
     encoder, where = inputs.encoder, inputs.where
-    token_ids = headword_token_ids(encoder.tokenizer, list(inputs.frame["entry"]))
+    token_ids = single_token_ids(encoder.tokenizer, list(inputs.frame["entry"]))  # dataset c's rule: its entries
     per_example = [token_ids[i] for i in inputs.entry_ids]
     keep = np.array([t is not None for t in per_example], dtype=bool)
     dropped = int((~keep).sum())
@@ -281,12 +281,6 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     return TrainingTask(objective, [t for t, k in zip(inputs.texts, keep, strict=True) if k],
                         np.array([t for t in per_example if t is not None], dtype=np.int64), card,
                         save=lambda out_dir: save_head(objective.head, out_dir, objective.head_info))
-
-
-def headword_token_ids(tokenizer, words: Sequence[str]) -> list[int | None]:
-    """Each headword's target token id (None: not one token), by dataset c's own rule, so DefSent trains on
-    exactly dataset c's entries."""
-    return single_token_ids(tokenizer, words)
 
 
 def load_defsent_model(model_dir: str | Path) -> tuple[Encoder, nn.Module]:
