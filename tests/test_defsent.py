@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 from tiny_models import build_tiny_bert, build_tiny_roberta, vary_layer_norms
 from transformers import AutoConfig, AutoModelForMaskedLM, BertForMaskedLM, DistilBertConfig, DistilBertModel
 
-from defsent_plus.dictionary.datasets import single_token_entries
+from defsent_plus.dictionary.datasets import single_token_entries, single_token_ids
 from defsent_plus.encoders.encoding import get_pooling
 from defsent_plus.encoders.models import load_encoder
 from defsent_plus.errors import DefSentError
@@ -23,7 +23,6 @@ from defsent_plus.io import write_json
 from defsent_plus.methods.defsent.objective import (
     HEAD_FILE,
     defsent_objective,
-    headword_token_ids,
     load_head,
     masked_lm_head,
     predict_words,
@@ -75,7 +74,7 @@ def mlm_dir(request) -> Path:
 def features_and_targets(encoder):
     features = encoder.tokenizer(DEFINITIONS, padding=True, return_tensors="pt")
     assert not bool(features["attention_mask"].all()), "the batch must contain padding"
-    targets = headword_token_ids(encoder.tokenizer, HEADWORDS)
+    targets = single_token_ids(encoder.tokenizer, HEADWORDS)
     assert None not in targets
     return features, torch.tensor(targets)
 
@@ -164,7 +163,7 @@ def test_an_epoch_of_the_training_loop_keeps_the_head(mlm_dir):
     encoder = load_encoder(mlm_dir)
     objective = defsent_objective(encoder, "cls", seed=0)
     head_before = {k: v.clone() for k, v in objective.head.state_dict().items()}
-    targets = np.array(headword_token_ids(encoder.tokenizer, HEADWORDS))
+    targets = np.array(single_token_ids(encoder.tokenizer, HEADWORDS))
     summary = train_epoch(encoder, DEFINITIONS * 2, np.concatenate([targets, targets]), objective,
                           TrainConfig(batch_size=2, lr=1e-3), progress=False)
     assert summary["steps"] == 3 and np.isfinite(summary["loss_last"])
@@ -249,7 +248,7 @@ def test_max_pooled_encodings_do_not_depend_on_batch_padding(tiny_bert):
 
 def test_bert_headwords_are_the_words_themselves(tiny_bert):
     tokenizer = load_encoder(tiny_bert).tokenizer
-    ids = headword_token_ids(tokenizer, ["giraffe", "Dog", "new york", "xyzzy", "€"])
+    ids = single_token_ids(tokenizer, ["giraffe", "Dog", "new york", "xyzzy", "€"])
     assert ids == [tokenizer.convert_tokens_to_ids("giraffe"), tokenizer.convert_tokens_to_ids("dog"), None, None,
                    None]  # two words, a sub-word split, an unknown character
 
@@ -257,7 +256,7 @@ def test_bert_headwords_are_the_words_themselves(tiny_bert):
 def test_roberta_headwords_take_the_leading_space_form(tiny_roberta):
     tokenizer = load_encoder(tiny_roberta).tokenizer
     assert len(tokenizer("one", add_special_tokens=False)["input_ids"]) == 1  # one token only without the space
-    ids = headword_token_ids(tokenizer, ["food", "one", "giraffe"])
+    ids = single_token_ids(tokenizer, ["food", "one", "giraffe"])
     assert ids == [tokenizer.convert_tokens_to_ids("\u0120food"), None, None]
 
 
@@ -268,7 +267,7 @@ def test_bert_headwords_agree_with_dataset_c(tiny_bert):
     words = ["giraffe", "new york", "xyzzy", "dog", "€", "lion"]
     frame = pd.DataFrame({"entry": words, "definitions": [["x"]] * len(words), "sources": [["s"]] * len(words)})
     kept = set(single_token_entries(frame, tokenizer)["entry"])
-    assert kept == {w for w, i in zip(words, headword_token_ids(tokenizer, words), strict=True) if i is not None}
+    assert kept == {w for w, i in zip(words, single_token_ids(tokenizer, words), strict=True) if i is not None}
 
 
 # ------------------------------------------------------------------------------------------ prediction
@@ -325,7 +324,7 @@ def safe_open_metadata(path: Path) -> dict:
 def test_training_moves_the_headwords_up_the_ranking(mlm_bert):
     encoder = load_encoder(mlm_bert)
     objective = defsent_objective(encoder, "cls", seed=0)
-    targets = np.array(headword_token_ids(encoder.tokenizer, HEADWORDS))
+    targets = np.array(single_token_ids(encoder.tokenizer, HEADWORDS))
     before = ranks_of_targets(word_logits(encoder, objective.head, DEFINITIONS, "cls"), targets)
     train_epoch(encoder, DEFINITIONS * 20, np.tile(targets, 20), objective, TrainConfig(batch_size=3, lr=1e-2),
                 progress=False)
@@ -392,7 +391,7 @@ def test_definitions_of_multi_token_headwords_are_dropped_and_counted(tiny_bert)
     frame = pd.DataFrame({"entry": ["food", "new york"], "definitions": [["what you eat"], ["a city"]],
                           "sources": [["s"], ["s"]]})
     task = build_task(TaskInputs(encoder, frame, ["what you eat", "a city"], np.array([0, 1]), "cls", 0, "toy", {}, 2))
-    assert task.texts == ["what you eat"] and task.targets.tolist() == headword_token_ids(encoder.tokenizer, ["food"])
+    assert task.texts == ["what you eat"] and task.targets.tolist() == single_token_ids(encoder.tokenizer, ["food"])
     assert task.card["dropped_not_single_token"] == 1 and task.card["classes"] == encoder.model.config.vocab_size
 
 

@@ -59,11 +59,6 @@ class DropCounts:
 BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
-def text_encoding(raw: bytes) -> tuple[str, int]:
-    """(encoding, BOM length) of a text file's bytes: UTF-8 or UTF-16 by byte-order mark, else UTF-8."""
-    return next(((encoding, len(mark)) for mark, encoding in BYTE_ORDER_MARKS if raw.startswith(mark)), ("utf-8", 0))
-
-
 def decoded(path: Path, body: bytes, encoding: str) -> str:
     """A file's ``body`` as text; a byte that does not decode is an error naming file, line and column."""
     try:
@@ -80,7 +75,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     if not path.is_file():
         raise DefSentError(path, "file not found")
     raw = path.read_bytes()
-    encoding, start = text_encoding(raw)
+    encoding, start = next(((code, len(mark)) for mark, code in BYTE_ORDER_MARKS if raw.startswith(mark)), ("utf-8", 0))
     lines = decoded(path, raw[start:], encoding).split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line
@@ -322,12 +317,6 @@ LEXNAMES = (
 LEXNAME_POS = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
 
 
-def lexnames_text() -> str:
-    """The ``lexnames`` file nltk expects: number, lexicographer file and part-of-speech number per line."""
-    lines = [f"{i:02d}\t{lex}\t{LEXNAME_POS[lex.split('.')[0]]}" for i, lex in enumerate(LEXNAMES)]
-    return "\n".join(lines) + "\n"
-
-
 def prepare_wordnet(target: str | Path, system_dir: str | Path = WORDNET_SYSTEM_DIR) -> Path:
     """Copy Debian's WordNet 3.0 files into ``target/corpora/wordnet`` with a generated ``lexnames`` file."""
     system_dir = Path(system_dir)
@@ -338,7 +327,9 @@ def prepare_wordnet(target: str | Path, system_dir: str | Path = WORDNET_SYSTEM_
     out.mkdir(parents=True, exist_ok=True)
     for file in WORDNET_FILES:
         shutil.copyfile(system_dir / file, out / file)
-    (out / "lexnames").write_text(lexnames_text(), encoding="utf-8")
+    # the lexnames file nltk expects: number, lexicographer file and part-of-speech number per line
+    lexnames = "".join(f"{i:02d}\t{lex}\t{LEXNAME_POS[lex.split('.')[0]]}\n" for i, lex in enumerate(LEXNAMES))
+    (out / "lexnames").write_text(lexnames, encoding="utf-8")
     return out
 
 

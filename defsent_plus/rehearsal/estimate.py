@@ -72,8 +72,6 @@ class Estimate:
 
     def wall_hours(self, gpus: int) -> float:
         """Wall time on ``gpus`` GPUs: the best list schedule on at most that many (so more GPUs never take longer)."""
-        if gpus < 1:
-            raise ValueError(f"--gpus: expected at least 1 GPU, got {gpus}")
         return min(list_schedule_seconds(self.gpu_jobs, n)
                    for n in range(1, min(gpus, max(len(self.gpu_jobs), 1)) + 1)) / 3600
 

@@ -112,7 +112,7 @@ class LossTally:
     """Pending step records on the device (``pending``); ``first_step``: the 1-based number of the first pending
     step."""
 
-    def __init__(self, first_step: int = 1, lr: float | None = None):
+    def __init__(self, first_step: int, lr: float):
         self.first_step = first_step
         self.lr = lr
         self.pending: list[StepRecord] = []
@@ -127,8 +127,8 @@ class LossTally:
         rows = [row_of(self.first_step + offset, record, values) for offset, record in enumerate(self.pending)]
         for row in rows:
             if not math.isfinite(row["loss"]):
-                raise NonFiniteLoss(f"training loss became {row['loss']} at step {row['step']}"
-                                    f"{'' if self.lr is None else f' (lr {self.lr})'}; stopping")
+                raise NonFiniteLoss(f"training loss became {row['loss']} at step {row['step']} (lr {self.lr}); "
+                                    "stopping")
         self.first_step += len(self.pending)
         self.pending = []
         return rows

@@ -30,17 +30,13 @@ def check_trackers(names: Sequence[str], where: str = "config: logging.report_to
     for name in names:
         if name not in KINDS:
             raise DefSentError(where, f"unknown tracker {name!r}; expected some of {sorted(KINDS)}")
-        if not importable(name):
+        try:
+            installed = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a finder that refuses it: missing
+            installed = False
+        if not installed:
             raise DefSentError(where, f"{name} is not installed: bash bin/setup {name} (in this checkout; "
                                       f"elsewhere pip install 'defsent-plus[{name}]'), or remove it from the list")
-
-
-def importable(module: str) -> bool:
-    """Whether ``module`` is installed (found without importing it; a finder that refuses it counts as missing)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def metrics_of(row: dict) -> dict[str, float]:

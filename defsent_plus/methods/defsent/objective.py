@@ -57,13 +57,6 @@ HEAD_LAYOUTS = (
 )
 
 
-def layout_named(name: str, where: str | Path) -> HeadLayout:
-    layouts = {layout.name: layout for layout in HEAD_LAYOUTS}
-    if name not in layouts:
-        raise DefSentError(where, f"unknown masked-LM head layout {name!r}; expected one of {list(layouts)}")
-    return layouts[name]
-
-
 def _owner_prefix(layout: HeadLayout) -> str:
     return f"{layout.decoder_owner}." if layout.decoder_owner else ""
 
@@ -80,7 +73,10 @@ def masked_lm_head(encoder: Encoder, seed: int) -> tuple[nn.Module, dict]:
     partial head's) get :func:`initialise_head`'s. A stored decoder weight is not read: the decoder is always the
     input word embeddings (DefSent ties them whenever head and embeddings are frozen). Returns the head and
     ``{"head": "pretrained"|"initialised"|"partial", "layout", "missing", "seed"}``."""
-    keys = _checkpoint_keys(encoder.path)
+    keys: set[str] = set()
+    for file in _safetensors_files(encoder.path):
+        with safe_open(str(file), framework="pt") as handle:
+            keys.update(handle.keys())
     layout = _layout_from_keys(keys, encoder.model.config) or _layout_from_type(encoder)
     head = _tied_head(layout, encoder)
     initialise_head(head, layout, seed, encoder.model.config)
@@ -93,14 +89,6 @@ def masked_lm_head(encoder: Encoder, seed: int) -> tuple[nn.Module, dict]:
     log.info("%s: masked-LM head (%s layout) %s%s", encoder.path, layout.name, state,
              f" with seed {seed}, missing {missing}" if missing else "")
     return head, info
-
-
-def _checkpoint_keys(path: Path) -> set[str]:
-    keys: set[str] = set()
-    for file in _safetensors_files(path):
-        with safe_open(str(file), framework="pt") as handle:
-            keys.update(handle.keys())
-    return keys
 
 
 def _checkpoint_head(path: Path, keys: set[str], layout: HeadLayout, wanted: list[str]) -> dict[str, torch.Tensor]:
@@ -220,7 +208,11 @@ def load_head(encoder: Encoder) -> nn.Module:
         raise DefSentError(encoder.path, f"no {HEAD_FILE}: not a DefSent-trained model directory (its masked-LM "
                                          f"head is saved there by training)")
     with safe_open(str(path), framework="pt") as handle:
-        layout = layout_named(head_info(handle.metadata()).get("layout", ""), path)
+        name = head_info(handle.metadata()).get("layout", "")
+    layouts = {layout.name: layout for layout in HEAD_LAYOUTS}
+    if name not in layouts:
+        raise DefSentError(path, f"unknown masked-LM head layout {name!r}; expected one of {list(layouts)}")
+    layout = layouts[name]
     head = _tied_head(layout, encoder)
     saved = {key.removeprefix(layout.prefix): tensor for key, tensor in load_file(str(path)).items()}
     missing = sorted(set(own_keys(head, layout)) - set(saved))
@@ -273,7 +265,7 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     Definitions of other entries (possible when the dataset was built with another model's tokenizer) are
     dropped, counted and logged; none left is an error naming the dataset."""
     encoder, where = inputs.encoder, inputs.where
-    token_ids = headword_token_ids(encoder.tokenizer, list(inputs.frame["entry"]))
+    token_ids = single_token_ids(encoder.tokenizer, list(inputs.frame["entry"]))  # dataset c's rule: its entries
     per_example = [token_ids[i] for i in inputs.entry_ids]
     keep = np.array([t is not None for t in per_example], dtype=bool)
     dropped = int((~keep).sum())
@@ -289,12 +281,6 @@ def build_task(inputs: TaskInputs) -> TrainingTask:
     return TrainingTask(objective, [t for t, k in zip(inputs.texts, keep, strict=True) if k],
                         np.array([t for t in per_example if t is not None], dtype=np.int64), card,
                         save=lambda out_dir: save_head(objective.head, out_dir, objective.head_info))
-
-
-def headword_token_ids(tokenizer, words: Sequence[str]) -> list[int | None]:
-    """Each headword's target token id (None: not one token), by dataset c's own rule, so DefSent trains on
-    exactly dataset c's entries."""
-    return single_token_ids(tokenizer, words)
 
 
 def load_defsent_model(model_dir: str | Path) -> tuple[Encoder, nn.Module]:

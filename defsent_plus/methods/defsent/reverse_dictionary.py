@@ -57,32 +57,6 @@ def headword_examples(frame: pd.DataFrame, queries: pd.DataFrame, token_ids: lis
     return examples
 
 
-def headword_ranks(encoder: Encoder, head: torch.nn.Module, pooling: str, frame: pd.DataFrame,
-                   queries: pd.DataFrame, batch_size: int = 128) -> dict[str, dict[str, np.ndarray]]:
-    """A DefSent model's rank of each example's headword token among the WHOLE vocabulary, ``{protocol: {split:
-    ranks}}`` per :data:`HEADWORD_PROTOCOLS` (``heldout_queries``: those with a single-token headword)."""
-    import torch
-
-    from defsent_plus.methods.defsent.objective import check_pooling, head_logits, headword_token_ids
-
-    token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
-
-    check_pooling(pooling)
-
-    def ranks(texts: list[str], targets: np.ndarray) -> np.ndarray:
-        pooled = torch.from_numpy(encoded_queries(encoder, texts, pooling, batch_size))  # at once: batched by length
-        return query_ranks(pooled, lambda chunk: head_logits(head, chunk), targets, batch_size)
-
-    examples = headword_examples(frame, queries, token_ids)
-    heldout = queries[[token_ids[e] is not None for e in queries["entry_id"]]]
-    return {
-        "all_definitions": {split: ranks(*examples[split]) for split in examples},
-        "heldout_queries": {split: ranks(list(heldout.definition[heldout.split == split]),
-                                         np.array([token_ids[e] for e in heldout.entry_id[heldout.split == split]]))
-                            for split in HELDOUT_SPLITS},
-    }
-
-
 def heldout_frame(dataset_path: str | Path) -> pd.DataFrame:
     """A dataset with a held-out split (DefSent's reverse dictionary ranks per split)."""
     frame = read_dataset(dataset_path)
@@ -95,13 +69,30 @@ def heldout_frame(dataset_path: str | Path) -> pd.DataFrame:
 def headword_model(encoder: Encoder, head: torch.nn.Module, pooling: str, frame: pd.DataFrame,
                    queries: pd.DataFrame, space: np.ndarray, batch_size: int = 128, max_length: int = 128
                    ) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
-    """One model's ranks ``{protocol: {split: ranks}}`` (:func:`headword_ranks`, then the ``cosine`` protocol against
-    ``space``) and its part of a ``vocabulary``-protocol JSON."""
-    from defsent_plus.methods.defsent.objective import headword_token_ids
+    """One model's ranks ``{protocol: {split: ranks}}`` and its part of a ``vocabulary``-protocol JSON: its rank of
+    each example's headword token among the WHOLE vocabulary per :data:`HEADWORD_PROTOCOLS` (``heldout_queries``:
+    those with a single-token headword), then the ``cosine`` protocol against ``space``."""
+    import torch
 
-    ranks = {**headword_ranks(encoder, head, pooling, frame, queries, batch_size),
-             COSINE: ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries)}
-    token_ids = headword_token_ids(encoder.tokenizer, list(frame["entry"]))
+    from defsent_plus.dictionary.datasets import single_token_ids
+    from defsent_plus.methods.defsent.objective import check_pooling, head_logits
+
+    token_ids = single_token_ids(encoder.tokenizer, list(frame["entry"]))  # dataset c's rule
+    check_pooling(pooling)
+
+    def ranked(texts: list[str], targets: np.ndarray) -> np.ndarray:
+        pooled = torch.from_numpy(encoded_queries(encoder, texts, pooling, batch_size))  # at once: batched by length
+        return query_ranks(pooled, lambda chunk: head_logits(head, chunk), targets, batch_size)
+
+    examples = headword_examples(frame, queries, token_ids)
+    heldout = queries[[token_ids[e] is not None for e in queries["entry_id"]]]
+    ranks = {
+        "all_definitions": {split: ranked(*examples[split]) for split in examples},
+        "heldout_queries": {split: ranked(list(heldout.definition[heldout.split == split]),
+                                          np.array([token_ids[e] for e in heldout.entry_id[heldout.split == split]]))
+                            for split in HELDOUT_SPLITS},
+        COSINE: ranks_by_split(cosine_ranks(encoder, space, queries, batch_size, max_length), queries),
+    }
     return ranks, {"pooling": pooling, "scoring": "vocabulary (masked-LM head)",
                    "candidates": int(encoder.model.config.vocab_size),
                    "not_single_token": int(sum(t is None for t in token_ids)),
