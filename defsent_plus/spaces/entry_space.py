@@ -61,13 +61,15 @@ def write_entry_space(
     max_length: int = 128,
     encoder_name: str | None = None,
     timings: dict | None = None,
+    tf32: bool = True,
 ) -> dict:
     """Build and write the AC/AMP spaces of a dataset with an encoder, and a JSON naming their provenance;
-    ``timings`` gets the encoding's seconds and pace (the job's work clock; the JSON holds no timing)."""
+    ``timings`` gets the encoding's seconds and pace (the job's work clock; the JSON holds no timing); ``tf32``: on a
+    GPU, TF32 matrix products (rule ``entry_space``'s measured setting)."""
     frame = read_dataset(dataset_path)
     device = device_for_run()
     encoder = load_encoder(encoder_path).to(device)
-    if device.type == "cuda":
+    if device.type == "cuda" and tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
     n_definitions = int(frame["definitions"].map(len).sum())
     log.info("encoding %d definitions of %d entries on %s", n_definitions, len(frame), device)

@@ -165,7 +165,8 @@ def extended_space(space_path: str | Path, dataset_path: str | Path, cache_dir: 
     if not all((folder / f"{name}.npy").is_file() for name in ENTRY_POOLINGS):  # one encoding pass, then cached
         timings: dict = {}
         write_entry_space(recipe.encoder_path, dataset_path, {name: folder / f"{name}.npy" for name in ENTRY_POOLINGS},
-                          folder / SPACE_META, batch_size, recipe.max_length, timings=timings)
+                          folder / SPACE_META, batch_size, recipe.max_length, timings=timings,
+                          tf32=False)  # --search's GPU path: not measured with TF32
         seconds = timings["seconds"]
         write_json(folder / "meta.json", {**key, "encoder_path": recipe.encoder_path, "dataset_path": str(dataset_path),
                                           "entries": len(frame), "seconds": round(seconds, 1)})
