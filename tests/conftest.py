@@ -57,6 +57,27 @@ def worker_order(item) -> tuple[bool, bool, bool, int]:
             waits_for_background_dags(item))
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # as Snakemake sets a job's
+
+
+def pytest_configure(config) -> None:
+    """On a pytest-xdist worker: torch and BLAS on the worker's share of the cores (cores / workers), in the worker and
+    in the processes it starts (unless the environment sets their thread count), as Snakemake gives each job its
+    threads. Each worker on every core would keep more threads busy than there are cores, OpenMP's and OpenBLAS's
+    spinning while they wait: the compute-bound tests then took twice as long (docs/results.md, "Budgets")."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2:
+        return
+    import threadpoolctl
+    import torch
+
+    for variable in THREAD_VARIABLES:
+        os.environ.setdefault(variable, str(max(1, (os.cpu_count() or 1) // workers)))
+    threads = int(os.environ["OMP_NUM_THREADS"])
+    torch.set_num_threads(threads)
+    threadpoolctl.threadpool_limits(threads)
+
+
 @pytest.hookimpl(tryfirst=True)  # before the deselection by markers
 def pytest_collection_modifyitems(session, config, items) -> None:
     for item in items:
