@@ -64,7 +64,7 @@ def pytest_configure(config) -> None:
     """On a pytest-xdist worker: torch and BLAS on the worker's share of the cores (cores / workers), in the worker and
     in the processes it starts (unless the environment sets their thread count), as Snakemake gives each job its
     threads. Each worker on every core would keep more threads busy than there are cores, OpenMP's and OpenBLAS's
-    spinning while they wait: the compute-bound tests then took twice as long (docs/results.md, "Budgets")."""
+    spinning while they wait: the compute-bound tests then took up to twice as long (docs/results.md, "Budgets")."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers < 2:
         return
