@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from defsent_plus.errors import DefSentError
@@ -214,7 +214,8 @@ def with_defaults(options: dict, **defaults) -> dict:
     return {name: {**spec, "default": defaults[name]} if name in defaults else spec for name, spec in options.items()}
 
 
-def require_known(options: dict, names) -> None:
+def require_known(options: dict, names: Iterable[str]) -> None:
+    """A declaration's error for option names that ``options`` (JSON-schema properties) does not have."""
     unknown = set(names) - set(options)
     if unknown:
         raise ValueError(f"no such options: {sorted(unknown)}")
